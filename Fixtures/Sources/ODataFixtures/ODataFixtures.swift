@@ -1,0 +1,1 @@
+// The fixture producer; its issue builds it out.

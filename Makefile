@@ -1,0 +1,25 @@
+# The two commands a newcomer types: `make demo` and `make test`.
+# Both install what is missing (Debian packages) first, then build and run.
+
+SWIFT ?= swift
+
+.PHONY: deps build test demo bench clean
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+demo: deps
+	$(SWIFT) run odata-demo
+
+bench: deps
+	cd Benchmarks && $(SWIFT) package benchmark
+
+clean:
+	rm -rf .build

@@ -1,0 +1,88 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// The products this package offers; every library is usable on its own.
+let package = Package(
+    name: "ODataStores",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ODataCore", targets: ["ODataCore"]),
+        .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
+        .library(name: "LMDB", targets: ["LMDB"]),
+        .library(name: "TechnicalCache", targets: ["TechnicalCache"]),
+        .library(name: "ODataQuery", targets: ["ODataQuery"]),
+        .library(name: "OnlineStore", targets: ["OnlineStore"]),
+        .library(name: "OfflineStore", targets: ["OfflineStore"]),
+        .executable(name: "odata-demo", targets: ["odata-demo"]),
+        .executable(name: "ilodata", targets: ["ilodata"]),
+        .executable(name: "odata-fixture-server", targets: ["odata-fixture-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    ],
+    targets: [
+        // C bridges: only these two modules' Swift wrappers import C.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLMDB",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+
+        // Libraries, top of the dependency graph first.
+        .target(
+            name: "ODataCore",
+            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
+        .target(
+            name: "CurlHTTP",
+            dependencies: ["CCurl", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
+        .target(name: "LMDB", dependencies: ["CLMDB"]),
+        .target(name: "TechnicalCache", dependencies: ["LMDB", "ODataCore"]),
+        .target(name: "ODataQuery", dependencies: ["ODataCore"]),
+        .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "TechnicalCache"]),
+        .target(
+            name: "OfflineStore",
+            dependencies: ["ODataCore", "CurlHTTP", "LMDB", "TechnicalCache", "ODataQuery"]
+        ),
+
+        // The fixture producer: a non-product library for tests plus its executable.
+        .target(
+            name: "ODataFixtures",
+            dependencies: ["ODataCore", "ODataQuery"],
+            path: "Fixtures/Sources/ODataFixtures"
+        ),
+        .executableTarget(
+            name: "odata-fixture-server",
+            dependencies: ["ODataFixtures"],
+            path: "Fixtures/Sources/odata-fixture-server"
+        ),
+
+        // Executables.
+        .executableTarget(name: "odata-demo", dependencies: ["OnlineStore", "ODataFixtures"]),
+        .executableTarget(name: "ilodata", dependencies: ["OfflineStore"]),
+
+        // Tests: one target per module.
+        .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
+        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP"]),
+        .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
+        .testTarget(name: "TechnicalCacheTests", dependencies: ["TechnicalCache"]),
+        .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
+        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
+        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),
+        .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
+    ]
+)
+
+// One settings loop for all targets: Swift 6 language mode (strict concurrency) everywhere.
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.swiftLanguageMode(.v6))
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,1 @@
+// OfflineStore: see README.md for what this module does; its issue builds it out.

@@ -1,0 +1,1 @@
+// OnlineStore: see README.md for what this module does; its issue builds it out.
