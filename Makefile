@@ -19,7 +19,7 @@ demo: deps
 	$(SWIFT) run odata-demo
 
 bench: deps
-	cd Benchmarks && $(SWIFT) package benchmark
+	cd Benchmarks && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable'))"); do $(SWIFT) run -c release $$b; done
 
 clean:
 	rm -rf .build

@@ -1,0 +1,22 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in a package of their own so that `swift test` at the root never builds
+// their dependencies (AsyncHTTPClient, GRDB, …). Each area is one executable that measures
+// our code and its floor or peer side by side, in one run, and prints a comparison table.
+let package = Package(
+    name: "ODataStoresBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+    ],
+    targets: [
+        .target(name: "BenchmarkKit"),
+    ]
+)
+
+for target in package.targets {
+    var settings = target.swiftSettings ?? []
+    settings.append(.swiftLanguageMode(.v6))
+    target.swiftSettings = settings
+}
