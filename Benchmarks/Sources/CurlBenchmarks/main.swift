@@ -5,6 +5,7 @@ import AsyncHTTPClient
 import BenchmarkKit
 import CurlHTTP
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -109,11 +110,15 @@ protocol Client: Sendable {
     func get(_ url: String) async throws -> Int  // body bytes
 }
 
+/// New connections CurlTransport opened during the run (from `TransferMetrics`).
+let curlNewConnections = Atomic<Int>(0)
+
 struct CurlClient: Client {
     let transport: CurlTransport
     var name: String { "CurlTransport" }
     func get(_ url: String) async throws -> Int {
         let response = try await transport.send(TransportRequest(url: url))
+        curlNewConnections.add(response.metrics.newConnections, ordering: .relaxed)
         guard response.status == 200 else { throw BenchError(description: "status \(response.status)") }
         return response.body.count
     }
@@ -189,8 +194,15 @@ sessionConfiguration.httpMaximumConnectionsPerHost = 8
 sessionConfiguration.urlCache = nil
 let session = URLSession(configuration: sessionConfiguration)
 
-let clients: [any Client] = [CurlClient(transport: transport), AHCClient(client: ahc), URLSessionClient(session: session)]
 let arguments = CommandLine.arguments
+// A fourth argument `curl`, `ahc` or `urlsession` measures that client alone (for profiling).
+let allClients: [any Client] = [CurlClient(transport: transport), AHCClient(client: ahc), URLSessionClient(session: session)]
+let clients: [any Client] = switch arguments.count > 3 ? arguments[3] : "" {
+case "curl": [allClients[0]]
+case "ahc": [allClients[1]]
+case "urlsession": [allClients[2]]
+default: allClients
+}
 let sequentialIterations = arguments.count > 1 ? Int(arguments[1]) ?? 2000 : 2000
 let concurrentTotal = arguments.count > 2 ? Int(arguments[2]) ?? 6000 : 6000
 
@@ -217,6 +229,7 @@ do {
         medium99[client.name] = m.percentile(99)
         rps[client.name] = r
         print("  measured \(client.name)")
+        if client is CurlClient { print("  CurlTransport opened \(curlNewConnections.load(ordering: .relaxed)) connections") }
     }
 } catch {
     print("benchmark failed: \(error)")

@@ -100,8 +100,12 @@ final class CurlMultiLoop: Sendable {
             if Task.isCancelled {
                 return CancellationError()
             }
+            // One wakeup per batch: if the inbox already held work, a wakeup is already on its way and the
+            // loop drains everything at once.
+            if inbox.submissions.isEmpty && inbox.cancellations.isEmpty {
+                curl_multi_wakeup(multi)
+            }
             inbox.submissions.append(submission)
-            curl_multi_wakeup(multi)
             return nil
         }
         if let rejection {
@@ -116,8 +120,10 @@ final class CurlMultiLoop: Sendable {
                 return inbox.submissions.remove(at: index)
             }
             if !inbox.multiDestroyed {
+                if inbox.submissions.isEmpty && inbox.cancellations.isEmpty {
+                    curl_multi_wakeup(multi)
+                }
                 inbox.cancellations.append(id)
-                curl_multi_wakeup(multi)
             }
             return nil
         }
