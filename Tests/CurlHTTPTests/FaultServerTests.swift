@@ -148,7 +148,7 @@ private func expectCurlError(
         }
         #expect(error?.curlCode == 7)  // CURLE_COULDNT_CONNECT
         #expect(error?.message.isEmpty == false)
-        #expect(transport.loop.counts.active == 0)
+        #expect(transport.counts.active == 0)
     }
 
     @Test func stalledBodyHitsTheTotalTimeout() async throws {
@@ -168,7 +168,7 @@ private func expectCurlError(
         #expect(elapsed >= .milliseconds(350))
         #expect(elapsed < .seconds(3))
         #expect(await server.wait { $0.clientClosed >= 1 })
-        #expect(transport.loop.counts.active == 0)
+        #expect(transport.counts.active == 0)
     }
 
     @Test func silentServerHitsTheLowSpeedLimit() async throws {
@@ -197,7 +197,7 @@ private func expectCurlError(
             _ = try await transport.send(TransportRequest(url: server.url("/close-mid-body")))
         }
         #expect(error?.curlCode == 18)  // CURLE_PARTIAL_FILE
-        #expect(transport.loop.counts.active == 0)
+        #expect(transport.counts.active == 0)
         // The handle is reusable afterwards.
         #expect(try await transport.send(TransportRequest(url: server.url("/echo"))).status == 200)
     }
@@ -229,7 +229,7 @@ private func expectCurlError(
         await expectCurlError(.malformedResponse) {
             _ = try await transport.send(TransportRequest(url: server.url("/garbage")))
         }
-        #expect(transport.loop.counts.active == 0)
+        #expect(transport.counts.active == 0)
     }
 
     @Test func cancellationMidTransferIsPromptAndClosesTheConnection() async throws {
@@ -248,7 +248,7 @@ private func expectCurlError(
         await #expect(throws: CancellationError.self) { _ = try await task.value }
         #expect(clock.now - start < .milliseconds(500))
         #expect(await server.wait { $0.clientClosed >= 1 })
-        #expect(transport.loop.counts.active == 0)
+        #expect(transport.counts.active == 0)
         // The transport goes on working.
         #expect(try await transport.send(TransportRequest(url: server.url("/echo"))).status == 200)
     }
@@ -295,7 +295,7 @@ private func expectCurlError(
         }
         #expect(outcomes.count == 100)
         #expect(outcomes.allSatisfy { $0 == "ok" || $0 == "cancelled" }, "\(Set(outcomes))")
-        #expect(transport.loop.counts.active == 0)
+        #expect(transport.counts.active == 0)
     }
 
     @Test func shutdownFailsInFlightAndLaterRequests() async throws {

@@ -152,7 +152,9 @@ final class CurlMultiLoop: Sendable {
 
     private func run() {
         inbox.withLock { $0.loopThread = pthread_self() }
-        var state = LoopState(multi: multi, configuration: configuration)
+        var state = LoopState(multi: multi, configuration: configuration) { [self] counts in
+            self.inbox.withLock { $0.counts = counts }
+        }
         while true {
             let (submissions, cancellations, stop) = inbox.withLock { inbox in
                 defer {
@@ -176,7 +178,7 @@ final class CurlMultiLoop: Sendable {
             }
             state.drainCompleted()
             let counts = state.counts
-            inbox.withLock { $0.counts = counts }
+            self.inbox.withLock { $0.counts = counts }
 
             var ready: Int32 = 0
             // curl_multi_poll returns early when curl's own timers need it, and on curl_multi_wakeup.
@@ -203,14 +205,18 @@ private struct LoopState {
 
     let multi: UnsafeMutableRawPointer
     let configuration: CurlConfiguration
+    /// Publishes the counters; called before a finished transfer's continuation is resumed, so a caller that
+    /// has its answer sees counters that include it.
+    let publish: (CurlMultiLoop.Counts) -> Void
     var byID: [UInt64: Active] = [:]
     var idByHandle: [UnsafeMutableRawPointer: UInt64] = [:]
     var pool: [CurlEasyHandle] = []
     var counts = CurlMultiLoop.Counts()
 
-    init(multi: UnsafeMutableRawPointer, configuration: CurlConfiguration) {
+    init(multi: UnsafeMutableRawPointer, configuration: CurlConfiguration, publish: @escaping (CurlMultiLoop.Counts) -> Void) {
         self.multi = multi
         self.configuration = configuration
+        self.publish = publish
     }
 
     mutating func start(_ submission: CurlMultiLoop.Submission) {
@@ -288,6 +294,7 @@ private struct LoopState {
         counts.active = byID.count
         counts.completed += 1
         if recycling { recycle(active.handle) }
+        publish(counts)
         return active
     }
 

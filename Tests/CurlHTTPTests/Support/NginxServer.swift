@@ -123,6 +123,17 @@ final class NginxServer: Sendable {
         }
     }
 
+    /// The access log's lines whose request contains `marker`, waiting (up to two seconds) until there are at
+    /// least `count`: nginx writes a line after it has sent the response.
+    func accessLog(containing marker: String, atLeast count: Int) async -> [(connection: Int, request: String, status: Int)] {
+        var lines = accessLog().filter { $0.request.contains(marker) }
+        for _ in 0..<200 where lines.count < count {
+            try? await Task.sleep(for: .milliseconds(10))
+            lines = accessLog().filter { $0.request.contains(marker) }
+        }
+        return lines
+    }
+
     /// Stops nginx by its PID (SIGTERM, SIGKILL if that is blocked, then waits for it) and removes the directory.
     func stop() {
         let process = self.process.withLock { process in
