@@ -68,7 +68,7 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
-        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP"]),
+        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "TechnicalCacheTests", dependencies: ["TechnicalCache"]),
         .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
