@@ -121,7 +121,7 @@ final class OpenCache: Sendable {
             try txn.removeValue(forKey: record.tick.bigEndianBytes, in: lru)
             record.tick = touch.tick
             record.lastUsedMilliseconds = touch.milliseconds
-            try txn.setValue(record.tick.bigEndianBytes, forKey: key, in: lru)
+            try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
             try txn.setValue(record.bytes, forKey: key, in: info)
         }
     }
