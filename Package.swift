@@ -78,7 +78,10 @@ let package = Package(
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
         .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
-        .testTarget(name: "TechnicalCacheTests", dependencies: ["TechnicalCache", "LMDB"]),
+        .testTarget(
+            name: "TechnicalCacheTests",
+            dependencies: ["TechnicalCache", "LMDB", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),

@@ -8,14 +8,24 @@ let package = Package(
     name: "ODataStoresBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: ".."),
+        .package(name: "ODataStores", path: ".."),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         .target(name: "BenchmarkKit"),
+        .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
+        .executableTarget(
+            name: "CacheBenchmarks",
+            dependencies: [
+                "BenchmarkKit", "CLMDBFloor",
+                .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
     ]
 )
 
-for target in package.targets {
+for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(.swiftLanguageMode(.v6))
     target.swiftSettings = settings

@@ -364,3 +364,23 @@ import TechnicalCache
         #expect(stats.hits == 320)
     }
 }
+
+@Suite struct BudgetBoundaryTests {
+    /// An entry exactly as large as the largest allowed entry is stored; one byte more is not.
+    /// Sizes: meta is 15 bytes without headers; a combined box adds 5 + 4 + 28, a split one 5 + 28 + 28;
+    /// the bookkeeping adds 128.
+    @Test(arguments: [(100_000, 0.5, 50_000 - 180), (1 << 20, 0.1, 104_857 - 204)])
+    func theLargestAllowedEntryFitsExactly(limit: Int, fraction: Double, payloadCount: Int) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: limit, maxEntryFraction: fraction))
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let maximum = Int(Double(limit) * fraction)
+        #expect(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount)), for: "fits"))
+        #expect(try cache.entry(for: "fits")?.size == maximum)
+        #expect(!(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount + 1)), for: "too big")))
+        #expect(cache.statistics.oversizeRejects == 1)
+        #expect(cache.statistics.currentBytes == maximum)
+    }
+}
