@@ -9,9 +9,18 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: ".."),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(name: "BenchmarkKit"),
+        .executableTarget(
+            name: "QueryBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "ODataQuery", package: "ODataStores"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )
 

@@ -80,11 +80,11 @@ extension Compiler {
         guard entry.arity.contains(arguments.count) else {
             throw error("function '\(name)' takes \(entry.arity.lowerBound)…\(entry.arity.upperBound) arguments, got \(arguments.count)")
         }
-        let args = try arguments.map { (argument) throws(ODataError) in try value(argument) }
+        let args = try arguments.map { (argument) throws(ODataError) in EvaluateBox(run: try value(argument)) }
         let evaluate = entry.evaluate
         return { ctx in
             let call = FunctionCall(
-                entity: ctx.root, this: ctx.this, arguments: args.map { $0(ctx).json }, navigation: ctx.navigation)
+                entity: ctx.root, this: ctx.this, arguments: args.map { $0.run(ctx).json }, navigation: ctx.navigation)
             return Value(evaluate(call))
         }
     }
