@@ -1,0 +1,263 @@
+import Foundation
+
+/// One entity read from an OData payload, V4 or V2, in one representation.
+///
+/// ``properties`` holds the structural and expanded navigation properties (nested values as JSON);
+/// control information (`@odata.etag`, V2 `__metadata`, …) is lifted into ``annotations`` and the
+/// typed accessors.
+public struct ODataEntity: Sendable, Hashable {
+    /// The properties, in payload order, without control information.
+    public var properties: JSONObject
+    /// Instance and property annotations, by normalized name (`odata.etag`, `Name@odata.type`).
+    public var annotations: JSONObject
+    /// Whether this is a delta tombstone (`@removed`, `@odata.removed`, V2 `__deleted`… ).
+    public var isRemoved: Bool
+    /// The reason of a tombstone (`deleted`, `changed`), if given.
+    public var removedReason: String?
+
+    /// Creates an entity.
+    /// - Parameters:
+    ///   - properties: the properties.
+    ///   - annotations: the annotations, by normalized name.
+    ///   - isRemoved: whether it is a tombstone.
+    ///   - removedReason: the tombstone's reason.
+    public init(properties: JSONObject, annotations: JSONObject = JSONObject(), isRemoved: Bool = false, removedReason: String? = nil) {
+        self.properties = properties
+        self.annotations = annotations
+        self.isRemoved = isRemoved
+        self.removedReason = removedReason
+    }
+
+    /// The entity's ETag (`@odata.etag`, V2 `__metadata.etag`).
+    public var etag: String? { annotations["odata.etag"]?.stringValue }
+    /// The entity's id (`@odata.id`, V2 `__metadata.id`/`uri`).
+    public var id: String? { annotations["odata.id"]?.stringValue }
+    /// The entity's type (`@odata.type`, V2 `__metadata.type`), without a leading `#`.
+    public var type: String? { annotations["odata.type"]?.stringValue.map { $0.hasPrefix("#") ? String($0.dropFirst()) : $0 } }
+    /// The edit link (`@odata.editLink`, V2 `__metadata.uri`).
+    public var editLink: String? { annotations["odata.editLink"]?.stringValue }
+
+    /// The entity as V4 JSON: `@odata.*` control information first, then the properties.
+    public var jsonV4: JSONObject {
+        var object = JSONObject()
+        for (name, value) in annotations where !name.contains("@") { object.append(value, forKey: "@" + name) }
+        if isRemoved {
+            object.append(.object(removedReason.map { ["reason": .string($0)] } ?? [:]), forKey: "@removed")
+        }
+        for (name, value) in properties {
+            object.append(value, forKey: name)
+        }
+        for (name, value) in annotations where name.contains("@") { object.append(value, forKey: name) }
+        return object
+    }
+}
+
+/// A collection read from an OData payload, with the paging and delta links that came with it.
+public struct ODataEntitySet: Sendable, Hashable {
+    /// The entities (and tombstones, in a delta response), in payload order.
+    public var entities: [ODataEntity]
+    /// `@odata.nextLink` / V2 `__next`: the next page, when the server pages.
+    public var nextLink: String?
+    /// `@odata.deltaLink` / V2 `__delta`: where to ask for changes later.
+    public var deltaLink: String?
+    /// `@odata.count` / V2 `__count`, when asked for.
+    public var count: Int?
+    /// `@odata.context`, if given.
+    public var context: String?
+
+    /// Creates a collection.
+    /// - Parameters:
+    ///   - entities: the entities.
+    ///   - nextLink: the next link.
+    ///   - deltaLink: the delta link.
+    ///   - count: the count.
+    ///   - context: the context URL.
+    public init(entities: [ODataEntity], nextLink: String? = nil, deltaLink: String? = nil, count: Int? = nil, context: String? = nil) {
+        self.entities = entities
+        self.nextLink = nextLink
+        self.deltaLink = deltaLink
+        self.count = count
+        self.context = context
+    }
+}
+
+/// Reads OData JSON payloads (V4 and V2) into ``ODataEntity`` / ``ODataEntitySet`` and writes V4.
+public enum ODataPayload {
+    /// Control names that OData 4.01 allows without the `odata.` prefix.
+    private static let shortControlNames: Set<String> = [
+        "context", "etag", "id", "type", "nextLink", "deltaLink", "count", "editLink", "readLink",
+        "navigationLink", "associationLink", "mediaEditLink", "mediaReadLink", "mediaContentType", "mediaEtag", "metadataEtag",
+    ]
+
+    /// Reads a collection payload: V4 `{"value": [...]}` or V2 `{"d": {"results": [...]}}` / `{"d": [...]}`.
+    /// - Parameter bytes: the payload.
+    /// - Returns: the collection.
+    /// - Throws: ``ODataError`` `.malformedJSON`, or `.malformedPayload` naming what was missing.
+    public static func decodeEntitySet<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ODataError) -> ODataEntitySet {
+        guard case .object(let root) = try JSON.parse(bytes) else {
+            throw ODataError(.malformedPayload, "a collection payload must be a JSON object")
+        }
+        if let d = root["d"] {
+            // OData V2 (and V1): {"d": {"results": [...], "__next": ..., "__count": "..."}} or {"d": [...]}.
+            let results: [JSONValue]
+            var set = ODataEntitySet(entities: [])
+            switch d {
+            case .array(let array):
+                results = array
+            case .object(let object):
+                guard let array = object["results"]?.arrayValue else {
+                    throw ODataError(.malformedPayload, "a V2 collection needs 'd.results' to be an array")
+                }
+                results = array
+                set.nextLink = object["__next"]?.stringValue
+                set.deltaLink = object["__delta"]?.stringValue
+                set.count = object["__count"].flatMap { $0.stringValue.flatMap { Int($0) } ?? $0.intValue.map { Int($0) } }
+            default:
+                throw ODataError(.malformedPayload, "a V2 payload needs 'd' to be an object or an array")
+            }
+            set.entities = try results.enumerated().map { (index, value) throws(ODataError) in
+                guard case .object(let object) = value else {
+                    throw ODataError(.malformedPayload, "entity \(index) of the collection is not a JSON object")
+                }
+                return entityV2(object)
+            }
+            return set
+        }
+        guard let value = root["value"] else {
+            throw ODataError(.malformedPayload, "a V4 collection needs a 'value' member")
+        }
+        guard case .array(let results) = value else {
+            throw ODataError(.malformedPayload, "a V4 collection needs 'value' to be an array")
+        }
+        var set = ODataEntitySet(entities: [])
+        for (name, member) in root where name.hasPrefix("@") {
+            switch normalizedAnnotation(String(name.dropFirst())) {
+            case "odata.nextLink": set.nextLink = member.stringValue
+            case "odata.deltaLink": set.deltaLink = member.stringValue
+            case "odata.count": set.count = member.intValue.map { Int($0) } ?? member.stringValue.flatMap { Int($0) }
+            case "odata.context": set.context = member.stringValue
+            default: break
+            }
+        }
+        set.entities = try results.enumerated().map { (index, value) throws(ODataError) in
+            guard case .object(let object) = value else {
+                throw ODataError(.malformedPayload, "entity \(index) of the collection is not a JSON object")
+            }
+            return entityV4(object)
+        }
+        return set
+    }
+
+    /// Reads a single-entity payload: a V4 entity object or V2 `{"d": {...}}`.
+    /// - Parameter bytes: the payload.
+    /// - Returns: the entity.
+    /// - Throws: ``ODataError`` `.malformedJSON` or `.malformedPayload`.
+    public static func decodeEntity<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ODataError) -> ODataEntity {
+        guard case .object(let root) = try JSON.parse(bytes) else {
+            throw ODataError(.malformedPayload, "an entity payload must be a JSON object")
+        }
+        if root.count == 1, case .object(let d)? = root["d"] {
+            if let results = d["results"], case .object(let entity)? = results.arrayValue?.first, results.arrayValue?.count == 1 {
+                return entityV2(entity)
+            }
+            return entityV2(d)
+        }
+        if root["value"]?.arrayValue != nil, root.keys.allSatisfy({ $0 == "value" || $0.hasPrefix("@") }) {
+            throw ODataError(.malformedPayload, "expected a single entity, got a collection")
+        }
+        return entityV4(root)
+    }
+
+    /// Reads one V4 entity object (control information by `@` name).
+    /// - Parameter object: the JSON object.
+    /// - Returns: the entity.
+    public static func entityV4(_ object: JSONObject) -> ODataEntity {
+        var entity = ODataEntity(properties: JSONObject())
+        for (name, value) in object {
+            if name.hasPrefix("@") {
+                let annotation = normalizedAnnotation(String(name.dropFirst()))
+                if annotation == "removed" || annotation == "odata.removed" {
+                    entity.isRemoved = true
+                    entity.removedReason = value["reason"]?.stringValue
+                } else {
+                    entity.annotations.append(value, forKey: annotation)
+                }
+            } else if let at = name.firstIndex(of: "@") {
+                let property = name[..<at]
+                let annotation = normalizedAnnotation(String(name[name.index(after: at)...]))
+                entity.annotations.append(value, forKey: property + "@" + annotation)
+            } else {
+                entity.properties.append(value, forKey: name)
+            }
+        }
+        return entity
+    }
+
+    /// Reads one V2 entity object (`__metadata`, `__deferred`, nested `results`).
+    /// - Parameter object: the JSON object.
+    /// - Returns: the entity.
+    public static func entityV2(_ object: JSONObject) -> ODataEntity {
+        var entity = ODataEntity(properties: JSONObject())
+        for (name, value) in object {
+            if name == "__metadata", case .object(let metadata) = value {
+                if let uri = metadata["uri"] {
+                    entity.annotations.append(metadata["id"] ?? uri, forKey: "odata.id")
+                    entity.annotations.append(uri, forKey: "odata.editLink")
+                }
+                if let etag = metadata["etag"] { entity.annotations.append(etag, forKey: "odata.etag") }
+                if let type = metadata["type"] { entity.annotations.append(type, forKey: "odata.type") }
+                continue
+            }
+            if name == "__deleted" {
+                entity.isRemoved = true
+                continue
+            }
+            switch value {
+            case .object(let nested) where nested["__deferred"] != nil:
+                // A navigation property that was not expanded: keep its link, not a value.
+                if let uri = nested["__deferred"]?["uri"] { entity.annotations.append(uri, forKey: name + "@odata.navigationLink") }
+            case .object(let nested) where nested["results"]?.arrayValue != nil:
+                let results = nested["results"]?.arrayValue ?? []
+                entity.properties.append(.array(results.map { element in
+                    guard case .object(let child) = element else { return element }
+                    return .object(entityV2(child).jsonV4)
+                }), forKey: name)
+            case .object(let nested) where nested["__metadata"] != nil:
+                entity.properties.append(.object(entityV2(nested).jsonV4), forKey: name)
+            default:
+                entity.properties.append(value, forKey: name)
+            }
+        }
+        return entity
+    }
+
+    /// Writes a V4 collection payload.
+    /// - Parameters:
+    ///   - set: the collection.
+    /// - Returns: UTF-8 JSON.
+    public static func encodeEntitySet(_ set: ODataEntitySet) -> [UInt8] {
+        var root = JSONObject()
+        if let context = set.context { root.append(.string(context), forKey: "@odata.context") }
+        if let count = set.count { root.append(.int(Int64(count)), forKey: "@odata.count") }
+        root.append(.array(set.entities.map { .object($0.jsonV4) }), forKey: "value")
+        if let nextLink = set.nextLink { root.append(.string(nextLink), forKey: "@odata.nextLink") }
+        if let deltaLink = set.deltaLink { root.append(.string(deltaLink), forKey: "@odata.deltaLink") }
+        return JSON.serialize(.object(root))
+    }
+
+    /// Writes a V4 single-entity payload.
+    /// - Parameters:
+    ///   - entity: the entity.
+    ///   - context: the `@odata.context`, if any.
+    /// - Returns: UTF-8 JSON.
+    public static func encodeEntity(_ entity: ODataEntity, context: String? = nil) -> [UInt8] {
+        var object = JSONObject()
+        if let context { object.append(.string(context), forKey: "@odata.context") }
+        for (name, value) in entity.jsonV4 { object.append(value, forKey: name) }
+        return JSON.serialize(.object(object))
+    }
+
+    private static func normalizedAnnotation(_ name: String) -> String {
+        shortControlNames.contains(name) ? "odata." + name : name
+    }
+}

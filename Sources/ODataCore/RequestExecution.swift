@@ -1,0 +1,179 @@
+import Synchronization
+
+/// The status of a ``RequestExecution``.
+public enum ExecutionStatus: String, Sendable, Hashable {
+    /// Created; `requestStarted` sees this status.
+    case initialized
+    /// Running: cache and server responses are delivered with this status.
+    case inProgress
+    /// Finished successfully.
+    case completed
+    /// Finished with a failure.
+    case failed
+}
+
+/// One event of a request execution, in the order a store reports them.
+public enum RequestEvent: Sendable {
+    /// The execution started.
+    case started
+    /// The technical cache answered: `nil` means never cached (or evicted).
+    case cacheResponse(ODataResponse?)
+    /// The server answered successfully (a 304 arrives as the cached payload, marked revalidated).
+    case serverResponse(ODataResponse)
+    /// The request failed; the response is the server's when there was one.
+    case failed(any Error, ODataResponse?)
+    /// The execution ended; the response is the very object given to `serverResponse` or `failed`.
+    case finished(ODataResponse?)
+}
+
+/// Receives the callbacks of a request execution. Every method has an empty default.
+///
+/// Active mode, successful read: `requestStarted` → `requestCacheResponse` → `requestServerResponse`
+/// → `requestFinished`. See SPEC's tables for the other cases.
+public protocol ODataRequestListener: Sendable {
+    /// The execution started (status `initialized`).
+    func requestStarted(_ execution: RequestExecution)
+    /// The technical cache answered (status `inProgress`); `nil` means nothing cached.
+    func requestCacheResponse(_ execution: RequestExecution, response: ODataResponse?)
+    /// The server answered (status `inProgress`).
+    func requestServerResponse(_ execution: RequestExecution, response: ODataResponse)
+    /// The request failed (status `failed`).
+    func requestFailed(_ execution: RequestExecution, error: any Error, response: ODataResponse?)
+    /// The execution ended (status `completed` or `failed`).
+    func requestFinished(_ execution: RequestExecution, response: ODataResponse?)
+}
+
+extension ODataRequestListener {
+    /// Does nothing.
+    public func requestStarted(_ execution: RequestExecution) {}
+    /// Does nothing.
+    public func requestCacheResponse(_ execution: RequestExecution, response: ODataResponse?) {}
+    /// Does nothing.
+    public func requestServerResponse(_ execution: RequestExecution, response: ODataResponse) {}
+    /// Does nothing.
+    public func requestFailed(_ execution: RequestExecution, error: any Error, response: ODataResponse?) {}
+    /// Does nothing.
+    public func requestFinished(_ execution: RequestExecution, response: ODataResponse?) {}
+}
+
+/// One execution of a request by a store: its status, its listener, and the same callbacks as an
+/// async sequence of ``RequestEvent``s.
+///
+/// The store reports events; the execution keeps the status consistent with them, calls the
+/// listener, and feeds ``events``. After `finished` nothing more is reported.
+public final class RequestExecution: Sendable {
+    private struct State {
+        var status: ExecutionStatus = .initialized
+        var isFinished = false
+        var finalResponse: ODataResponse?
+        var finalError: (any Error)?
+        var waiters: [CheckedContinuation<ODataResponse?, any Error>] = []
+        var cancellation: (@Sendable () -> Void)?
+        var isCancelled = false
+    }
+
+    /// The request being executed.
+    public let request: ODataRequest
+    /// The async sequence of this execution's events, ending after `finished`.
+    public let events: AsyncStream<RequestEvent>
+
+    private let listener: (any ODataRequestListener)?
+    private let continuation: AsyncStream<RequestEvent>.Continuation
+    private let state = Mutex(State())
+
+    /// Creates an execution; stores create these.
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - listener: the listener to call, if any.
+    public init(request: ODataRequest, listener: (any ODataRequestListener)?) {
+        self.request = request
+        self.listener = listener
+        (events, continuation) = AsyncStream.makeStream(of: RequestEvent.self, bufferingPolicy: .unbounded)
+    }
+
+    /// The current status.
+    public var status: ExecutionStatus { state.withLock { $0.status } }
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { state.withLock { $0.isCancelled } }
+
+    /// Reports one event: sets the status that goes with it, calls the listener, feeds ``events``.
+    /// Events after `finished` are ignored.
+    /// - Parameter event: the event.
+    package func report(_ event: RequestEvent) {
+        let proceed: Bool = state.withLock { state in
+            guard !state.isFinished else { return false }
+            switch event {
+            case .started: state.status = .initialized
+            case .cacheResponse, .serverResponse: state.status = .inProgress
+            case .failed(let error, _):
+                state.status = .failed
+                state.finalError = error
+            case .finished(let response):
+                if state.status != .failed { state.status = .completed }
+                state.isFinished = true
+                state.finalResponse = response
+            }
+            return true
+        }
+        guard proceed else { return }
+        switch event {
+        case .started: listener?.requestStarted(self)
+        case .cacheResponse(let response): listener?.requestCacheResponse(self, response: response)
+        case .serverResponse(let response): listener?.requestServerResponse(self, response: response)
+        case .failed(let error, let response): listener?.requestFailed(self, error: error, response: response)
+        case .finished(let response): listener?.requestFinished(self, response: response)
+        }
+        continuation.yield(event)
+        if case .finished = event {
+            continuation.finish()
+            let (waiters, error, response) = state.withLock { state in
+                defer { state.waiters = [] }
+                return (state.waiters, state.finalError, state.finalResponse)
+            }
+            for waiter in waiters {
+                if let error { waiter.resume(throwing: error) } else { waiter.resume(returning: response) }
+            }
+        }
+    }
+
+    /// Registers what ``cancel()`` does; stores call this before the work starts.
+    /// - Parameter handler: cancels the underlying work; called at most once.
+    package func setCancellationHandler(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.isCancelled { return true }
+            state.cancellation = handler
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Asks the store to stop the execution; it then ends with a failure (`CancellationError`).
+    public func cancel() {
+        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.isCancelled, !state.isFinished else { return nil }
+            state.isCancelled = true
+            defer { state.cancellation = nil }
+            return state.cancellation
+        }
+        handler?()
+    }
+
+    /// Waits for the end of the execution.
+    /// - Returns: the final response (the server's, or the cache's in passive mode; `nil` when
+    ///   nothing was cached).
+    /// - Throws: the error reported with `failed`.
+    public func result() async throws -> ODataResponse? {
+        try await withCheckedThrowingContinuation { waiter in
+            let outcome: Result<ODataResponse?, any Error>? = state.withLock { state in
+                guard state.isFinished else {
+                    state.waiters.append(waiter)
+                    return nil
+                }
+                if let error = state.finalError { return .failure(error) }
+                return .success(state.finalResponse)
+            }
+            if let outcome { waiter.resume(with: outcome) }
+        }
+    }
+}
