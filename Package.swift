@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // C bridges: only these two modules' Swift wrappers import C.
@@ -57,7 +58,7 @@ let package = Package(
             name: "ODataFixtures",
             dependencies: [
                 "ODataCore", "ODataQuery", .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Fixtures",
             exclude: ["Sources/odata-fixture-server"],

@@ -35,7 +35,7 @@ public struct FixtureData: Sendable {
     public let model: ServiceModel
     var sets: [String: SetStorage]
     /// Increases with every change; entity versions and delta tokens are positions in it.
-    private(set) var sequence: Int64 = 0
+    var sequence: Int64 = 0
     private(set) var changeLog: [ChangeRecord] = []
 
     /// Loads entity sets from collection payloads (`{"value": [...]}`) keyed by entity set name.
