@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import ODataCore
-// import ODataQuery (TEMPORARY: see TemporaryResourcePath.swift)
+import ODataQuery
 import Synchronization
 
 /// The producer itself, without HTTP: takes a request, changes or reads the data, and answers.
