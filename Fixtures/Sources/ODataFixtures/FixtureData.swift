@@ -29,6 +29,8 @@ public struct FixtureData: Sendable {
         let set: String
         let predicate: String
         let key: JSONObject
+        /// The entity before this change; `nil` for a create.
+        let previous: JSONObject?
     }
 
     /// The model the data follows.
@@ -156,7 +158,7 @@ public struct FixtureData: Sendable {
         sets[set]!.order.append(predicate)
         sets[set]!.entities[predicate] = StoredEntity(value: value, version: sequence, modified: now)
         sets[set]!.modified = now
-        record(set: set, predicate: predicate, entity: value, type: type)
+        record(set: set, predicate: predicate, entity: value, previous: nil, type: type)
         return value
     }
 
@@ -214,7 +216,7 @@ public struct FixtureData: Sendable {
         sets[set]!.entities[predicate] = nil
         if let index = sets[set]!.order.firstIndex(of: predicate) { sets[set]!.order.remove(at: index) }
         sets[set]!.modified = now
-        record(set: set, predicate: predicate, entity: stored.value, type: type)
+        record(set: set, predicate: predicate, entity: stored.value, previous: stored.value, type: type)
     }
 
     private mutating func change(
@@ -234,14 +236,16 @@ public struct FixtureData: Sendable {
         sequence += 1
         sets[set]!.entities[predicate] = StoredEntity(value: value, version: sequence, modified: now)
         sets[set]!.modified = now
-        record(set: set, predicate: predicate, entity: value, type: type)
+        record(set: set, predicate: predicate, entity: value, previous: stored.value, type: type)
         return value
     }
 
-    private mutating func record(set: String, predicate: String, entity: JSONObject, type: ServiceModel.EntityType) {
+    private mutating func record(
+        set: String, predicate: String, entity: JSONObject, previous: JSONObject?, type: ServiceModel.EntityType
+    ) {
         var key = JSONObject()
         for name in type.keys { key[name] = entity[name] }
-        changeLog.append(ChangeRecord(sequence: sequence, set: set, predicate: predicate, key: key))
+        changeLog.append(ChangeRecord(sequence: sequence, set: set, predicate: predicate, key: key, previous: previous))
     }
 
     /// A modification time: now rounded up to the next second, and never earlier than the

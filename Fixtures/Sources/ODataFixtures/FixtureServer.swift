@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ODataCore
+import ServiceLifecycle
 import Synchronization
 
 /// An OData V4 producer on 127.0.0.1 for tests, the demo and benchmarks, with faults on demand.
@@ -26,14 +27,14 @@ public final class FixtureServer: Sendable {
     /// The faults of this server; add and remove them at any time.
     public let faults: FaultInjector
     let service: FixtureService
-    private let task: Mutex<Task<Void, any Error>?>
+    private let running: Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>
 
-    private init(port: Int, service: FixtureService, faults: FaultInjector, task: Task<Void, any Error>) {
+    private init(port: Int, service: FixtureService, faults: FaultInjector, group: ServiceGroup, task: Task<Void, any Error>) {
         self.port = port
         self.baseURL = URL(string: "http://127.0.0.1:\(port)/")!
         self.service = service
         self.faults = faults
-        self.task = Mutex(task)
+        self.running = Mutex((group, task))
     }
 
     /// Loads the data and starts a server.
@@ -66,9 +67,10 @@ public final class FixtureServer: Sendable {
             logger: logger
         )
         let failure = Mutex<String?>(nil)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [application], logger: logger))
         let task = Task {
             do {
-                try await application.run()
+                try await group.run()
             } catch {
                 failure.withLock { $0 = "\(error)" }
                 portContinuation.finish()
@@ -89,7 +91,7 @@ public final class FixtureServer: Sendable {
         }
         let root = "http://127.0.0.1:\(boundPort)" + configuration.serviceRootPath
         service.serviceRoot = root
-        return FixtureServer(port: boundPort, service: service, faults: faults, task: task)
+        return FixtureServer(port: boundPort, service: service, faults: faults, group: group, task: task)
     }
 
     /// The OData service root, `http://127.0.0.1:PORT/` plus the configured service root path.
@@ -131,14 +133,20 @@ public final class FixtureServer: Sendable {
     /// Forgets the stored responses of repeatable requests, as a back end whose retention ended.
     public func forgetRepeatableRequests() { service.forgetRepeatableRequests() }
 
-    /// Stops listening and closes every connection. Stopping twice is harmless.
+    /// Stops listening and closes every connection: a graceful shutdown that lets responses in
+    /// flight finish, cut short after two seconds. Stopping twice is harmless.
     public func stop() async {
-        guard let running = task.withLock({ task -> Task<Void, any Error>? in
-            defer { task = nil }
-            return task
+        guard let (group, task) = running.withLock({ running in
+            defer { running = nil }
+            return running
         }) else { return }
-        running.cancel()
-        _ = await running.result
+        await group.triggerGracefulShutdown()
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(2))
+            task.cancel()
+        }
+        _ = await task.result
+        deadline.cancel()
     }
 }
 

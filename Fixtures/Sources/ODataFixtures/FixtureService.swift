@@ -67,7 +67,11 @@ final class FixtureService: Sendable {
     }
 
     func expireDeltaTokens() {
-        state.withLock { $0.deltaFloor = $0.data.sequence + 1 }
+        state.withLock { state in
+            // Tokens carry the sequence they were issued at; later ones start at the new floor.
+            state.data.sequence += 1
+            state.deltaFloor = state.data.sequence
+        }
     }
 
     func forgetRepeatableRequests() {
@@ -113,16 +117,17 @@ final class FixtureService: Sendable {
     func execute(_ incoming: IncomingRequest, state: inout State, contentIDs: [String: String] = [:]) -> OutgoingResponse {
         var request = incoming
         request.method = effectiveMethod(incoming)
-        counters.recordExecuted(method: request.method, path: request.decodedPath)
         do {
             // A change set member may start its path with `$<Content-ID>`.
             if request.path.hasPrefix("$"), !request.path.hasPrefix("$metadata"), !request.path.hasPrefix("$batch") {
                 let reference = String(request.path.dropFirst().prefix { $0 != "/" })
                 guard let target = contentIDs[reference] else {
+                    counters.recordExecuted(method: request.method, path: request.decodedPath)
                     throw ServiceFailure.badRequest("no earlier request in the change set has Content-ID \(reference)")
                 }
                 request.path = target + request.path.dropFirst(1 + reference.count)
             }
+            counters.recordExecuted(method: request.method, path: request.decodedPath)
             switch request.path {
             case "":
                 guard request.method == "GET" else { throw methodNotAllowed(request) }
@@ -470,35 +475,37 @@ final class FixtureService: Sendable {
         }
         let type = try data.entityType(of: set)
         var latest: [String: FixtureData.ChangeRecord] = [:]
+        var firstChange: [String: FixtureData.ChangeRecord] = [:]
         var order: [String] = []
         for record in data.changeLog where record.sequence > since && record.set == set {
-            if latest[record.predicate] == nil { order.append(record.predicate) }
+            if latest[record.predicate] == nil {
+                order.append(record.predicate)
+                firstChange[record.predicate] = record
+            }
             latest[record.predicate] = record
         }
         let filterPieces = pieces.filter { QueryString.name(of: $0) == "$filter" }
         let shapePieces = pieces.filter { ["$select", "$expand"].contains(QueryString.name(of: $0)) }
+        func matches(_ entity: JSONObject) throws -> Bool {
+            if filterPieces.isEmpty { return true }
+            return !(try evaluate(pieces: filterPieces, entities: [entity], set: set, data: data, allowCollectionOptions: true)
+                .entities.isEmpty)
+        }
         var value: [JSONValue] = []
         for predicate in order {
-            let record = latest[predicate]!
-            if let stored = data.stored(in: set, predicate: predicate) {
+            let (first, record) = (firstChange[predicate]!, latest[predicate]!)
+            // What the client saw: the entity as it was when the token was issued, if it matched then.
+            let clientHadIt = try first.previous.map { try matches($0) } ?? false
+            if let stored = data.stored(in: set, predicate: predicate), try matches(stored.value) {
                 let entity = annotated(stored)
-                var matches = true
-                if !filterPieces.isEmpty {
-                    matches = !(try evaluate(
-                        pieces: filterPieces, entities: [entity], set: set, data: data, allowCollectionOptions: true
-                    ).entities.isEmpty)
-                }
-                if matches {
-                    let shaped = shapePieces.isEmpty
-                        ? entity
-                        : try evaluate(pieces: shapePieces, entities: [entity], set: set, data: data, allowCollectionOptions: true)
-                            .entities.first ?? entity
-                    value.append(.object(shaped))
-                    continue
-                }
-                value.append(.object(tombstone(set: set, predicate: predicate, key: record.key, reason: "changed", type: type)))
-            } else {
-                value.append(.object(tombstone(set: set, predicate: predicate, key: record.key, reason: "deleted", type: type)))
+                let shaped = shapePieces.isEmpty
+                    ? entity
+                    : try evaluate(pieces: shapePieces, entities: [entity], set: set, data: data, allowCollectionOptions: true)
+                        .entities.first ?? entity
+                value.append(.object(shaped))
+            } else if clientHadIt {
+                let reason = data.stored(in: set, predicate: predicate) == nil ? "deleted" : "changed"
+                value.append(.object(tombstone(set: set, predicate: predicate, key: record.key, reason: reason, type: type)))
             }
         }
         var body = JSONObject()
