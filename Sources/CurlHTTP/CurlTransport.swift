@@ -77,6 +77,7 @@ public final class CurlTransport: HTTPTransport, Sendable {
         shards.reduce(into: CurlMultiLoop.Counts()) { total, shard in
             let counts = shard.loop.counts
             total.active += counts.active
+            total.queued += counts.queued
             total.pooled += counts.pooled
             total.handlesCreated += counts.handlesCreated
             total.completed += counts.completed

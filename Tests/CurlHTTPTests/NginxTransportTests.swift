@@ -150,6 +150,8 @@ struct NginxTransportTests {
         #expect(Set(logged.map(\.connection)).count == newConnections)
         let counts = transport.counts
         #expect(counts.active == 0)
+        #expect(counts.queued == 0)
+        #expect(counts.completed == 1000)
         #expect(counts.pooled <= configuration.maxPooledHandles)
     }
 
