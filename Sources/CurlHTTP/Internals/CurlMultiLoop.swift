@@ -1,11 +1,11 @@
 internal import CCurl
 import Foundation
-import Synchronization
+
 
 /// The event loop: one dedicated thread owns a `CURLM` and runs
 /// `curl_multi_poll` → inbox → `curl_multi_perform` → `curl_multi_info_read`.
 ///
-/// Other threads only touch the `Mutex`-guarded inbox and call `curl_multi_wakeup`, which is the one multi
+/// Other threads only touch the lock-guarded inbox (`LockedValue`) and call `curl_multi_wakeup`, which is the one multi
 /// function documented as callable from another thread:
 /// > curl_multi_wakeup … This function can be called from any thread.
 /// Each submitted transfer resumes its continuation exactly once, on the loop thread.
@@ -44,7 +44,7 @@ final class CurlMultiLoop: Sendable {
         var completed = 0
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = LockedValue(Inbox())
     /// The `CURLM *`. Used by the loop thread, except `curl_multi_wakeup`, which is called under the inbox lock
     /// and only while `multiDestroyed` is false.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+@testable import CurlHTTP
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,7 @@ final class FaultServer: Sendable {
 
     let port: Int
     private let listenFD: Int32
-    private let stats = Mutex(Stats())
+    private let stats = LockedValue(Stats())
     private let stopped = Atomic<Bool>(false)
 
     init() throws {

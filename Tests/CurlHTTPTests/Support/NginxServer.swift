@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+@testable import CurlHTTP
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ import Glibc
 final class NginxServer: Sendable {
     let port: Int
     let directory: URL
-    private let process: Mutex<Process?>
+    private let process: LockedValue<Process?>
 
     /// The static files every nginx test can read, by path.
     static let files: [String: Data] = [
@@ -37,7 +38,7 @@ final class NginxServer: Sendable {
     private init(port: Int, directory: URL, process: Process) {
         self.port = port
         self.directory = directory
-        self.process = Mutex(process)
+        self.process = LockedValue(process)
     }
 
     /// Writes config and files, starts nginx on a free port and waits until it accepts connections.
