@@ -231,6 +231,7 @@ let rounds = 5
 var rows: [[String]] = []
 var smallSamples: [String: [Double]] = [:], mediumSamples: [String: [Double]] = [:]
 var rpsRounds: [String: [Double]] = [:], cpuPerRequest: [String: [Double]] = [:]
+var sequentialCPU: [String: [Double]] = [:]
 do {
     for client in clients {  // warm-up: connections open, code paged in
         for _ in 0..<200 { _ = try await client.get(smallURL) }
@@ -240,9 +241,12 @@ do {
     for round in 0..<rounds {
         for offset in 0..<clients.count {
             let client = clients[(round + offset) % clients.count]
-            let s = try await measureAsync("s", warmup: 5, iterations: sequentialIterations / rounds) {
+            let sequentialCPUBefore = processCPUNanoseconds()
+            let s = try await measureAsync("s", warmup: 0, iterations: sequentialIterations / rounds) {
                 guard try await client.get(smallURL) == small.count else { throw BenchError(description: "short body") }
             }
+            sequentialCPU[client.name, default: []].append(
+                (processCPUNanoseconds() - sequentialCPUBefore) / Double(sequentialIterations / rounds))
             let m = try await measureAsync("m", warmup: 5, iterations: sequentialIterations / 2 / rounds) {
                 guard try await client.get(mediumURL) == medium.count else { throw BenchError(description: "short body") }
             }
@@ -267,6 +271,7 @@ let small50 = smallStats.mapValues { $0.median }, small99 = smallStats.mapValues
 let medium50 = mediumStats.mapValues { $0.median }, medium99 = mediumStats.mapValues { $0.percentile(99) }
 let rps = rpsRounds.mapValues { Samples(name: "", nanoseconds: $0).median }
 let cpu = cpuPerRequest.mapValues { Samples(name: "", nanoseconds: $0).median }
+let cpuSequential = sequentialCPU.mapValues { Samples(name: "", nanoseconds: $0).median }
 
 func ratio(_ ours: Double, _ theirs: Double?, higherIsBetter: Bool) -> String {
     guard let theirs, theirs > 0, ours > 0 else { return "–" }
@@ -284,6 +289,10 @@ for (title, table, better) in [
     row.append(ratio(table[curlName] ?? 0, names.dropFirst().compactMap { table[$0] }.min(), higherIsBetter: better))
     rows.append(row)
 }
+var sequentialCPURow = ["Sequential GET 1 KiB, client CPU per request"]
+for name in names { sequentialCPURow.append(cpuSequential[name].map(formatDuration) ?? "–") }
+sequentialCPURow.append(ratio(cpuSequential[curlName] ?? 0, names.dropFirst().compactMap { cpuSequential[$0] }.min(), higherIsBetter: false))
+rows.append(sequentialCPURow)
 var cpuRow = ["64 concurrent GET 1 KiB, client CPU per request"]
 for name in names { cpuRow.append(cpu[name].map(formatDuration) ?? "–") }
 cpuRow.append(ratio(cpu[curlName] ?? 0, names.dropFirst().compactMap { cpu[$0] }.min(), higherIsBetter: false))
