@@ -139,6 +139,31 @@ private func expectCurlError(
         #expect(try await strict.send(TransportRequest(url: server.url("/redirect"))).status == 302)
     }
 
+    @Test func configuredProxyReceivesTheRequest() async throws {
+        let proxy = try FaultServer()
+        defer { proxy.stop() }
+        var configuration = CurlConfiguration()
+        configuration.proxy = .url("http://127.0.0.1:\(proxy.port)", noProxy: nil)
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        // The host name is never resolved here: the proxy gets the absolute URL.
+        let response = try await transport.send(TransportRequest(url: "http://origin.invalid/echo?x=1"))
+        #expect(response.status == 200)
+        let echo = try parseEcho(response.body)
+        #expect(echo.requestLine == "GET http://origin.invalid/echo?x=1 HTTP/1.1")
+        #expect(echo.headers.contains("Host: origin.invalid"))
+
+        // `noProxy` sends matching hosts directly: 127.0.0.1 bypasses the (unreachable) proxy.
+        let target = try FaultServer()
+        defer { target.stop() }
+        var bypass = CurlConfiguration()
+        bypass.proxy = .url("http://127.0.0.1:\(try Sockets.freePort())", noProxy: "127.0.0.1")
+        let direct = try CurlTransport(configuration: bypass)
+        defer { direct.shutdown() }
+        let directResponse = try await direct.send(TransportRequest(url: target.url("/echo")))
+        #expect(try parseEcho(directResponse.body).requestLine == "GET /echo HTTP/1.1")
+    }
+
     @Test func connectionRefusedIsConnectFailed() async throws {
         let port = try Sockets.freePort()
         let transport = try CurlTransport()

@@ -142,7 +142,12 @@ final class FaultServer: Sendable {
         let requestLine = head.prefix { $0 != "\r" }
         let parts = requestLine.split(separator: " ")
         guard parts.count >= 2 else { return }
-        let path = String(parts[1].split(separator: "?").first ?? "")
+        var target = String(parts[1])
+        // A proxy receives the absolute form ("GET http://host/path"); route on the path.
+        if target.hasPrefix("http://"), let slash = target.dropFirst(7).firstIndex(of: "/") {
+            target = String(target[slash...])
+        }
+        let path = String(target.split(separator: "?").first ?? "")
         switch path {
         case "/echo":
             respond(fd, headers: ["Content-Type: application/octet-stream"], body: raw)
