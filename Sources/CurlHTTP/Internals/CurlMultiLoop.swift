@@ -186,7 +186,11 @@ final class CurlMultiLoop: Sendable {
 
             var ready: Int32 = 0
             // curl_multi_poll returns early when curl's own timers need it, and on curl_multi_wakeup.
-            _ = curl_multi_poll(multi, nil, 0, 1000, &ready)
+            let pollResult = curl_multi_poll(multi, nil, 0, 1000, &ready)
+            if pollResult != CURLM_OK {
+                // Not expected (bad handle, out of memory); don't spin: back off a millisecond and go on.
+                usleep(1000)
+            }
         }
         state.releaseAll()
         let counts = state.counts
