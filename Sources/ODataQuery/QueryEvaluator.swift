@@ -47,7 +47,7 @@ public enum QueryEvaluator {
         var selected = entities
         if let filter = options.filter {
             let compiled = try CompiledFilter(filter, functions: functions)
-            selected = selected.filter { compiled.matches($0, navigation: navigation) }
+            selected = compiled.filter(selected, navigation: navigation)
         }
         if let search = options.search {
             selected = selected.filter { search.matches($0) }

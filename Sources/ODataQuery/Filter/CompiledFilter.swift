@@ -106,6 +106,16 @@ public struct CompiledFilter: Sendable {
         test(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) })) == .true
     }
 
+    /// The entities that satisfy the filter, in their order; one evaluation context serves them all.
+    /// - Parameters:
+    ///   - entities: the entities to test.
+    ///   - navigation: resolves navigation properties the entities do not embed.
+    /// - Returns: the matching entities.
+    public func filter(_ entities: [JSONObject], navigation: (any NavigationResolver)? = nil) -> [JSONObject] {
+        let extras = navigation.map { EvaluationExtras(navigation: $0) }
+        return entities.filter { test(EvaluationContext(root: $0, extras: extras)) == .true }
+    }
+
     /// Evaluates the expression to a value (for example a computed `$orderby` key).
     /// - Parameters:
     ///   - entity: the entity.
