@@ -66,6 +66,26 @@ final class MemberSlot: Sendable {
     }
 }
 
+/// Reads a value for the fast comparison paths.
+protocol Fetcher: AnyObject, Sendable {
+    func callAsFunction(_ ctx: EvaluationContext) -> JSONValue?
+}
+
+extension MemberSlot: Fetcher {
+    @inline(__always)
+    func callAsFunction(_ ctx: EvaluationContext) -> JSONValue? {
+        if let value = lookup(ctx.root) { return value }
+        return ctx.extras?.navigation?.related(ctx.root, navigationProperty: name)
+    }
+}
+
+/// A compiled path as a ``Fetcher``.
+final class PathFetcher: Fetcher {
+    let run: Fetch
+    init(_ run: @escaping Fetch) { self.run = run }
+    func callAsFunction(_ ctx: EvaluationContext) -> JSONValue? { run(ctx) }
+}
+
 /// A filter compiled once into a closure tree, evaluated many times without parsing.
 ///
 /// `CompiledFilter` is `Sendable`: one instance can test entities from many tasks at once.
@@ -311,10 +331,23 @@ struct Compiler {
         }
         let op = swapped ? Compiler.mirrored(op) : op
         guard case .member(let path) = member, case .literal(let lit) = literal else { return nil }
-        return TestBox(run: fastComparison(op, try fetchPath(path), Value(lit)))
+        if let slot = rootSlot(path) {
+            return TestBox(run: fastComparison(op, slot, Value(lit)))
+        }
+        return TestBox(run: fastComparison(op, PathFetcher(try fetchPath(path)), Value(lit)))
     }
 
-    func fastComparison(_ op: BinaryOperator, _ fetch: @escaping Fetch, _ constant: Value) -> Test {
+    /// A slot for a plain member of the entity itself (`Price`), nil for any other path.
+    func rootSlot(_ path: [String]) -> MemberSlot? {
+        guard path.count == 1, let name = path.first, !name.contains("."), !name.hasPrefix("$"), !scope.contains(name)
+        else { return nil }
+        return MemberSlot(name)
+    }
+
+    /// Generic over the fetcher so each closure captures one class reference and calls it
+    /// directly (a captured closure inside a closure costs retains on every call).
+    func fastComparison<F: Fetcher>(_ op: BinaryOperator, _ fetcher: F, _ constant: Value) -> Test {
+        let fetch = fetcher
         let nullResult: Tri = op == .ne ? .true : .false
         let mask = Compiler.mask(op)
         switch constant {
@@ -399,7 +432,11 @@ struct Compiler {
             }
         }
         guard ints.isEmpty || strings.isEmpty else { return nil }
-        let fetch = try fetchPath(path)
+        if let slot = rootSlot(path) { return fastIn(slot, ints, strings) }
+        return fastIn(PathFetcher(try fetchPath(path)), ints, strings)
+    }
+
+    func fastIn<F: Fetcher>(_ fetch: F, _ ints: [Int64], _ strings: [String]) -> TestBox {
         let intList = ints
         let stringList = strings
         if !intList.isEmpty {
