@@ -365,6 +365,16 @@ let lambdaCases: [EvalCase] = [
         #expect(try CompiledFilter(parsing: c.filter).matches(entity) == c.expected)
     }
 
+    @Test func evaluateReturnsValuesOfAnyType() throws {
+        #expect(try CompiledFilter(parsing: "ID mul 2").evaluate(sample) == 14)
+        #expect(try CompiledFilter(parsing: "Price add 0.5").evaluate(sample) == 22.0)
+        #expect(try CompiledFilter(parsing: "toupper(Address/City)").evaluate(sample) == "BERLIN")
+        #expect(try CompiledFilter(parsing: "Ordered add duration'P1D'").evaluate(sample) == "1996-07-05T00:00:00Z")
+        #expect(try CompiledFilter(parsing: "1 div 0").evaluate(sample) == .null)
+        #expect(try CompiledFilter(parsing: "ID eq 7").evaluate(sample) == true)
+        #expect(try CompiledFilter(parsing: "INF").evaluate(sample) == "INF")
+    }
+
     @Test func batchFilterAgreesWithMatches() throws {
         let filter = try CompiledFilter(parsing: "Orders/any(o:o/Freight gt 30) or ID eq 2")
         let entities: [JSONObject] = [sample, ["ID": 2], ["ID": 3], sample]

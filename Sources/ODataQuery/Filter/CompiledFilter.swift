@@ -93,6 +93,7 @@ public struct CompiledFilter: Sendable {
     /// The expression this filter was compiled from.
     public let expression: FilterExpression
     let test: Test
+    let value: EvaluateBox
 
     /// Compiles an expression.
     /// - Parameters:
@@ -105,6 +106,7 @@ public struct CompiledFilter: Sendable {
         self.expression = expression
         var compiler = Compiler(functions: functions)
         test = try compiler.test(expression)
+        value = EvaluateBox(run: try compiler.value(expression))
     }
 
     /// Parses and compiles a `$filter` value.
@@ -136,13 +138,14 @@ public struct CompiledFilter: Sendable {
         return entities.filter { test(EvaluationContext(root: $0, extras: extras)) == .true }
     }
 
-    /// Evaluates the expression to a value (for example a computed `$orderby` key).
+    /// Evaluates the expression to a value, as OData JSON writes it (`true`/`false`/`null` for a
+    /// predicate, a number for `Price mul 2`, a string for a date-time).
     /// - Parameters:
     ///   - entity: the entity.
     ///   - navigation: resolves navigation properties the entity does not embed.
-    /// - Returns: `true`, `false` or `null` for a boolean expression.
+    /// - Returns: the value.
     public func evaluate(_ entity: JSONObject, navigation: (any NavigationResolver)? = nil) -> JSONValue {
-        test(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) })).value.json
+        value.run(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) })).json
     }
 }
 
