@@ -375,6 +375,15 @@ let lambdaCases: [EvalCase] = [
         #expect(try CompiledFilter(parsing: "INF").evaluate(sample) == "INF")
     }
 
+    @Test func treesBuiltInCodeAreCheckedAtCompile() throws {
+        #expect(throws: ODataError.self) { try CompiledFilter(.function("matchesPattern", [.member(["Name"])])) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.function("contains", [str("a"), str("b"), str("c")])) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.member([])) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.typeName("Edm.String")) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.function("cast", [.member(["A"]), .member(["B"])])) }
+        #expect(try CompiledFilter(.binary(.in, int(1), .list([]))).matches([:]) == false)
+    }
+
     @Test func batchFilterAgreesWithMatches() throws {
         let filter = try CompiledFilter(parsing: "Orders/any(o:o/Freight gt 30) or ID eq 2")
         let entities: [JSONObject] = [sample, ["ID": 2], ["ID": 3], sample]

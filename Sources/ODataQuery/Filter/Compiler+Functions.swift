@@ -20,6 +20,10 @@ extension Compiler {
     }
 
     mutating func function(_ name: String, _ arguments: [FilterExpression]) throws(ODataError) -> Evaluate {
+        // Trees built in code skip the parser's checks: check the argument count again.
+        if let arity = ExpressionParser.canonicalFunctions[name], !arity.contains(arguments.count) {
+            throw error("function '\(name)' takes \(arity.lowerBound)…\(arity.upperBound) arguments, got \(arguments.count)")
+        }
         if name == "cast" || name == "isof" { return try typeFunction(name, arguments) }
         if name.hasPrefix("geo.") {
             throw error("function '\(name)' is not supported in evaluation")
