@@ -19,6 +19,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -46,7 +47,14 @@ let package = Package(
             dependencies: ["CCurl", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .target(name: "LMDB", dependencies: ["CLMDB"]),
-        .target(name: "TechnicalCache", dependencies: ["LMDB", "ODataCore"]),
+        .target(
+            name: "TechnicalCache",
+            dependencies: [
+                "LMDB", "ODataCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .target(name: "ODataQuery", dependencies: ["ODataCore"]),
         .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "TechnicalCache"]),
         .target(
@@ -79,9 +87,12 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
-        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP"]),
+        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
-        .testTarget(name: "TechnicalCacheTests", dependencies: ["TechnicalCache"]),
+        .testTarget(
+            name: "TechnicalCacheTests",
+            dependencies: ["TechnicalCache", "LMDB", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),

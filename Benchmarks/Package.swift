@@ -8,14 +8,42 @@ let package = Package(
     name: "ODataStoresBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: ".."),
+        .package(name: "ODataStores", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(name: "BenchmarkKit"),
+        .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
+        .executableTarget(
+            name: "CurlBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "CurlHTTP", package: "ODataStores"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        .executableTarget(
+            name: "CacheBenchmarks",
+            dependencies: [
+                "BenchmarkKit", "CLMDBFloor",
+                .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "QueryBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "ODataQuery", package: "ODataStores"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )
 
-for target in package.targets {
+for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(.swiftLanguageMode(.v6))
     target.swiftSettings = settings

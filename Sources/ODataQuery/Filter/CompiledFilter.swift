@@ -1,14 +1,46 @@
 public import ODataCore
 import Synchronization
 
-/// What a compiled closure sees: the entity, lambda variables and the navigation resolver.
+/// What a compiled closure sees: the entity, plus (only when needed) lambda variables and the
+/// navigation resolver.
+///
+/// Kept to three words so passing it through every closure call costs no retains; the rarely
+/// needed parts live in ``EvaluationExtras``, allocated only for lambdas and resolvers.
 struct EvaluationContext {
     let root: JSONObject
-    var variables: [JSONValue]
-    let navigation: (any NavigationResolver)?
+    let extras: EvaluationExtras?
+
+    var navigation: (any NavigationResolver)? { extras?.navigation }
 
     /// `$this`: the innermost lambda variable, or the entity.
-    var this: JSONValue { variables.last ?? .object(root) }
+    var this: JSONValue {
+        if let last = extras?.variables.last { return last }
+        return .object(root)
+    }
+}
+
+/// Lambda variables and the navigation resolver of one evaluation.
+final class EvaluationExtras {
+    var variables: [JSONValue] = []
+    let navigation: (any NavigationResolver)?
+
+    init(navigation: (any NavigationResolver)?) {
+        self.navigation = navigation
+    }
+}
+
+/// Closures wrapped in structs: a closure stored in an Optional or an Array would be called
+/// through a reabstraction thunk.
+struct TestBox {
+    let run: Test
+}
+
+struct FetchBox {
+    let run: Fetch
+}
+
+struct EvaluateBox {
+    let run: Evaluate
 }
 
 typealias Evaluate = @Sendable (EvaluationContext) -> Value
@@ -71,7 +103,7 @@ public struct CompiledFilter: Sendable {
     ///   - navigation: resolves navigation properties the entity does not embed.
     /// - Returns: true when the expression evaluates to `true`.
     public func matches(_ entity: JSONObject, navigation: (any NavigationResolver)? = nil) -> Bool {
-        test(EvaluationContext(root: entity, variables: [], navigation: navigation)) == .true
+        test(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) })) == .true
     }
 
     /// Evaluates the expression to a value (for example a computed `$orderby` key).
@@ -80,7 +112,7 @@ public struct CompiledFilter: Sendable {
     ///   - navigation: resolves navigation properties the entity does not embed.
     /// - Returns: `true`, `false` or `null` for a boolean expression.
     public func evaluate(_ entity: JSONObject, navigation: (any NavigationResolver)? = nil) -> JSONValue {
-        test(EvaluationContext(root: entity, variables: [], navigation: navigation)).value.json
+        test(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) })).value.json
     }
 }
 
@@ -94,7 +126,7 @@ struct CompiledValue: Sendable {
     }
 
     func callAsFunction(_ entity: JSONObject, navigation: (any NavigationResolver)?) -> Value {
-        evaluate(EvaluationContext(root: entity, variables: [], navigation: navigation))
+        evaluate(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) }))
     }
 }
 
@@ -115,26 +147,36 @@ struct Compiler {
 
     mutating func test(_ expression: FilterExpression) throws(ODataError) -> Test {
         switch expression {
-        case .binary(.and, let lhs, let rhs):
-            let l = try test(lhs)
-            let r = try test(rhs)
-            return { ctx in
-                let a = l(ctx)
-                if a == .false { return .false }
-                let b = r(ctx)
-                if b == .false { return .false }
-                return a == .true && b == .true ? .true : .null
+        case .binary(.and, _, _):
+            var parts = Compiler.flatten(expression, .and)[...]
+            var combined = try test(parts.removeFirst())
+            for part in parts {
+                let l = combined
+                let r = try test(part)
+                combined = { ctx in
+                    let a = l(ctx)
+                    if a == .false { return .false }
+                    let b = r(ctx)
+                    if b == .false { return .false }
+                    return a == .true && b == .true ? .true : .null
+                }
             }
-        case .binary(.or, let lhs, let rhs):
-            let l = try test(lhs)
-            let r = try test(rhs)
-            return { ctx in
-                let a = l(ctx)
-                if a == .true { return .true }
-                let b = r(ctx)
-                if b == .true { return .true }
-                return a == .false && b == .false ? .false : .null
+            return combined
+        case .binary(.or, _, _):
+            var parts = Compiler.flatten(expression, .or)[...]
+            var combined = try test(parts.removeFirst())
+            for part in parts {
+                let l = combined
+                let r = try test(part)
+                combined = { ctx in
+                    let a = l(ctx)
+                    if a == .true { return .true }
+                    let b = r(ctx)
+                    if b == .true { return .true }
+                    return a == .false && b == .false ? .false : .null
+                }
             }
+            return combined
         case .unary(.not, let operand):
             let o = try test(operand)
             return { ctx in
@@ -145,17 +187,18 @@ struct Compiler {
                 }
             }
         case .binary(let op, let lhs, let rhs) where [.eq, .ne, .gt, .ge, .lt, .le].contains(op):
-            if let fast = try fastComparison(op, lhs, rhs) { return fast }
+            if let fast = try fastComparison(op, lhs, rhs) { return fast.run }
             let l = try value(lhs)
             let r = try value(rhs)
             return { ctx in Compiler.compare(op, l(ctx), r(ctx)) }
         case .binary(.in, let lhs, let rhs):
+            if case .list(let items) = rhs, !items.isEmpty, let fast = try fastIn(lhs, items) { return fast.run }
             let l = try value(lhs)
             if case .list(let items) = rhs {
-                let values = try items.map { (item) throws(ODataError) in try value(item) }
+                let values = try items.map { (item) throws(ODataError) in EvaluateBox(run: try value(item)) }
                 return { ctx in
                     let v = l(ctx)
-                    for item in values where Value.equals(v, item(ctx)) { return .true }
+                    for item in values where Value.equals(v, item.run(ctx)) { return .true }
                     return .false
                 }
             }
@@ -185,6 +228,45 @@ struct Compiler {
         }
     }
 
+    /// The operands of a chain of one logical operator, left to right, without recursion limits
+    /// beyond the parser's depth limit.
+    static func flatten(_ expression: FilterExpression, _ op: BinaryOperator) -> [FilterExpression] {
+        var result: [FilterExpression] = []
+        var pending: [FilterExpression] = [expression]
+        while let next = pending.popLast() {
+            if case .binary(let o, let l, let r) = next, o == op {
+                pending.append(r)
+                pending.append(l)
+            } else {
+                result.append(next)
+            }
+        }
+        return result
+    }
+
+    /// A comparison as a 3-bit mask over (less, equal, greater), so one closure serves every operator.
+    static func mask(_ op: BinaryOperator) -> UInt8 {
+        switch op {
+        case .lt: return 0b001
+        case .eq: return 0b010
+        case .gt: return 0b100
+        case .le: return 0b011
+        case .ge: return 0b110
+        case .ne: return 0b101
+        default: return 0
+        }
+    }
+
+    @inline(__always)
+    static func holds(_ mask: UInt8, _ order: Int) -> Tri {
+        Tri(rawValue: (mask >> UInt8(truncatingIfNeeded: order + 1)) & 1)!
+    }
+
+    @inline(__always)
+    static func order<T: Comparable>(_ x: T, _ y: T) -> Int {
+        (x > y ? 1 : 0) - (x < y ? 1 : 0)
+    }
+
     static func compare(_ op: BinaryOperator, _ a: Value, _ b: Value) -> Tri {
         switch op {
         case .eq: return Tri(Value.equals(a, b))
@@ -192,20 +274,7 @@ struct Compiler {
         default:
             if a.isNull || b.isNull { return .false }
             guard let order = Value.compare(a, b) else { return .false }
-            return Tri(holds(op, order))
-        }
-    }
-
-    @inline(__always)
-    static func holds(_ op: BinaryOperator, _ order: Int) -> Bool {
-        switch op {
-        case .eq: return order == 0
-        case .ne: return order != 0
-        case .gt: return order > 0
-        case .ge: return order >= 0
-        case .lt: return order < 0
-        case .le: return order <= 0
-        default: return false
+            return holds(mask(op), order)
         }
     }
 
@@ -221,7 +290,7 @@ struct Compiler {
 
     /// `member op literal` (or `literal op member`): fetch the JSON value and compare it with a
     /// pre-converted literal, skipping the general value machinery for the common shapes.
-    mutating func fastComparison(_ op: BinaryOperator, _ lhs: FilterExpression, _ rhs: FilterExpression) throws(ODataError) -> Test? {
+    mutating func fastComparison(_ op: BinaryOperator, _ lhs: FilterExpression, _ rhs: FilterExpression) throws(ODataError) -> TestBox? {
         var member = lhs
         var literal = rhs
         var swapped = false
@@ -231,11 +300,13 @@ struct Compiler {
             swapped = true
         }
         let op = swapped ? Compiler.mirrored(op) : op
-        guard case .member(let path) = member, case .literal(let lit) = literal, let fetch = try fetchPath(path) else {
-            return nil
-        }
-        let constant = Value(lit)
+        guard case .member(let path) = member, case .literal(let lit) = literal else { return nil }
+        return TestBox(run: fastComparison(op, try fetchPath(path), Value(lit)))
+    }
+
+    func fastComparison(_ op: BinaryOperator, _ fetch: @escaping Fetch, _ constant: Value) -> Test {
         let nullResult: Tri = op == .ne ? .true : .false
+        let mask = Compiler.mask(op)
         switch constant {
         case .null:
             return { ctx in
@@ -248,10 +319,10 @@ struct Compiler {
             let dk = Double(k)
             return { ctx in
                 switch fetch(ctx) {
-                case .int(let x)?: return Tri(Compiler.holds(op, x < k ? -1 : (x == k ? 0 : 1)))
+                case .int(let x)?: return Compiler.holds(mask, Compiler.order(x, k))
                 case .double(let x)?:
                     guard let order = Value.compareDoubles(x, dk) else { return nullResult }
-                    return Tri(Compiler.holds(op, order))
+                    return Compiler.holds(mask, order)
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
@@ -261,10 +332,20 @@ struct Compiler {
                 switch fetch(ctx) {
                 case .int(let x)?:
                     guard let order = Value.compareDoubles(Double(x), k) else { return nullResult }
-                    return Tri(Compiler.holds(op, order))
+                    return Compiler.holds(mask, order)
                 case .double(let x)?:
                     guard let order = Value.compareDoubles(x, k) else { return nullResult }
-                    return Tri(Compiler.holds(op, order))
+                    return Compiler.holds(mask, order)
+                case nil, .null?: return nullResult
+                case let other?: return Compiler.compare(op, Value(other), constant)
+                }
+            }
+        case .string(let k) where op == .eq || op == .ne:
+            let wanted: Tri = op == .eq ? .true : .false
+            let unwanted: Tri = op == .eq ? .false : .true
+            return { ctx in
+                switch fetch(ctx) {
+                case .string(let x)?: return x == k ? wanted : unwanted
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
@@ -272,7 +353,7 @@ struct Compiler {
         case .string(let k):
             return { ctx in
                 switch fetch(ctx) {
-                case .string(let x)?: return Tri(Compiler.holds(op, Value.compareStrings(x, k)))
+                case .string(let x)?: return Compiler.holds(mask, Value.compareStrings(x, k))
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
@@ -282,7 +363,7 @@ struct Compiler {
                 switch fetch(ctx) {
                 case .string(let x)?:
                     guard let d = Temporal.dateTimeOffset(x) else { return nullResult }
-                    return Tri(Compiler.holds(op, DateTimeOffset.compare(d, k)))
+                    return Compiler.holds(mask, DateTimeOffset.compare(d, k))
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
@@ -292,6 +373,41 @@ struct Compiler {
                 guard let v = fetch(ctx) else { return nullResult }
                 return Compiler.compare(op, Value(v), constant)
             }
+        }
+    }
+
+    /// `member in (literal, …)`: integers and strings checked without building values.
+    mutating func fastIn(_ lhs: FilterExpression, _ items: [FilterExpression]) throws(ODataError) -> TestBox? {
+        guard case .member(let path) = lhs else { return nil }
+        var ints: [Int64] = []
+        var strings: [String] = []
+        for item in items {
+            switch item {
+            case .literal(.int(let i)): ints.append(i)
+            case .literal(.string(let s)): strings.append(s)
+            default: return nil
+            }
+        }
+        guard ints.isEmpty || strings.isEmpty else { return nil }
+        let fetch = try fetchPath(path)
+        let intList = ints
+        let stringList = strings
+        if !intList.isEmpty {
+            let doubles = intList.map(Double.init)
+            return TestBox { ctx in
+                switch fetch(ctx) {
+                case .int(let x)?: return Tri(intList.contains(x))
+                case .double(let x)?: return Tri(doubles.contains(x))
+                case .string(let s)?:
+                    guard case .int(let x)? = Value.number(s) else { return .false }
+                    return Tri(intList.contains(x))
+                default: return .false
+                }
+            }
+        }
+        return TestBox { ctx in
+            guard case .string(let x)? = fetch(ctx) else { return .false }
+            return Tri(stringList.contains(x))
         }
     }
 
@@ -308,9 +424,7 @@ struct Compiler {
     }
 
     mutating func compileLambda(_ lambda: Lambda) throws(ODataError) -> Test {
-        guard let collection = try fetchPath(lambda.path, forCollection: true) else {
-            throw error("cannot apply \(lambda.kind.rawValue) to '\(lambda.path.joined(separator: "/"))'")
-        }
+        let collection = try fetchPath(lambda.path)
         guard let variable = lambda.variable, let predicate = lambda.predicate else {
             return { ctx in
                 guard case .array(let elements)? = collection(ctx) else { return .false }
@@ -323,11 +437,13 @@ struct Compiler {
         let isAny = lambda.kind == .any
         return { ctx in
             guard case .array(let elements)? = collection(ctx) else { return isAny ? .false : .true }
-            var inner = ctx
-            inner.variables.append(.null)
-            let slot = inner.variables.count - 1
+            let extras = ctx.extras ?? EvaluationExtras(navigation: nil)
+            let inner = EvaluationContext(root: ctx.root, extras: extras)
+            extras.variables.append(.null)
+            defer { extras.variables.removeLast() }
+            let slot = extras.variables.count - 1
             for element in elements {
-                inner.variables[slot] = element
+                extras.variables[slot] = element
                 let result = body(inner)
                 if isAny && result == .true { return .true }
                 if !isAny && result != .true { return .false }
@@ -339,10 +455,10 @@ struct Compiler {
     // MARK: Paths
 
     /// A closure fetching a member path's JSON value; nil (no closure) when the path is not plain.
-    mutating func fetchPath(_ path: [String], forCollection: Bool = false) throws(ODataError) -> Fetch? {
+    mutating func fetchPath(_ path: [String]) throws(ODataError) -> Fetch {
         var segments = path[...]
         let base: Fetch
-        guard let first = segments.first else { return nil }
+        guard let first = segments.first else { throw error("empty member path") }
         if first == "$it" {
             segments = segments.dropFirst()
             base = { ctx in .object(ctx.root) }
@@ -351,7 +467,7 @@ struct Compiler {
             base = { ctx in ctx.this }
         } else if let index = scope.lastIndex(of: first) {
             segments = segments.dropFirst()
-            base = { ctx in ctx.variables[index] }
+            base = { ctx in ctx.extras!.variables[index] }
         } else {
             // The common case: a member of the entity itself.
             if segments.count == 1 && !first.contains(".") && first != "$count" {
@@ -404,13 +520,13 @@ struct Compiler {
             let constant = Value(literal)
             return { _ in constant }
         case .member(let path):
-            guard let fetch = try fetchPath(path) else { throw error("empty member path") }
+            let fetch = try fetchPath(path)
             return { ctx in fetch(ctx).map(Value.init) ?? .null }
         case .alias:
             return { _ in .null }
         case .list(let items):
-            let values = try items.map { (item) throws(ODataError) in try value(item) }
-            return { ctx in .list(values.map { $0(ctx) }) }
+            let values = try items.map { (item) throws(ODataError) in EvaluateBox(run: try value(item)) }
+            return { ctx in .list(values.map { $0.run(ctx) }) }
         case .typeName(let name):
             throw error("type name '\(name)' is only allowed as an argument of cast or isof")
         case .unary(.negate, let operand):

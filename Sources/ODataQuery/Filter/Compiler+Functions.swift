@@ -80,11 +80,11 @@ extension Compiler {
         guard entry.arity.contains(arguments.count) else {
             throw error("function '\(name)' takes \(entry.arity.lowerBound)…\(entry.arity.upperBound) arguments, got \(arguments.count)")
         }
-        let args = try arguments.map { (argument) throws(ODataError) in try value(argument) }
+        let args = try arguments.map { (argument) throws(ODataError) in EvaluateBox(run: try value(argument)) }
         let evaluate = entry.evaluate
         return { ctx in
             let call = FunctionCall(
-                entity: ctx.root, this: ctx.this, arguments: args.map { $0(ctx).json }, navigation: ctx.navigation)
+                entity: ctx.root, this: ctx.this, arguments: args.map { $0.run(ctx).json }, navigation: ctx.navigation)
             return Value(evaluate(call))
         }
     }
@@ -108,7 +108,7 @@ extension Compiler {
         var end = chars.count
         if let length {
             guard case .int(let n) = length, n >= 0 else { return .null }
-            end = Int(clamping: min(Int64(chars.count), Int64(begin) + n))
+            end = begin + Int(clamping: min(Int64(chars.count - begin), n))
         }
         return .string(String(chars[begin..<end]))
     }
@@ -314,8 +314,8 @@ extension Compiler {
             switch v {
             case .int(let i): return range.contains(i) ? .int(i) : .null
             case .double(let d):
-                guard d.rounded() == d, d >= Double(range.lowerBound), d <= Double(range.upperBound) else { return .null }
-                return .int(Int64(d))
+                guard let i = Int64(exactly: d), range.contains(i) else { return .null }
+                return .int(i)
             case .string(let s):
                 guard let i = Int64(s), range.contains(i) else { return .null }
                 return .int(i)

@@ -1,0 +1,170 @@
+import Foundation
+
+/// One cached response: status, headers, payload and bookkeeping times.
+///
+/// `nil` from ``ResponseCache/entry(for:)`` means "never cached (or evicted)"; an entry whose
+/// ``payload`` is empty is a cached response without content. Credentials are never kept:
+/// ``headers`` drops `Authorization`, `Cookie`, `Set-Cookie` and `Proxy-Authorization` whenever it is set.
+public struct CacheEntry: Sendable, Equatable {
+    /// One header line: a name and its value, in the order the server sent them.
+    public struct Header: Sendable, Hashable {
+        /// The header's name, as sent (compare case-insensitively).
+        public var name: String
+        /// The header's value.
+        public var value: String
+
+        /// Creates a header line.
+        ///
+        /// - Parameters:
+        ///   - name: The header's name.
+        ///   - value: The header's value.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Header names (lowercased) that are never stored.
+    public static let credentialHeaderNames: Set<String> = ["authorization", "cookie", "set-cookie", "proxy-authorization"]
+
+    /// The HTTP status code of the stored response.
+    public var status: Int
+    /// The response headers, without credentials.
+    public var headers: [Header] {
+        get { storedHeaders }
+        set { storedHeaders = Self.withoutCredentials(newValue) }
+    }
+    private var storedHeaders: [Header]
+    /// The response body (may be empty).
+    public var payload: Data
+    /// When the response was stored or last refreshed by a 304.
+    public var storedAt: Date
+    /// When the entry was last stored or returned by a lookup.
+    public var lastUsedAt: Date
+    /// The bytes the entry takes in the cache (sealed value, key and metadata); 0 until stored.
+    public internal(set) var size: Int
+
+    /// Creates an entry; credentials in `headers` are dropped.
+    ///
+    /// - Parameters:
+    ///   - status: The HTTP status code.
+    ///   - headers: The response headers in order.
+    ///   - payload: The body.
+    ///   - storedAt: When the response was received. The default is now.
+    public init(status: Int, headers: [Header], payload: Data, storedAt: Date = Date()) {
+        self.status = status
+        self.storedHeaders = Self.withoutCredentials(headers)
+        self.payload = payload
+        self.storedAt = storedAt
+        self.lastUsedAt = storedAt
+        self.size = 0
+    }
+
+    /// An entry decoded from the cache: its headers were filtered when it was stored.
+    init(status: Int, trustedHeaders: [Header], payload: Data, storedAt: Date) {
+        self.status = status
+        self.storedHeaders = trustedHeaders
+        self.payload = payload
+        self.storedAt = storedAt
+        self.lastUsedAt = storedAt
+        self.size = 0
+    }
+
+    /// The first value of the header `name` (case-insensitive).
+    ///
+    /// - Parameter name: The header's name.
+    /// - Returns: Its first value, or `nil`.
+    public func headerValue(named name: String) -> String? {
+        storedHeaders.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    /// The `ETag` header: the validator sent back as `If-None-Match`.
+    public var etag: String? { headerValue(named: "ETag") }
+    /// The `Last-Modified` header: the validator sent back as `If-Modified-Since`.
+    public var lastModified: String? { headerValue(named: "Last-Modified") }
+
+    static func withoutCredentials(_ headers: [Header]) -> [Header] {
+        headers.filter { !credentialHeaderNames.contains($0.name.lowercased()) }
+    }
+
+    /// Merges the headers of a 304 response (RFC 9111 §4.3.4): each name in `newHeaders` replaces the
+    /// stored lines of that name, except the framing headers that describe the stored body.
+    mutating func refresh(with newHeaders: [Header], at date: Date) {
+        let keep: Set<String> = ["content-length", "content-encoding", "content-type", "transfer-encoding", "content-range"]
+        let incoming = Self.withoutCredentials(newHeaders).filter { !keep.contains($0.name.lowercased()) }
+        let replaced = Set(incoming.map { $0.name.lowercased() })
+        storedHeaders = storedHeaders.filter { !replaced.contains($0.name.lowercased()) } + incoming
+        storedAt = date
+    }
+}
+
+/// The plaintext layout of an entry's metadata:
+/// `version, UInt16 status, UInt64 storedAt (ms), UInt32 header count, (UInt32-prefixed name, value)…`.
+/// The payload is sealed on its own (see `SealedEntry`), so large bodies are never copied into a
+/// combined plaintext.
+enum EntryCodec {
+    static let version: UInt8 = 1
+
+    static func encodeMeta(_ entry: CacheEntry) -> Data {
+        var meta = ByteWriter(capacity: 32 + entry.headers.count * 48)
+        meta.append(version)
+        meta.append(UInt16(clamping: entry.status))
+        meta.append(UInt64(bitPattern: Int64(entry.storedAt.timeIntervalSince1970 * 1000)))
+        meta.append(UInt32(entry.headers.count))
+        for header in entry.headers {
+            meta.appendString(header.name)
+            meta.appendString(header.value)
+        }
+        return meta.data
+    }
+
+    static func decodeMeta(_ raw: UnsafeRawBufferPointer) -> (status: Int, storedAt: Date, headers: [CacheEntry.Header])? {
+        var reader = RawReader(raw)
+        guard reader.uint8() == version, let status = reader.uint16(), let stored = reader.uint64(),
+              let headerCount = reader.uint32(), Int(headerCount) <= raw.count / 8
+        else { return nil }
+        var headers: [CacheEntry.Header] = []
+        headers.reserveCapacity(Int(headerCount))
+        for _ in 0..<headerCount {
+            guard let name = reader.string(), let value = reader.string() else { return nil }
+            headers.append(.init(name: name, value: value))
+        }
+        guard reader.isAtEnd else { return nil }
+        return (Int(status), Date(timeIntervalSince1970: Double(Int64(bitPattern: stored)) / 1000), headers)
+    }
+}
+
+/// Reads big-endian integers and length-prefixed UTF-8 strings from raw memory, `nil` past the end.
+struct RawReader {
+    let buffer: UnsafeRawBufferPointer
+    var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) {
+        self.buffer = buffer
+    }
+
+    var isAtEnd: Bool { offset == buffer.count }
+
+    mutating func uint8() -> UInt8? {
+        guard offset < buffer.count else { return nil }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    private mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
+        let size = MemoryLayout<T>.size
+        guard buffer.count - offset >= size else { return nil }
+        defer { offset += size }
+        return T(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    mutating func uint16() -> UInt16? { integer(UInt16.self) }
+    mutating func uint32() -> UInt32? { integer(UInt32.self) }
+    mutating func uint64() -> UInt64? { integer(UInt64.self) }
+
+    mutating func string() -> String? {
+        guard let count = uint32().map(Int.init), buffer.count - offset >= count else { return nil }
+        defer { offset += count }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)]), as: UTF8.self)
+    }
+}

@@ -1,0 +1,287 @@
+import Crypto
+import Foundation
+import LMDB
+import Synchronization
+
+/// The keys in use: the data sealer (nil when encryption is disabled), the index (HMAC) key and a
+/// generation number that changes on every rekey.
+///
+/// `@unchecked Sendable` for `SymmetricKey` only: it is an immutable value (see `SealingKey`).
+struct CacheCrypto: @unchecked Sendable {
+    var sealer: Sealer?
+    let indexKey: SymmetricKey
+    var generation: UInt64
+    /// HMAC-SHA256 (RFC 2104) with the key's inner and outer pads already absorbed, so that a lookup
+    /// hashes only its message: `H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ message))`.
+    private let innerHash: SHA256
+    private let outerHash: SHA256
+
+    init(sealer: Sealer?, indexKey: SymmetricKey, generation: UInt64) {
+        self.sealer = sealer
+        self.indexKey = indexKey
+        self.generation = generation
+        // A 32-byte key is shorter than SHA-256's 64-byte block, so it is zero-padded, not hashed.
+        var block = indexKey.withUnsafeBytes { [UInt8]($0) }
+        block += [UInt8](repeating: 0, count: SHA256.blockByteCount - block.count)
+        var inner = SHA256()
+        var outer = SHA256()
+        inner.update(data: block.map { $0 ^ 0x36 })
+        outer.update(data: block.map { $0 ^ 0x5C })
+        innerHash = inner
+        outerHash = outer
+    }
+
+    /// The LMDB key of a URL: HMAC-SHA256 over the partition (length-prefixed) and the literal URL.
+    func entryKey(for url: String, partition: String?) -> [UInt8] {
+        var inner = innerHash
+        var partitionText = partition ?? ""
+        partitionText.withUTF8 { utf8 in
+            withUnsafeBytes(of: UInt32(utf8.count).bigEndian) { inner.update(bufferPointer: $0) }
+            inner.update(bufferPointer: UnsafeRawBufferPointer(utf8))
+        }
+        var copy = url
+        copy.withUTF8 { inner.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        var outer = outerHash
+        inner.finalize().withUnsafeBytes { outer.update(bufferPointer: $0) }
+        return outer.finalize().withUnsafeBytes { [UInt8]($0) }
+    }
+
+    /// Seals an entry as two boxes: the payload (the LMDB key as authenticated data) and the metadata
+    /// (the LMDB key and the payload's tag as authenticated data, which binds the two together).
+    ///
+    /// Payloads up to `SealedEntry.combinedLimit` bytes are sealed with their metadata in one box
+    /// instead (one AES-GCM operation per lookup); larger ones are sealed on their own, so that a big
+    /// body is never copied into a second, combined buffer.
+    func seal(_ entry: CacheEntry, key: [UInt8]) throws(CacheError) -> SealedEntry {
+        let meta = EntryCodec.encodeMeta(entry)
+        if entry.payload.count <= SealedEntry.combinedLimit {
+            var plaintext = Data(capacity: entry.payload.count + meta.count + 4)
+            plaintext.append(entry.payload)
+            plaintext.append(meta)
+            withUnsafeBytes(of: UInt32(meta.count).bigEndian) { plaintext.append(contentsOf: $0) }
+            let box = try sealer.map { sealer throws(CacheError) in try sealer.seal(plaintext, authenticating: key) } ?? plaintext
+            return SealedEntry(format: SealedEntry.combinedFormat, meta: Data(), payload: box)
+        }
+        guard let sealer else { return SealedEntry(format: SealedEntry.splitFormat, meta: meta, payload: entry.payload) }
+        let payload = try sealer.seal(entry.payload, authenticating: key)
+        let sealedMeta = try sealer.seal(meta, authenticating: key + payload.suffix(16))
+        return SealedEntry(format: SealedEntry.splitFormat, meta: sealedMeta, payload: payload)
+    }
+
+    /// Opens a stored value made by `seal(_:key:)`; `nil` when it fails authentication or decoding.
+    func open(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> CacheEntry? {
+        guard let parts = SealedEntry.split(stored) else { return nil }
+        let payload: Data
+        let entryMeta: (status: Int, storedAt: Date, headers: [CacheEntry.Header])?
+        if parts.format == SealedEntry.combinedFormat {
+            let plaintext: Data
+            if let sealer {
+                guard let opened = try? sealer.open(parts.payload, authenticating: key) else { return nil }
+                plaintext = opened
+            } else {
+                plaintext = Data(parts.payload)
+            }
+            // `payload ‖ meta ‖ UInt32(meta count)`; `prefix` of a zero-based Data shares its storage.
+            let count = plaintext.count
+            guard count >= 4 else { return nil }
+            let metaCount = plaintext.withUnsafeBytes { Int(UInt32(bigEndian: $0.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))) }
+            guard metaCount <= count - 4 else { return nil }
+            entryMeta = plaintext.withUnsafeBytes { EntryCodec.decodeMeta(UnsafeRawBufferPointer(rebasing: $0[(count - 4 - metaCount)..<(count - 4)])) }
+            payload = plaintext.prefix(count - 4 - metaCount)
+        } else if let sealer {
+            guard parts.payload.count >= Sealer.overhead,
+                  let meta = try? sealer.open(parts.meta, authenticating: key + parts.payload.suffix(16)),
+                  let opened = try? sealer.open(parts.payload, authenticating: key)
+            else { return nil }
+            entryMeta = meta.withUnsafeBytes { EntryCodec.decodeMeta($0) }
+            payload = opened
+        } else {
+            entryMeta = EntryCodec.decodeMeta(parts.meta)
+            payload = Data(parts.payload)
+        }
+        guard let entryMeta else { return nil }
+        var entry = CacheEntry(status: entryMeta.status, trustedHeaders: entryMeta.headers, payload: payload, storedAt: entryMeta.storedAt)
+        // The stored size is the value plus the fixed bookkeeping (see `OpenCache.put`).
+        entry.size = stored.count + OpenCache.perEntryOverhead
+        return entry
+    }
+}
+
+/// A sealed entry as stored: `UInt8 format, UInt32 meta count, meta box, payload box`. In the
+/// combined format the meta box is empty and the payload box holds `payload ‖ meta ‖ UInt32(meta count)`.
+struct SealedEntry: Sendable {
+    static let splitFormat: UInt8 = 1
+    static let combinedFormat: UInt8 = 2
+    /// The largest payload sealed together with its metadata.
+    static let combinedLimit = 64 << 10
+    let format: UInt8
+    let meta: Data
+    let payload: Data
+
+    var byteCount: Int { 5 + meta.count + payload.count }
+
+    /// Writes the stored layout into `buffer` (exactly `byteCount` bytes), straight into the LMDB map.
+    func write(into buffer: UnsafeMutableRawBufferPointer) {
+        guard buffer.count == byteCount, let base = buffer.baseAddress else { return }
+        base.storeBytes(of: format, as: UInt8.self)
+        base.storeBytes(of: UInt32(meta.count).bigEndian, toByteOffset: 1, as: UInt32.self)
+        meta.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5).copyMemory(from: origin, byteCount: $0.count) } }
+        payload.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5 + meta.count).copyMemory(from: origin, byteCount: $0.count) } }
+    }
+
+    static func split(_ stored: UnsafeRawBufferPointer) -> (format: UInt8, meta: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer)? {
+        guard stored.count >= 5, stored[0] == splitFormat || stored[0] == combinedFormat else { return nil }
+        let metaCount = Int(UInt32(bigEndian: stored.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
+        guard metaCount <= stored.count - 5 else { return nil }
+        return (stored[0], UnsafeRawBufferPointer(rebasing: stored[5..<(5 + metaCount)]),
+                UnsafeRawBufferPointer(rebasing: stored[(5 + metaCount)...]))
+    }
+}
+
+/// The bookkeeping record of an entry (not encrypted: an LRU tick, a size and a time).
+struct EntryInfo {
+    static let byteCount = 24
+    var tick: UInt64
+    var size: Int
+    var lastUsedMilliseconds: Int64
+
+    var bytes: [UInt8] {
+        tick.bigEndianBytes + UInt64(size).bigEndianBytes + UInt64(bitPattern: lastUsedMilliseconds).bigEndianBytes
+    }
+
+    init(tick: UInt64, size: Int, lastUsedMilliseconds: Int64) {
+        self.tick = tick
+        self.size = size
+        self.lastUsedMilliseconds = lastUsedMilliseconds
+    }
+
+    init?(_ bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount,
+              let tick = UInt64(bigEndianBytes: bytes[0..<8]),
+              let size = UInt64(bigEndianBytes: bytes[8..<16]),
+              let used = UInt64(bigEndianBytes: bytes[16..<24])
+        else { return nil }
+        self.init(tick: tick, size: Int(size), lastUsedMilliseconds: Int64(bitPattern: used))
+    }
+}
+
+/// Everything that exists only while a cache is open.
+final class OpenCache: Sendable {
+    /// Bytes an entry costs beyond its sealed value: its 32-byte key, the info record (32 + 24) and the
+    /// LRU record (8 + 32).
+    static let perEntryOverhead = 128
+
+    let environment: LMDBEnvironment
+    let entries: LMDBDatabase
+    let info: LMDBDatabase
+    let lru: LMDBDatabase
+    let meta: LMDBDatabase
+    let lock: DirectoryLock
+    let crypto: Mutex<CacheCrypto>
+    /// Lookups not yet written to the LRU index: key → (tick, time in ms).
+    let touches = Mutex<[[UInt8]: (tick: UInt64, milliseconds: Int64)]>([:])
+    let nextTick: Atomic<UInt64>
+    let currentBytes: Atomic<Int>
+    let lastSync = Mutex<ContinuousClock.Instant>(.now)
+
+    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: DirectoryLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int) {
+        self.environment = environment
+        entries = databases[0]
+        info = databases[1]
+        lru = databases[2]
+        meta = databases[3]
+        self.lock = lock
+        self.crypto = Mutex(crypto)
+        self.nextTick = Atomic(nextTick)
+        self.currentBytes = Atomic(currentBytes)
+    }
+
+    static let bytesKey = Array("bytes".utf8)
+    static let envelopeKey = Array("envelope".utf8)
+    static let plaintextKey = Array("plaintext".utf8)
+    static let formatKey = Array("format".utf8)
+
+    func takeTick() -> UInt64 {
+        nextTick.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    func readBytes(_ txn: LMDBTransaction) throws -> Int {
+        guard let bytes = try txn.value(forKey: Self.bytesKey, in: meta) else { return 0 }
+        return Int(UInt64(bigEndianBytes: bytes) ?? 0)
+    }
+
+    func writeBytes(_ value: Int, _ txn: LMDBTransaction) throws {
+        try txn.setValue(UInt64(max(value, 0)).bigEndianBytes, forKey: Self.bytesKey, in: meta)
+    }
+
+    /// Applies pending lookups to the LRU index (inside a write transaction).
+    func flushTouches(_ txn: LMDBTransaction) throws {
+        let pending = touches.withLock { touches in
+            let taken = touches
+            touches.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for (key, touch) in pending {
+            guard let raw = try txn.value(forKey: key, in: info), var record = EntryInfo(raw), touch.tick > record.tick else { continue }
+            try txn.removeValue(forKey: record.tick.bigEndianBytes, in: lru)
+            record.tick = touch.tick
+            record.lastUsedMilliseconds = touch.milliseconds
+            try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
+            try txn.setValue(record.bytes, forKey: key, in: info)
+        }
+    }
+
+    /// Removes one entry; returns its size (0 when absent).
+    @discardableResult
+    func removeEntry(_ key: [UInt8], _ txn: LMDBTransaction) throws -> Int {
+        var size = 0
+        if let raw = try txn.value(forKey: key, in: info), let record = EntryInfo(raw) {
+            try txn.removeValue(forKey: record.tick.bigEndianBytes, in: lru)
+            size = record.size
+        }
+        try txn.removeValue(forKey: key, in: info)
+        try txn.removeValue(forKey: key, in: entries)
+        return size
+    }
+
+    /// Evicts least-recently-used entries until `needed` more bytes fit under `target`.
+    func evict(toFit needed: Int, target: Int, total: inout Int, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int) {
+        var count = 0
+        var bytes = 0
+        while total + needed > target {
+            let oldest = try txn.withCursor(in: lru) { cursor in try cursor.first() }
+            guard let oldest else { break }
+            let size = try removeEntry(oldest.value, txn)
+            // A dangling LRU record (no info) is removed too.
+            try txn.removeValue(forKey: oldest.key, in: lru)
+            total -= size
+            bytes += size
+            count += 1
+        }
+        return (count, bytes)
+    }
+
+    /// Stores a sealed value with its bookkeeping; evicts first when the budget requires it.
+    func put(sealed: SealedEntry, key: [UInt8], now: Date, configuration: CacheConfiguration, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int, size: Int) {
+        try flushTouches(txn)
+        var total = try readBytes(txn)
+        total -= try removeEntry(key, txn)
+        let size = sealed.byteCount + Self.perEntryOverhead
+        var evicted = (count: 0, bytes: 0)
+        if total + size > configuration.sizeLimit {
+            // Down to the low-water mark; an entry larger than that only needs room under the limit.
+            let target = size <= configuration.lowWaterBytes ? configuration.lowWaterBytes : configuration.sizeLimit
+            evicted = try evict(toFit: size, target: target, total: &total, txn)
+        }
+        let record = EntryInfo(tick: takeTick(), size: size, lastUsedMilliseconds: Int64(now.timeIntervalSince1970 * 1000))
+        try txn.setValue(count: sealed.byteCount, forKey: key, in: entries) { buffer in
+            sealed.write(into: buffer)
+        }
+        try txn.setValue(record.bytes, forKey: key, in: info)
+        try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
+        total += size
+        try writeBytes(total, txn)
+        currentBytes.store(total, ordering: .relaxed)
+        return (evicted.count, evicted.bytes, size)
+    }
+}
