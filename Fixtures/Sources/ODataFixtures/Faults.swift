@@ -18,11 +18,6 @@ public enum FaultAction: Sendable, Hashable {
     /// Executes the request and sends the body in chunks of this many bytes with a pause
     /// before each chunk after the first.
     case slowBody(chunkSize: Int, interval: Duration)
-
-    var isLatency: Bool {
-        if case .latency = self { return true }
-        return false
-    }
 }
 
 /// A fault: which requests it matches and what it does to them.

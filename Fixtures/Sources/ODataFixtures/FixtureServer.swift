@@ -177,8 +177,12 @@ struct FixtureResponder: HTTPResponder {
 
     func respond(to request: Request, context: FixtureRequestContext) async throws -> Response {
         var request = request
-        let body = try await request.collectBody(upTo: context.maxUploadSize)
-        let bytes = [UInt8](buffer: body)
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](buffer: try await request.collectBody(upTo: context.maxUploadSize))
+        } catch {
+            return Self.response(.error(ServiceFailure(413, "PayloadTooLarge", "the request body is larger than \(context.maxUploadSize) bytes")))
+        }
         let rawPath = request.uri.path
         let query = request.uri.query ?? ""
         let method = request.method.rawValue.uppercased()
