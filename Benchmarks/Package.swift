@@ -33,6 +33,15 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "OnlineBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "OnlineStore", package: "ODataStores"),
+                .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+            ]
+        ),
+        .executableTarget(
             name: "QueryBenchmarks",
             dependencies: [
                 "BenchmarkKit",

@@ -86,3 +86,97 @@ public func residentBytes() -> Int {
     guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
+
+// MARK: - nginx
+
+/// An nginx serving static files on 127.0.0.1 for the benchmarks; stopped by its PID.
+public struct Nginx {
+    /// The port it listens on.
+    public let port: Int
+    let directory: URL
+    let process: Process
+
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Int32 in
+                _ = bind(fd, p, length)
+                return getsockname(fd, p, &length)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    /// Starts nginx serving `files` (name → bytes), keep-alive, ETags on, gzip off.
+    public static func start(files: [String: Data]) throws -> Nginx {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("www"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        for (name, data) in files { try data.write(to: directory.appendingPathComponent("www/\(name)")) }
+        let port = freePort()
+        let d = directory.path
+        let config = """
+            daemon off; master_process off; worker_processes 1;
+            pid \(d)/nginx.pid; error_log \(d)/error.log warn;
+            events { worker_connections 4096; }
+            http {
+                types { application/json json; }
+                access_log off;
+                client_body_temp_path \(d)/tmp/body; proxy_temp_path \(d)/tmp/proxy;
+                fastcgi_temp_path \(d)/tmp/fastcgi; uwsgi_temp_path \(d)/tmp/uwsgi; scgi_temp_path \(d)/tmp/scgi;
+                keepalive_requests 1000000; keepalive_timeout 120s;
+                gzip off; etag on;
+                server { listen 127.0.0.1:\(port); root \(d)/www; location / { } }
+            }
+            """
+        try Data(config.utf8).write(to: directory.appendingPathComponent("nginx.conf"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", d, "-c", "\(d)/nginx.conf", "-e", "\(d)/error.log"]
+        try process.run()
+        for _ in 0..<500 where !accepts(port) { usleep(10_000) }
+        return Nginx(port: port, directory: directory, process: process)
+    }
+
+    /// Stops nginx and removes its directory.
+    public func stop() {
+        process.terminate()
+        usleep(200_000)
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// A JSON collection payload of about `bytes` bytes.
+public func jsonFile(bytes: Int) -> Data {
+    var text = "{\"value\":["
+    var index = 0
+    while text.utf8.count < bytes - 64 {
+        if index > 0 { text += "," }
+        text += "{\"ID\":\(index),\"Name\":\"Product \(index)\",\"Price\":\(Double(index) * 1.25)}"
+        index += 1
+    }
+    text += "],\"pad\":\""
+    text += String(repeating: "x", count: max(0, bytes - text.utf8.count - 2))
+    text += "\"}"
+    return Data(text.utf8)
+}
+
