@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Finds and reads a fixture data directory: a CSDL document and `<EntitySet>.json` payloads.
 enum DataLoader {
@@ -7,9 +8,23 @@ enum DataLoader {
         Bundle.module.url(forResource: "Data", withExtension: nil)
     }
 
+    /// The bundled data, parsed once per process: every server gets its own copy of this value
+    /// (copy-on-write), so starting many servers in one test run costs one parse.
+    private static let bundled = Mutex<FixtureData?>(nil)
+
     /// Loads the model and data from a directory (the bundled one when `nil`).
     /// - Throws: ``FixtureError`` `.invalidData` when the directory, the CSDL or a payload cannot be used.
     static func load(_ directory: URL?, loadedAt: Int64) throws(FixtureError) -> FixtureData {
+        guard directory == nil else { return try read(directory, loadedAt: loadedAt) }
+        return try bundled.withLock { cached throws(FixtureError) -> FixtureData in
+            if let cached { return cached }
+            let data = try read(nil, loadedAt: loadedAt)
+            cached = data
+            return data
+        }
+    }
+
+    private static func read(_ directory: URL?, loadedAt: Int64) throws(FixtureError) -> FixtureData {
         guard let root = directory ?? bundledDirectory else {
             throw FixtureError(.invalidData, "the bundled fixture data is missing from the ODataFixtures resources")
         }
