@@ -596,7 +596,9 @@ final class FixtureService: Sendable {
             for constraint in partner.constraints { object[constraint.property] = parentEntity[constraint.referencedProperty] }
         }
         let created = try state.data.insert(object, into: set)
-        let predicate = EntityKey.predicate(of: created, type: try state.data.entityType(of: set))!
+        guard let predicate = EntityKey.predicate(of: created, type: try state.data.entityType(of: set)) else {
+            throw ServiceFailure(500, "InternalError", "the created entity has no usable key")
+        }
         let location = serviceRoot + set + predicate
         var headers = HTTPFields()
         headers[.location] = location
