@@ -1,11 +1,13 @@
 import Foundation
 import Synchronization
 
-/// An HTTP transport over libcurl's multi interface: many concurrent transfers on one event thread,
+/// An HTTP transport over libcurl's multi interface: many concurrent transfers on dedicated event threads,
 /// connections kept alive and reused, HTTP/2 over TLS, async/await API.
 ///
-/// One dedicated thread owns the libcurl multi handle; `send(_:)` hands its transfer over and suspends
-/// without blocking Swift's cooperative pool. Cancelling the calling task removes the transfer promptly.
+/// Each event thread owns one libcurl multi handle (``CurlConfiguration/eventLoopCount`` of them; one gives a
+/// single thread and a single connection cache). `send(_:)` hands its transfer to the least busy thread and
+/// suspends without blocking Swift's cooperative pool. Cancelling the calling task removes the transfer
+/// promptly.
 ///
 /// ```swift
 /// let transport = try CurlTransport()
@@ -32,7 +34,7 @@ public final class CurlTransport: HTTPTransport, Sendable {
         }
     }
 
-    /// Creates a transport and starts its event thread.
+    /// Creates a transport and starts its event threads.
     ///
     /// - Parameter configuration: The options; the default is `CurlConfiguration()`.
     /// - Throws: `CurlError` of kind `.invalidConfiguration` naming a bad option, or when libcurl cannot
@@ -77,6 +79,7 @@ public final class CurlTransport: HTTPTransport, Sendable {
         shards.reduce(into: CurlMultiLoop.Counts()) { total, shard in
             let counts = shard.loop.counts
             total.active += counts.active
+            total.queued += counts.queued
             total.pooled += counts.pooled
             total.handlesCreated += counts.handlesCreated
             total.completed += counts.completed

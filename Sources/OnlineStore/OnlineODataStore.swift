@@ -190,7 +190,8 @@ public final class OnlineODataStore: Sendable {
     }
 
     /// Executes a request and waits for it, blocking the calling thread. As documented, this never
-    /// uses the technical cache. Not for use from async code: it blocks a thread.
+    /// uses the technical cache. For threads of your own only: never call it from async code, where
+    /// it would block one of the few threads of Swift's cooperative pool.
     /// - Parameter request: the request.
     /// - Returns: the server's response.
     /// - Throws: the failure.

@@ -293,7 +293,7 @@ public final class ResponseCache: Sendable {
                 entry.lastUsedAt = now
                 let tick = cache.takeTick()
                 let pending = cache.touches.withLock { touches in
-                    touches[key] = (tick, Int64(now.timeIntervalSince1970 * 1000))
+                    touches[TouchKey(key)] = (tick, Int64(now.timeIntervalSince1970 * 1000))
                     return touches.count
                 }
                 counters.withLock { $0.requests += 1; $0.hits += 1 }

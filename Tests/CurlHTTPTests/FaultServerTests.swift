@@ -139,6 +139,31 @@ private func expectCurlError(
         #expect(try await strict.send(TransportRequest(url: server.url("/redirect"))).status == 302)
     }
 
+    @Test func configuredProxyReceivesTheRequest() async throws {
+        let proxy = try FaultServer()
+        defer { proxy.stop() }
+        var configuration = CurlConfiguration()
+        configuration.proxy = .url("http://127.0.0.1:\(proxy.port)", noProxy: nil)
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        // The host name is never resolved here: the proxy gets the absolute URL.
+        let response = try await transport.send(TransportRequest(url: "http://origin.invalid/echo?x=1"))
+        #expect(response.status == 200)
+        let echo = try parseEcho(response.body)
+        #expect(echo.requestLine == "GET http://origin.invalid/echo?x=1 HTTP/1.1")
+        #expect(echo.headers.contains("Host: origin.invalid"))
+
+        // `noProxy` sends matching hosts directly: 127.0.0.1 bypasses the (unreachable) proxy.
+        let target = try FaultServer()
+        defer { target.stop() }
+        var bypass = CurlConfiguration()
+        bypass.proxy = .url("http://127.0.0.1:\(try Sockets.freePort())", noProxy: "127.0.0.1")
+        let direct = try CurlTransport(configuration: bypass)
+        defer { direct.shutdown() }
+        let directResponse = try await direct.send(TransportRequest(url: target.url("/echo")))
+        #expect(try parseEcho(directResponse.body).requestLine == "GET /echo HTTP/1.1")
+    }
+
     @Test func connectionRefusedIsConnectFailed() async throws {
         let port = try Sockets.freePort()
         let transport = try CurlTransport()
@@ -246,11 +271,45 @@ private func expectCurlError(
         let start = clock.now
         task.cancel()
         await #expect(throws: CancellationError.self) { _ = try await task.value }
-        #expect(clock.now - start < .milliseconds(500))
+        // The whole body would take ten seconds; the cancellation lands at once (bounded loosely because
+        // the machine running the tests may be busy).
+        #expect(clock.now - start < .seconds(2))
         #expect(await server.wait { $0.clientClosed >= 1 })
         #expect(transport.counts.active == 0)
         // The transport goes on working.
         #expect(try await transport.send(TransportRequest(url: server.url("/echo"))).status == 200)
+    }
+
+    @Test func transfersBeyondTheConnectionLimitWaitAndCanBeCancelled() async throws {
+        let server = try FaultServer()
+        defer { server.stop() }
+        var configuration = CurlConfiguration()
+        configuration.maxConnectionsPerHost = 1
+        configuration.eventLoopCount = 1
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        // The first transfer holds the only connection; the second waits in the loop's queue.
+        let first = Task { try await transport.send(TransportRequest(url: server.url("/slow"))) }
+        #expect(await server.wait { $0.started["/slow", default: 0] >= 1 })
+        let second = Task { try await transport.send(TransportRequest(url: server.url("/echo"))) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(2)
+        while transport.counts.queued < 1, clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(transport.counts.queued == 1)
+        #expect(transport.counts.active == 1)
+        #expect(server.snapshot.accepted == 1)  // no second connection was opened
+        second.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await second.value }
+        #expect(transport.counts.queued == 0)
+        // A third one waits, then runs on the freed connection once the first is cancelled.
+        let third = Task { try await transport.send(TransportRequest(url: server.url("/echo"))) }
+        while transport.counts.queued < 1, clock.now < deadline + .seconds(2) { try await Task.sleep(for: .milliseconds(5)) }
+        first.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await first.value }
+        let response = try await third.value
+        #expect(response.status == 200)
+        #expect(transport.counts.active == 0)
+        #expect(transport.counts.queued == 0)
     }
 
     @Test func alreadyCancelledTaskNeverStarts() async throws {

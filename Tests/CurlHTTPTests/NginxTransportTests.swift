@@ -150,6 +150,8 @@ struct NginxTransportTests {
         #expect(Set(logged.map(\.connection)).count == newConnections)
         let counts = transport.counts
         #expect(counts.active == 0)
+        #expect(counts.queued == 0)
+        #expect(counts.completed == 1000)
         #expect(counts.pooled <= configuration.maxPooledHandles)
     }
 
@@ -175,5 +177,66 @@ struct NginxTransportTests {
             #expect(ok.status == 200)
             #expect(transport.counts.active == 0)
         }
+    }
+
+    @Test func tlsIsVerifiedByDefault() async throws {
+        let server = try nginx()
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        let error = try await #require(throws: CurlError.self) {
+            _ = try await transport.send(TransportRequest(url: server.tlsURL("small.json")))
+        }
+        #expect(error.kind == .tls, "\(error)")
+        #expect(error.curlCode == 60)  // CURLE_PEER_FAILED_VERIFICATION
+        #expect(transport.counts.active == 0)
+    }
+
+    @Test func trustedCertificateGivesMultiplexedHTTP2() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.caFile = server.certificatePath
+        configuration.eventLoopCount = 1
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let first = try await transport.send(TransportRequest(url: server.tlsURL("small.json")))
+        #expect(first.status == 200)
+        #expect(first.metrics.httpVersion == .http2)
+        #expect(first.body == NginxServer.files["small.json"])
+        #expect(first.headerFields[.contentType] == "application/json")
+        // Fifty concurrent requests share the one HTTP/2 connection as streams.
+        let newConnections = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    let response = try await transport.send(TransportRequest(url: server.tlsURL("medium.json?h2=\(index)")))
+                    #expect(response.status == 200)
+                    #expect(response.body == NginxServer.files["medium.json"])
+                    #expect(response.metrics.httpVersion == .http2)
+                    return response.metrics.newConnections
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(newConnections == 0, "the first connection should have been reused")
+    }
+
+    @Test func tlsOptionsHTTP1AndNoVerification() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.verifyPeer = false
+        configuration.http2OverTLS = false
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let response = try await transport.send(TransportRequest(url: server.tlsURL("small.json")))
+        #expect(response.status == 200)
+        #expect(response.metrics.httpVersion == .http1_1)
+
+        var missingCA = CurlConfiguration()
+        missingCA.caFile = server.directory.appendingPathComponent("no-such-ca.pem").path
+        let strict = try CurlTransport(configuration: missingCA)
+        defer { strict.shutdown() }
+        let error = try await #require(throws: CurlError.self) {
+            _ = try await strict.send(TransportRequest(url: server.tlsURL("small.json")))
+        }
+        #expect(error.kind == .tls, "\(error)")
     }
 }

@@ -220,7 +220,10 @@ import Testing
     @Test func theBlockingAPIBypassesTheCache() async throws {
         try await Harness.run { harness in
             let store = try await harness.openStore()
-            let response = try await Task.detached { try store.executeSynchronously(.get("Customers('ALFKI')")) }.value
+            // A blocking call belongs on a thread of its own, never on Swift's cooperative pool.
+            let response: ODataResponse = try await withCheckedThrowingContinuation { continuation in
+                Thread { continuation.resume(with: Result { try store.executeSynchronously(.get("Customers('ALFKI')")) }) }.start()
+            }
             #expect(response.statusCode == 200 && !response.isFromCache)
             #expect(store.statistics.cache?.writes == 0)
         }

@@ -384,3 +384,61 @@ import TechnicalCache
         #expect(cache.statistics.currentBytes == maximum)
     }
 }
+
+@Suite struct CloseWhileBusyTests {
+    /// Closing and reopening while other tasks read and write never crashes or corrupts: operations
+    /// either succeed or end with `CacheError.notOpen`, and what was stored stays readable.
+    @Test func closeAndReopenUnderLoad() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            // Each task returns how many of its operations found the cache closed.
+            for task in 0..<4 {
+                group.addTask {
+                    var refused = 0
+                    for round in 0..<150 {
+                        let url = "https://h/\(task)/\(round % 7)"
+                        do {
+                            try await cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: round, count: 100 + round)), for: url)
+                            if let found = try cache.entry(for: url) {
+                                // Whatever version is read is whole: its bytes match its own length.
+                                let version = found.payload.count - 100
+                                #expect(found.payload == patternPayload(index: version, count: 100 + version))
+                            }
+                        } catch CacheError.notOpen {
+                            refused += 1
+                        }
+                    }
+                    return refused
+                }
+            }
+            group.addTask {
+                for _ in 0..<20 {
+                    cache.close()
+                    try cache.open(encryption: .key("k"))
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                return 0
+            }
+            // Refusals (`notOpen`) are expected while the cache is closed; no other error may escape.
+            for try await _ in group {}
+        }
+        if !cache.isOpen { try cache.open(encryption: .key("k")) }
+        defer { cache.close() }
+        let stats = cache.statistics
+        #expect(stats.integrityFailures == 0)
+        #expect(stats.entryCount <= 28)
+        for task in 0..<4 {
+            for slot in 0..<7 {
+                if let entry = try cache.entry(for: "https://h/\(task)/\(slot)") {
+                    let version = entry.payload.count - 100
+                    #expect(version % 7 == slot)
+                    #expect(entry.payload == patternPayload(index: version, count: 100 + version))
+                }
+            }
+        }
+        #expect(cache.statistics.integrityFailures == 0)
+    }
+}

@@ -1,6 +1,7 @@
 // Cache benchmarks: ResponseCache lookups and writes against their floor — the same work written
 // directly against liblmdb's C API and swift-crypto (one LMDB get + one AES-256-GCM open for a lookup;
 // one AES-256-GCM seal + one LMDB put and commit for a write) — measured side by side in one run.
+// With CACHE_BENCH_PROFILE set it only loops 1 KiB lookups (for `perf record`) and exits.
 import BenchmarkKit
 import CLMDBFloor
 import Crypto

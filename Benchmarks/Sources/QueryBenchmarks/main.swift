@@ -191,24 +191,34 @@ let parallel = measure("ODataQuery filter A on \(cores) threads (shared Compiled
 func perSecond(_ samples: Samples) -> String {
     String(format: "%.2f M", Double(entityCount) / (samples.median / 1e9) / 1e6)
 }
+func bestPerSecond(_ samples: Samples) -> String {
+    String(format: "%.2f M", Double(entityCount) / (samples.percentile(0) / 1e9) / 1e6)
+}
 func fmt(_ samples: Samples, _ count: Int? = nil) -> [String] {
-    [samples.name, formatDuration(samples.median), formatDuration(samples.percentile(90)), count.map { _ in perSecond(samples) } ?? "–"]
+    [samples.name, formatDuration(samples.median), formatDuration(samples.percentile(0)), formatDuration(samples.percentile(90)),
+     count.map { _ in perSecond(samples) } ?? "–", count.map { _ in bestPerSecond(samples) } ?? "–"]
+}
+func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
 }
 
 var report = "# Query benchmarks (ODataQuery)\n\n"
 report += "Machine: \(machineDescription())  \n"
+report += "Load average when the run ended (1, 5, 15 min): \(loadAverage()); the machine is shared with other builds, so medians move with the load: compare the two engines within one run, and see the best-run column for the unloaded rate.  \n"
 report += "Built with `swift build -c release --product QueryBenchmarks`; run `.build/release/QueryBenchmarks` from `Benchmarks/`.\n\n"
 report += "Data: \(entityCount) generated Northwind-shaped `Orders` (14 members each, same rows in JSON entities and in an in-memory SQLite table, no index but the primary key). "
 report += "Matches: filter A \(ourCount) rows, filter B \(ourCount2) rows (identical counts from both engines, checked at start).\n\n"
 report += "- filter A: `\(filterText)`\n- SQL A: `\(whereClause)`\n- filter B: `\(filterText2)`\n- SQL B: `\(whereClause2)`\n\n"
 report += "## Evaluating a 5-clause filter over \(entityCount) entities (median of \(iterations) runs)\n\n"
-report += "| operation | median | p90 | entity-checks / s |\n|---|---|---|---|\n"
+report += "| operation | median | best | p90 | entity-checks / s (median) | entity-checks / s (best) |\n|---|---|---|---|---|---|\n"
 for row in [fmt(ours1, 1), fmt(sql1, 1), fmt(ours2, 1), fmt(sql2, 1), fmt(parallel, 1), fmt(pipeline), fmt(sqlPipeline)] {
     report += "| " + row.joined(separator: " | ") + " |\n"
 }
-report += String(format: "\nRatio ODataQuery / SQLite time: filter A %.2f×, filter B %.2f×. Target ≥ 5 M entity-checks/s single-threaded: %@.\n",
-    ours1.median / sql1.median, ours2.median / sql2.median,
-    Double(entityCount) / (max(ours1.median, ours2.median) / 1e9) >= 5e6 ? "met" : "NOT met")
+let medianRate = Double(entityCount) / (max(ours1.median, ours2.median) / 1e9)
+let bestRate = Double(entityCount) / (max(ours1.percentile(0), ours2.percentile(0)) / 1e9)
+report += String(format: "\nRatio ODataQuery / SQLite time (medians): filter A %.2f×, filter B %.2f×.  \n", ours1.median / sql1.median, ours2.median / sql2.median)
+report += String(format: "Target ≥ 5 M entity-checks/s single-threaded (slower of the two filters): median %.2f M/s (%@), best run %.2f M/s (%@).\n",
+    medianRate / 1e6, medianRate >= 5e6 ? "met" : "not met", bestRate / 1e6, bestRate >= 5e6 ? "met" : "not met")
 report += "\n## Parsing (median of 2000 runs)\n\n| operation | median | p90 |\n|---|---|---|\n"
 for s in [parse20, compile20, parseOptions] {
     report += "| \(s.name) | \(formatDuration(s.median)) | \(formatDuration(s.percentile(90))) |\n"

@@ -6,14 +6,9 @@ import Synchronization
 ///
 /// Kept to three words so passing it through every closure call costs no retains; the rarely
 /// needed parts live in ``EvaluationExtras``, allocated only for lambdas and resolvers.
-struct EvaluationContext {
-    let root: JSONObject
-    let extras: EvaluationExtras?
-
-    var navigation: (any NavigationResolver)? { extras?.navigation }
-
+enum EvaluationContext {
     /// `$this`: the innermost lambda variable, or the entity.
-    var this: JSONValue {
+    static func this(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue {
         if let last = extras?.variables.last { return last }
         return .object(root)
     }
@@ -43,9 +38,11 @@ struct EvaluateBox {
     let run: Evaluate
 }
 
-typealias Evaluate = @Sendable (EvaluationContext) -> Value
-typealias Test = @Sendable (EvaluationContext) -> Tri
-typealias Fetch = @Sendable (EvaluationContext) -> JSONValue?
+/// Compiled closures take the entity and, only when lambdas or a resolver need them, extras:
+/// passing the entity itself (not a struct holding it) costs no retains per call.
+typealias Evaluate = @Sendable (JSONObject, EvaluationExtras?) -> Value
+typealias Test = @Sendable (JSONObject, EvaluationExtras?) -> Tri
+typealias Fetch = @Sendable (JSONObject, EvaluationExtras?) -> JSONValue?
 
 /// Remembers where a member was found last time: entities of one set share their member order,
 /// so the lookup is usually one string comparison instead of a scan.
@@ -66,6 +63,26 @@ final class MemberSlot: Sendable {
     }
 }
 
+/// Reads a value for the fast comparison paths.
+protocol Fetcher: AnyObject, Sendable {
+    func callAsFunction(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue?
+}
+
+extension MemberSlot: Fetcher {
+    @inline(__always)
+    func callAsFunction(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue? {
+        if let value = lookup(root) { return value }
+        return extras?.navigation?.related(root, navigationProperty: name)
+    }
+}
+
+/// A compiled path as a ``Fetcher``.
+final class PathFetcher: Fetcher {
+    let run: Fetch
+    init(_ run: @escaping Fetch) { self.run = run }
+    func callAsFunction(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue? { run(root, extras) }
+}
+
 /// A filter compiled once into a closure tree, evaluated many times without parsing.
 ///
 /// `CompiledFilter` is `Sendable`: one instance can test entities from many tasks at once.
@@ -73,6 +90,7 @@ public struct CompiledFilter: Sendable {
     /// The expression this filter was compiled from.
     public let expression: FilterExpression
     let test: Test
+    let value: EvaluateBox
 
     /// Compiles an expression.
     /// - Parameters:
@@ -85,6 +103,7 @@ public struct CompiledFilter: Sendable {
         self.expression = expression
         var compiler = Compiler(functions: functions)
         test = try compiler.test(expression)
+        value = EvaluateBox(run: try compiler.value(expression))
     }
 
     /// Parses and compiles a `$filter` value.
@@ -103,16 +122,27 @@ public struct CompiledFilter: Sendable {
     ///   - navigation: resolves navigation properties the entity does not embed.
     /// - Returns: true when the expression evaluates to `true`.
     public func matches(_ entity: JSONObject, navigation: (any NavigationResolver)? = nil) -> Bool {
-        test(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) })) == .true
+        test(entity, navigation.map { EvaluationExtras(navigation: $0) }) == .true
     }
 
-    /// Evaluates the expression to a value (for example a computed `$orderby` key).
+    /// The entities that satisfy the filter, in their order; one evaluation context serves them all.
+    /// - Parameters:
+    ///   - entities: the entities to test.
+    ///   - navigation: resolves navigation properties the entities do not embed.
+    /// - Returns: the matching entities.
+    public func filter(_ entities: [JSONObject], navigation: (any NavigationResolver)? = nil) -> [JSONObject] {
+        let extras = navigation.map { EvaluationExtras(navigation: $0) }
+        return entities.filter { test($0, extras) == .true }
+    }
+
+    /// Evaluates the expression to a value, as OData JSON writes it (`true`/`false`/`null` for a
+    /// predicate, a number for `Price mul 2`, a string for a date-time).
     /// - Parameters:
     ///   - entity: the entity.
     ///   - navigation: resolves navigation properties the entity does not embed.
-    /// - Returns: `true`, `false` or `null` for a boolean expression.
+    /// - Returns: the value.
     public func evaluate(_ entity: JSONObject, navigation: (any NavigationResolver)? = nil) -> JSONValue {
-        test(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) })).value.json
+        value.run(entity, navigation.map { EvaluationExtras(navigation: $0) }).json
     }
 }
 
@@ -126,7 +156,7 @@ struct CompiledValue: Sendable {
     }
 
     func callAsFunction(_ entity: JSONObject, navigation: (any NavigationResolver)?) -> Value {
-        evaluate(EvaluationContext(root: entity, extras: navigation.map { EvaluationExtras(navigation: $0) }))
+        evaluate(entity, navigation.map { EvaluationExtras(navigation: $0) })
     }
 }
 
@@ -153,10 +183,10 @@ struct Compiler {
             for part in parts {
                 let l = combined
                 let r = try test(part)
-                combined = { ctx in
-                    let a = l(ctx)
+                combined = { root, extras in
+                    let a = l(root, extras)
                     if a == .false { return .false }
-                    let b = r(ctx)
+                    let b = r(root, extras)
                     if b == .false { return .false }
                     return a == .true && b == .true ? .true : .null
                 }
@@ -168,10 +198,10 @@ struct Compiler {
             for part in parts {
                 let l = combined
                 let r = try test(part)
-                combined = { ctx in
-                    let a = l(ctx)
+                combined = { root, extras in
+                    let a = l(root, extras)
                     if a == .true { return .true }
-                    let b = r(ctx)
+                    let b = r(root, extras)
                     if b == .true { return .true }
                     return a == .false && b == .false ? .false : .null
                 }
@@ -179,8 +209,8 @@ struct Compiler {
             return combined
         case .unary(.not, let operand):
             let o = try test(operand)
-            return { ctx in
-                switch o(ctx) {
+            return { root, extras in
+                switch o(root, extras) {
                 case .true: return .false
                 case .false: return .true
                 case .null: return .null
@@ -190,22 +220,22 @@ struct Compiler {
             if let fast = try fastComparison(op, lhs, rhs) { return fast.run }
             let l = try value(lhs)
             let r = try value(rhs)
-            return { ctx in Compiler.compare(op, l(ctx), r(ctx)) }
+            return { root, extras in Compiler.compare(op, l(root, extras), r(root, extras)) }
         case .binary(.in, let lhs, let rhs):
             if case .list(let items) = rhs, !items.isEmpty, let fast = try fastIn(lhs, items) { return fast.run }
             let l = try value(lhs)
             if case .list(let items) = rhs {
                 let values = try items.map { (item) throws(ODataError) in EvaluateBox(run: try value(item)) }
-                return { ctx in
-                    let v = l(ctx)
-                    for item in values where Value.equals(v, item.run(ctx)) { return .true }
+                return { root, extras in
+                    let v = l(root, extras)
+                    for item in values where Value.equals(v, item.run(root, extras)) { return .true }
                     return .false
                 }
             }
             let r = try value(rhs)
-            return { ctx in
-                let v = l(ctx)
-                switch r(ctx) {
+            return { root, extras in
+                let v = l(root, extras)
+                switch r(root, extras) {
                 case .array(let elements):
                     for element in elements where Value.equals(v, Value(element)) { return .true }
                     return .false
@@ -219,12 +249,12 @@ struct Compiler {
         case .binary(.has, let lhs, let rhs):
             let l = try value(lhs)
             let r = try value(rhs)
-            return { ctx in Compiler.has(l(ctx), r(ctx)) }
+            return { root, extras in Compiler.has(l(root, extras), r(root, extras)) }
         case .lambda(let lambda):
             return try compileLambda(lambda)
         default:
             let v = try value(expression)
-            return { ctx in Tri(v(ctx)) }
+            return { root, extras in Tri(v(root, extras)) }
         }
     }
 
@@ -301,24 +331,37 @@ struct Compiler {
         }
         let op = swapped ? Compiler.mirrored(op) : op
         guard case .member(let path) = member, case .literal(let lit) = literal else { return nil }
-        return TestBox(run: fastComparison(op, try fetchPath(path), Value(lit)))
+        if let slot = rootSlot(path) {
+            return TestBox(run: fastComparison(op, slot, Value(lit)))
+        }
+        return TestBox(run: fastComparison(op, PathFetcher(try fetchPath(path)), Value(lit)))
     }
 
-    func fastComparison(_ op: BinaryOperator, _ fetch: @escaping Fetch, _ constant: Value) -> Test {
+    /// A slot for a plain member of the entity itself (`Price`), nil for any other path.
+    func rootSlot(_ path: [String]) -> MemberSlot? {
+        guard path.count == 1, let name = path.first, !name.contains("."), !name.hasPrefix("$"), !scope.contains(name)
+        else { return nil }
+        return MemberSlot(name)
+    }
+
+    /// Generic over the fetcher so each closure captures one class reference and calls it
+    /// directly (a captured closure inside a closure costs retains on every call).
+    func fastComparison<F: Fetcher>(_ op: BinaryOperator, _ fetcher: F, _ constant: Value) -> Test {
+        let fetch = fetcher
         let nullResult: Tri = op == .ne ? .true : .false
         let mask = Compiler.mask(op)
         switch constant {
         case .null:
-            return { ctx in
-                let isNull = fetch(ctx).map { $0 == .null } ?? true
+            return { root, extras in
+                let isNull = fetch(root, extras).map { $0 == .null } ?? true
                 if op == .eq { return Tri(isNull) }
                 if op == .ne { return Tri(!isNull) }
                 return .false
             }
         case .int(let k):
             let dk = Double(k)
-            return { ctx in
-                switch fetch(ctx) {
+            return { root, extras in
+                switch fetch(root, extras) {
                 case .int(let x)?: return Compiler.holds(mask, Compiler.order(x, k))
                 case .double(let x)?:
                     guard let order = Value.compareDoubles(x, dk) else { return nullResult }
@@ -328,8 +371,8 @@ struct Compiler {
                 }
             }
         case .double(let k):
-            return { ctx in
-                switch fetch(ctx) {
+            return { root, extras in
+                switch fetch(root, extras) {
                 case .int(let x)?:
                     guard let order = Value.compareDoubles(Double(x), k) else { return nullResult }
                     return Compiler.holds(mask, order)
@@ -343,24 +386,24 @@ struct Compiler {
         case .string(let k) where op == .eq || op == .ne:
             let wanted: Tri = op == .eq ? .true : .false
             let unwanted: Tri = op == .eq ? .false : .true
-            return { ctx in
-                switch fetch(ctx) {
+            return { root, extras in
+                switch fetch(root, extras) {
                 case .string(let x)?: return x == k ? wanted : unwanted
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
             }
         case .string(let k):
-            return { ctx in
-                switch fetch(ctx) {
+            return { root, extras in
+                switch fetch(root, extras) {
                 case .string(let x)?: return Compiler.holds(mask, Value.compareStrings(x, k))
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
             }
         case .dateTimeOffset(let k):
-            return { ctx in
-                switch fetch(ctx) {
+            return { root, extras in
+                switch fetch(root, extras) {
                 case .string(let x)?:
                     guard let d = Temporal.dateTimeOffset(x) else { return nullResult }
                     return Compiler.holds(mask, DateTimeOffset.compare(d, k))
@@ -369,8 +412,8 @@ struct Compiler {
                 }
             }
         default:
-            return { ctx in
-                guard let v = fetch(ctx) else { return nullResult }
+            return { root, extras in
+                guard let v = fetch(root, extras) else { return nullResult }
                 return Compiler.compare(op, Value(v), constant)
             }
         }
@@ -389,13 +432,17 @@ struct Compiler {
             }
         }
         guard ints.isEmpty || strings.isEmpty else { return nil }
-        let fetch = try fetchPath(path)
+        if let slot = rootSlot(path) { return fastIn(slot, ints, strings) }
+        return fastIn(PathFetcher(try fetchPath(path)), ints, strings)
+    }
+
+    func fastIn<F: Fetcher>(_ fetch: F, _ ints: [Int64], _ strings: [String]) -> TestBox {
         let intList = ints
         let stringList = strings
         if !intList.isEmpty {
             let doubles = intList.map(Double.init)
-            return TestBox { ctx in
-                switch fetch(ctx) {
+            return TestBox { root, extras in
+                switch fetch(root, extras) {
                 case .int(let x)?: return Tri(intList.contains(x))
                 case .double(let x)?: return Tri(doubles.contains(x))
                 case .string(let s)?:
@@ -405,8 +452,8 @@ struct Compiler {
                 }
             }
         }
-        return TestBox { ctx in
-            guard case .string(let x)? = fetch(ctx) else { return .false }
+        return TestBox { root, extras in
+            guard case .string(let x)? = fetch(root, extras) else { return .false }
             return Tri(stringList.contains(x))
         }
     }
@@ -426,8 +473,8 @@ struct Compiler {
     mutating func compileLambda(_ lambda: Lambda) throws(ODataError) -> Test {
         let collection = try fetchPath(lambda.path)
         guard let variable = lambda.variable, let predicate = lambda.predicate else {
-            return { ctx in
-                guard case .array(let elements)? = collection(ctx) else { return .false }
+            return { root, extras in
+                guard case .array(let elements)? = collection(root, extras) else { return .false }
                 return Tri(!elements.isEmpty)
             }
         }
@@ -435,16 +482,15 @@ struct Compiler {
         let body = try test(predicate)
         scope.removeLast()
         let isAny = lambda.kind == .any
-        return { ctx in
-            guard case .array(let elements)? = collection(ctx) else { return isAny ? .false : .true }
-            let extras = ctx.extras ?? EvaluationExtras(navigation: nil)
-            let inner = EvaluationContext(root: ctx.root, extras: extras)
+        return { root, extras in
+            guard case .array(let elements)? = collection(root, extras) else { return isAny ? .false : .true }
+            let extras = extras ?? EvaluationExtras(navigation: nil)
             extras.variables.append(.null)
             defer { extras.variables.removeLast() }
             let slot = extras.variables.count - 1
             for element in elements {
                 extras.variables[slot] = element
-                let result = body(inner)
+                let result = body(root, extras)
                 if isAny && result == .true { return .true }
                 if !isAny && result != .true { return .false }
             }
@@ -461,38 +507,38 @@ struct Compiler {
         guard let first = segments.first else { throw error("empty member path") }
         if first == "$it" {
             segments = segments.dropFirst()
-            base = { ctx in .object(ctx.root) }
+            base = { root, extras in .object(root) }
         } else if first == "$this" {
             segments = segments.dropFirst()
-            base = { ctx in ctx.this }
+            base = { root, extras in EvaluationContext.this(root, extras) }
         } else if let index = scope.lastIndex(of: first) {
             segments = segments.dropFirst()
-            base = { ctx in ctx.extras!.variables[index] }
+            base = { root, extras in extras!.variables[index] }
         } else {
             // The common case: a member of the entity itself.
             if segments.count == 1 && !first.contains(".") && first != "$count" {
                 let slot = MemberSlot(first)
-                return { ctx in
-                    if let value = slot.lookup(ctx.root) { return value }
-                    return ctx.navigation?.related(ctx.root, navigationProperty: slot.name)
+                return { root, extras in
+                    if let value = slot.lookup(root) { return value }
+                    return extras?.navigation?.related(root, navigationProperty: slot.name)
                 }
             }
-            base = { ctx in .object(ctx.root) }
+            base = { root, extras in .object(root) }
         }
         var fetch = base
         for segment in segments {
             let previous = fetch
             if segment == "$count" {
-                fetch = { ctx in
-                    guard case .array(let elements)? = previous(ctx) else { return nil }
+                fetch = { root, extras in
+                    guard case .array(let elements)? = previous(root, extras) else { return nil }
                     return .int(Int64(elements.count))
                 }
             } else if segment.contains(".") {
                 // A type cast: keep the value when its @odata.type names the type (or has none).
                 let typeName = segment
                 let shortName = "#" + segment
-                fetch = { ctx in
-                    guard let value = previous(ctx) else { return nil }
+                fetch = { root, extras in
+                    guard let value = previous(root, extras) else { return nil }
                     if case .object(let object) = value, case .string(let type)? = object["@odata.type"],
                         type != shortName && type != typeName
                     {
@@ -502,10 +548,10 @@ struct Compiler {
                 }
             } else {
                 let slot = MemberSlot(segment)
-                fetch = { ctx in
-                    guard case .object(let object)? = previous(ctx) else { return nil }
+                fetch = { root, extras in
+                    guard case .object(let object)? = previous(root, extras) else { return nil }
                     if let value = slot.lookup(object) { return value }
-                    return ctx.navigation?.related(object, navigationProperty: slot.name)
+                    return extras?.navigation?.related(object, navigationProperty: slot.name)
                 }
             }
         }
@@ -518,33 +564,33 @@ struct Compiler {
         switch expression {
         case .literal(let literal):
             let constant = Value(literal)
-            return { _ in constant }
+            return { _, _ in constant }
         case .member(let path):
             let fetch = try fetchPath(path)
-            return { ctx in fetch(ctx).map(Value.init) ?? .null }
+            return { root, extras in fetch(root, extras).map(Value.init) ?? .null }
         case .alias:
-            return { _ in .null }
+            return { _, _ in .null }
         case .list(let items):
             let values = try items.map { (item) throws(ODataError) in EvaluateBox(run: try value(item)) }
-            return { ctx in .list(values.map { $0.run(ctx) }) }
+            return { root, extras in .list(values.map { $0.run(root, extras) }) }
         case .typeName(let name):
             throw error("type name '\(name)' is only allowed as an argument of cast or isof")
         case .unary(.negate, let operand):
             let o = try value(operand)
-            return { ctx in Arithmetic.negate(o(ctx)) }
+            return { root, extras in Arithmetic.negate(o(root, extras)) }
         case .binary(let op, let lhs, let rhs)
         where op == .add || op == .sub || op == .mul || op == .div || op == .divby || op == .mod:
             let l = try value(lhs)
             let r = try value(rhs)
-            return { ctx in Arithmetic.apply(op, l(ctx), r(ctx)) }
+            return { root, extras in Arithmetic.apply(op, l(root, extras), r(root, extras)) }
         case .unary(.not, _), .binary, .lambda:
             let t = try test(expression)
-            return { ctx in t(ctx).value }
+            return { root, extras in t(root, extras).value }
         case .function(let name, let arguments):
             return try function(name, arguments)
         case .root(let path, let members):
-            return { ctx in
-                guard var current = ctx.navigation?.resource(at: path) else { return .null }
+            return { root, extras in
+                guard var current = extras?.navigation?.resource(at: path) else { return .null }
                 for member in members {
                     guard case .object(let object) = current, let next = object[member] else { return .null }
                     current = next

@@ -138,6 +138,33 @@ struct SealedEntry: Sendable {
     }
 }
 
+/// A 32-byte entry key as four words: hashed faster than an array of bytes.
+struct TouchKey: Hashable, Sendable {
+    let words: (UInt64, UInt64, UInt64, UInt64)
+
+    init(_ bytes: [UInt8]) {
+        words = bytes.withUnsafeBytes { raw in
+            raw.count == 32
+                ? (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                   raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                : (0, 0, 0, 0)
+        }
+    }
+
+    var bytes: [UInt8] {
+        withUnsafeBytes(of: words) { Array($0) }
+    }
+
+    static func == (lhs: TouchKey, rhs: TouchKey) -> Bool { lhs.words == rhs.words }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
+    }
+}
+
 /// The bookkeeping record of an entry (not encrypted: an LRU tick, a size and a time).
 struct EntryInfo {
     static let byteCount = 24
@@ -179,7 +206,7 @@ final class OpenCache: Sendable {
     let lock: DirectoryLock
     let crypto: Mutex<CacheCrypto>
     /// Lookups not yet written to the LRU index: key → (tick, time in ms).
-    let touches = Mutex<[[UInt8]: (tick: UInt64, milliseconds: Int64)]>([:])
+    let touches = Mutex<[TouchKey: (tick: UInt64, milliseconds: Int64)]>([:])
     let nextTick: Atomic<UInt64>
     let currentBytes: Atomic<Int>
     let lastSync = Mutex<ContinuousClock.Instant>(.now)
@@ -221,7 +248,8 @@ final class OpenCache: Sendable {
             touches.removeAll(keepingCapacity: true)
             return taken
         }
-        for (key, touch) in pending {
+        for (touchKey, touch) in pending {
+            let key = touchKey.bytes
             guard let raw = try txn.value(forKey: key, in: info), var record = EntryInfo(raw), touch.tick > record.tick else { continue }
             try txn.removeValue(forKey: record.tick.bigEndianBytes, in: lru)
             record.tick = touch.tick

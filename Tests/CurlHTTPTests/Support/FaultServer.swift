@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+@testable import CurlHTTP
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,7 @@ final class FaultServer: Sendable {
 
     let port: Int
     private let listenFD: Int32
-    private let stats = Mutex(Stats())
+    private let stats = LockedValue(Stats())
     private let stopped = Atomic<Bool>(false)
 
     init() throws {
@@ -141,7 +142,12 @@ final class FaultServer: Sendable {
         let requestLine = head.prefix { $0 != "\r" }
         let parts = requestLine.split(separator: " ")
         guard parts.count >= 2 else { return }
-        let path = String(parts[1].split(separator: "?").first ?? "")
+        var target = String(parts[1])
+        // A proxy receives the absolute form ("GET http://host/path"); route on the path.
+        if target.hasPrefix("http://"), let slash = target.dropFirst(7).firstIndex(of: "/") {
+            target = String(target[slash...])
+        }
+        let path = String(target.split(separator: "?").first ?? "")
         switch path {
         case "/echo":
             respond(fd, headers: ["Content-Type: application/octet-stream"], body: raw)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+@testable import CurlHTTP
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -9,8 +10,10 @@ import Glibc
 /// on 127.0.0.1 with gzip and ETags; stopped by PID.
 final class NginxServer: Sendable {
     let port: Int
+    /// The port of the TLS server block (HTTP/2 offered through ALPN, self-signed certificate).
+    let tlsPort: Int
     let directory: URL
-    private let process: Mutex<Process?>
+    private let process: LockedValue<Process?>
 
     /// The static files every nginx test can read, by path.
     static let files: [String: Data] = [
@@ -34,10 +37,11 @@ final class NginxServer: Sendable {
         return Data(text.utf8)
     }
 
-    private init(port: Int, directory: URL, process: Process) {
+    private init(port: Int, tlsPort: Int, directory: URL, process: Process) {
         self.port = port
+        self.tlsPort = tlsPort
         self.directory = directory
-        self.process = Mutex(process)
+        self.process = LockedValue(process)
     }
 
     /// Writes config and files, starts nginx on a free port and waits until it accepts connections.
@@ -59,7 +63,10 @@ final class NginxServer: Sendable {
             try data.write(to: www.appendingPathComponent(name))
         }
         let port = try Sockets.freePort()
+        var tlsPort = try Sockets.freePort()
+        while tlsPort == port { tlsPort = try Sockets.freePort() }
         let d = directory.path
+        try makeCertificate(in: directory)
         let config = """
             daemon off;
             master_process off;
@@ -88,6 +95,13 @@ final class NginxServer: Sendable {
                     root \(d)/www;
                     location / { }
                 }
+                server {
+                    listen 127.0.0.1:\(tlsPort) ssl http2;
+                    ssl_certificate \(d)/cert.pem;
+                    ssl_certificate_key \(d)/key.pem;
+                    root \(d)/www;
+                    location / { }
+                }
             }
             """
         try Data(config.utf8).write(to: directory.appendingPathComponent("nginx.conf"))
@@ -97,10 +111,10 @@ final class NginxServer: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let server = NginxServer(port: port, directory: directory, process: process)
+        let server = NginxServer(port: port, tlsPort: tlsPort, directory: directory, process: process)
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline {
-            if Sockets.accepts(port: port) { return server }
+            if Sockets.accepts(port: port) && Sockets.accepts(port: tlsPort) { return server }
             if !process.isRunning { break }
             usleep(10_000)
         }
@@ -111,6 +125,31 @@ final class NginxServer: Sendable {
 
     /// `http://127.0.0.1:PORT/path`.
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    /// `https://127.0.0.1:TLSPORT/path`.
+    func tlsURL(_ path: String) -> String { "https://127.0.0.1:\(tlsPort)/\(path)" }
+
+    /// The self-signed certificate nginx presents (valid for 127.0.0.1 and localhost).
+    var certificatePath: String { directory.appendingPathComponent("cert.pem").path }
+
+    /// Writes a self-signed P-256 certificate and key with `openssl req`.
+    private static func makeCertificate(in directory: URL) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", directory.appendingPathComponent("key.pem").path,
+            "-out", directory.appendingPathComponent("cert.pem").path,
+            "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Sockets.Failure(description: "openssl req failed with status \(process.terminationStatus)")
+        }
+    }
 
     /// The access log's lines, parsed: nginx's connection serial number and the request line.
     func accessLog() -> [(connection: Int, request: String, status: Int)] {
