@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Finds and reads a fixture data directory: a CSDL document and `<EntitySet>.json` payloads.
 enum DataLoader {
@@ -8,20 +7,19 @@ enum DataLoader {
         Bundle.module.url(forResource: "Data", withExtension: nil)
     }
 
-    /// The bundled data, parsed once per process: every server gets its own copy of this value
-    /// (copy-on-write), so starting many servers in one test run costs one parse.
-    private static let bundled = Mutex<FixtureData?>(nil)
+    /// The bundled data, parsed once per process (a lazily initialized global, so the first
+    /// caller parses and the others wait): every server gets its own copy of this value
+    /// (copy-on-write), so starting many servers in one test run costs one parse. Loaded data
+    /// counts as changed an hour before the first load.
+    private static let bundled: Result<FixtureData, FixtureError> = Result { () throws(FixtureError) in
+        try read(nil, loadedAt: Int64(Date().timeIntervalSince1970) - 3600)
+    }
 
     /// Loads the model and data from a directory (the bundled one when `nil`).
     /// - Throws: ``FixtureError`` `.invalidData` when the directory, the CSDL or a payload cannot be used.
     static func load(_ directory: URL?, loadedAt: Int64) throws(FixtureError) -> FixtureData {
         guard directory == nil else { return try read(directory, loadedAt: loadedAt) }
-        return try bundled.withLock { cached throws(FixtureError) -> FixtureData in
-            if let cached { return cached }
-            let data = try read(nil, loadedAt: loadedAt)
-            cached = data
-            return data
-        }
+        return try bundled.get()
     }
 
     private static func read(_ directory: URL?, loadedAt: Int64) throws(FixtureError) -> FixtureData {
