@@ -164,7 +164,14 @@ public final class RequestExecution: Sendable {
     ///   nothing was cached).
     /// - Throws: the error reported with `failed`.
     public func result() async throws -> ODataResponse? {
-        try await withCheckedThrowingContinuation { waiter in
+        // A finished execution answers without suspending.
+        let finished: Result<ODataResponse?, any Error>? = state.withLock { state in
+            guard state.isFinished else { return nil }
+            if let error = state.finalError { return .failure(error) }
+            return .success(state.finalResponse)
+        }
+        if let finished { return try finished.get() }
+        return try await withCheckedThrowingContinuation { waiter in
             let outcome: Result<ODataResponse?, any Error>? = state.withLock { state in
                 guard state.isFinished else {
                     state.waiters.append(waiter)

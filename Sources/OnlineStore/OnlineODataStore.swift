@@ -18,6 +18,8 @@ import HTTPTypes
 public final class OnlineODataStore: Sendable {
     /// The service root every request path is relative to.
     public let serviceRoot: String
+    /// The service root with exactly one trailing slash, validated once.
+    private let root: String
     /// The options the store was created with.
     public let options: OnlineStoreOptions
 
@@ -44,7 +46,7 @@ public final class OnlineODataStore: Sendable {
     /// - Throws: ``ODataError`` `.invalidURL` for a bad service root; a transport set-up error.
     public init(serviceRoot: String, options: OnlineStoreOptions = OnlineStoreOptions(),
                 delegate: (any OnlineODataStoreDelegate)? = nil, transport: (any HTTPTransport)? = nil) throws {
-        _ = try ODataRequest.join(serviceRoot: serviceRoot, relative: "")
+        root = try ODataRequest.join(serviceRoot: serviceRoot, relative: "")
         self.serviceRoot = serviceRoot
         self.options = options
         self.delegate = delegate
@@ -57,7 +59,7 @@ public final class OnlineODataStore: Sendable {
         }
         if options.useCache {
             let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: options.cachePartition,
-                                                   keyDerivation: options.cacheKeyDerivation)
+                                                   keyDerivation: options.cacheKeyDerivation, durability: options.cacheDurability)
             cache = try ResponseCache(directory: options.storeDirectory.appendingPathComponent(options.storeName + ".cache").path,
                                       configuration: configuration)
         } else {
@@ -175,6 +177,20 @@ public final class OnlineODataStore: Sendable {
         return execution
     }
 
+    /// Executes a request in the calling task and returns its final response: the same callbacks,
+    /// statuses and rules as ``execute(_:listener:)``, without handing the work to a new task —
+    /// the cheapest way to read from async code. Cancelling the calling task cancels the request.
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - listener: receives the callbacks, if given.
+    /// - Returns: the final response (in passive mode `nil` when nothing is cached).
+    /// - Throws: the failure the execution reported.
+    public func response(for request: ODataRequest, listener: (any ODataRequestListener)? = nil) async throws -> ODataResponse? {
+        let execution = RequestExecution(request: request, listener: listener)
+        await run(single: execution)
+        return try await execution.result()
+    }
+
     /// Executes a `$batch` asynchronously (multipart). Its cache response is assembled from the
     /// cached parts; the server's read parts update the cache, each under its own URL.
     /// - Parameters:
@@ -250,19 +266,19 @@ public final class OnlineODataStore: Sendable {
         let plan = plan(for: request.isCacheable ? .cachedRead : .other)
         if case .failure(let reason) = plan { return fail(execution, ODataError(.invalidState, reason)) }
         let url: String
-        do { url = try request.url(serviceRoot: serviceRoot) } catch { return fail(execution, error) }
+        do { url = try root + request.relativeURL() } catch { return fail(execution, error) }
 
         var cached: CacheEntry?
         if plan.readsCache {
             cached = lookup(url)
             counters.withLock { cached == nil ? ($0.cacheMisses += 1) : ($0.cacheHits += 1) }
-            execution.report(.cacheResponse(cached.map { Self.response(from: $0, revalidated: false) }))
-        }
-        if plan == .cacheOnly {
-            // Passive mode: what the cache said is the result; nil is not a failure.
-            let response: ODataResponse? = cached.map { Self.response(from: $0, revalidated: false) }
-            execution.report(.finished(response))
-            return
+            let cacheResponse = cached.map { Self.response(from: $0, revalidated: false) }
+            execution.report(.cacheResponse(cacheResponse))
+            if plan == .cacheOnly {
+                // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
+                execution.report(.finished(cacheResponse))
+                return
+            }
         }
         if let cached, let maxAge = options.maxAge, plan.readsCache,
            Date().timeIntervalSince(cached.storedAt) < Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18 {
@@ -322,11 +338,11 @@ public final class OnlineODataStore: Sendable {
         let batchURL: String
         do {
             urls = try batch.parts.map { part throws -> String? in
-                if case .request(let request) = part, request.isCacheable { return try request.url(serviceRoot: serviceRoot) }
+                if case .request(let request) = part, request.isCacheable { return try root + request.relativeURL() }
                 return nil
             }
             encoded = try MultipartBatch.encode(batch)
-            batchURL = try ODataRequest.join(serviceRoot: serviceRoot, relative: "$batch")
+            batchURL = root + "$batch"
         } catch {
             return fail(execution, error)
         }

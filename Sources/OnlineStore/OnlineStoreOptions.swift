@@ -26,6 +26,12 @@ public struct OnlineStoreOptions: Sendable {
     /// How the cache key is derived from ``cacheEncryptionKey``. The default is
     /// `KeyDerivation.standard` (PBKDF2-HMAC-SHA256, 600,000 rounds); tests may lower the cost.
     public var cacheKeyDerivation: KeyDerivation = .standard
+    /// How often the cache's writes reach the disk. The default is `.periodic(interval: .seconds(1))`:
+    /// a killed process loses nothing (commits are in the page cache), a system crash or power failure
+    /// may lose the cache writes of the last second — harmless for a cache, whose entries the server
+    /// can give again. `.full` flushes every commit (nothing lost even on power failure) at the price
+    /// of one fsync per stored response and per 304 refresh (0.5–8 ms measured here).
+    public var cacheDurability: CacheDurability = .periodic(interval: .seconds(1))
     /// In active mode, an entry younger than this is delivered without asking the server (the
     /// server callback then carries the cached response). The default is `nil`: always revalidate.
     public var maxAge: Duration?

@@ -217,6 +217,23 @@ import Testing
         }
     }
 
+    @Test func theInlineAPIMakesTheSameCallbacks() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            let first = CallbackRecorder()
+            let response = try await store.response(for: .get("Customers('ALFKI')"), listener: first)
+            #expect(first.entries == activeSuccess)
+            #expect(response?.statusCode == 200)
+            try store.setMode(.passive)
+            let passive = CallbackRecorder()
+            #expect(try await store.response(for: .get("Customers('ALFKI')"), listener: passive)?.isFromCache == true)
+            #expect(passive.entries == passiveSuccess)
+            #expect(try await store.response(for: .get("Customers('ANATR')")) == nil)
+            store.close()
+            await #expect(throws: ODataError.self) { try await store.response(for: .get("Customers('ALFKI')")) }
+        }
+    }
+
     @Test func theBlockingAPIBypassesTheCache() async throws {
         try await Harness.run { harness in
             let store = try await harness.openStore()
