@@ -368,8 +368,7 @@ public enum MultipartBatch {
     }
 
     private static func appendResponse(_ response: ODataResponse, to out: inout Data) {
-        let reason = HTTPResponse.Status(code: response.statusCode).reasonPhrase
-        out.append("HTTP/1.1 \(response.statusCode) \(reason)\r\n")
+        out.append("HTTP/1.1 \(response.statusCode) \(reasonPhrase(response.statusCode))\r\n")
         var headers = response.headerFields
         headers[.contentLength] = String(response.payload.count)
         for field in headers { out.append("\(field.name.rawName): \(field.value)\r\n") }
@@ -377,6 +376,41 @@ public enum MultipartBatch {
         out.append(response.payload)
         out.append("\r\n")
     }
+}
+
+/// The standard reason phrase of a status code (RFC 9110 §15), for status lines.
+func reasonPhrase(_ code: Int) -> String {
+    let known: HTTPResponse.Status? = switch code {
+    case 100: .continue
+    case 200: .ok
+    case 201: .created
+    case 202: .accepted
+    case 204: .noContent
+    case 206: .partialContent
+    case 304: .notModified
+    case 400: .badRequest
+    case 401: .unauthorized
+    case 403: .forbidden
+    case 404: .notFound
+    case 405: .methodNotAllowed
+    case 406: .notAcceptable
+    case 408: .requestTimeout
+    case 409: .conflict
+    case 410: .gone
+    case 412: .preconditionFailed
+    case 413: .contentTooLarge
+    case 415: .unsupportedMediaType
+    case 422: .unprocessableContent
+    case 428: .preconditionRequired
+    case 429: .tooManyRequests
+    case 500: .internalServerError
+    case 501: .notImplemented
+    case 502: .badGateway
+    case 503: .serviceUnavailable
+    case 504: .gatewayTimeout
+    default: nil
+    }
+    return known?.reasonPhrase ?? "Status \(code)"
 }
 
 extension Data {

@@ -50,6 +50,8 @@ import Testing
             .response(ODataResponse(statusCode: 404, payload: Data(#"{"error":{"code":"404","message":"no\r\n--batch_x"}}"#.utf8)), contentID: nil),
         ])
         let (body, contentType) = MultipartBatch.encode(response, boundary: "batchresponse_7")
+        let text = String(decoding: body, as: UTF8.self)
+        #expect(text.contains("HTTP/1.1 201 Created\r\n") && text.contains("HTTP/1.1 404 Not Found\r\n"))
         let decoded = try MultipartBatch.decodeResponse(body, contentType: contentType)
         let all = decoded.allResponses
         #expect(all.map(\.statusCode) == [200, 201, 204, 404])
