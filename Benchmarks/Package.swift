@@ -8,10 +8,19 @@ let package = Package(
     name: "ODataStoresBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: ".."),
+        .package(name: "ODataStores", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .target(name: "BenchmarkKit"),
+        .executableTarget(
+            name: "CurlBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "CurlHTTP", package: "ODataStores"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
     ]
 )
 

@@ -1,0 +1,3 @@
+import AsyncHTTPClient
+import BenchmarkKit
+print(machineDescription())

@@ -1,0 +1,137 @@
+public import Foundation
+public import HTTPTypes
+
+/// An HTTP request as a transport sends it: method, absolute URL, header fields and an optional body.
+///
+/// The transport sends the header fields in the order they are stored, repeated fields included.
+public struct TransportRequest: Sendable, Hashable {
+    /// The request method, such as `"GET"`, `"POST"` or the OData V2 `"MERGE"`; any HTTP token is accepted.
+    public var method: String
+    /// The absolute `http://` or `https://` URL to send the request to.
+    public var url: String
+    /// The request's header fields, sent in order; repeated names are sent repeatedly.
+    public var headerFields: HTTPFields
+    /// The request body, or `nil` for a request without one.
+    public var body: Data?
+
+    /// Creates a request.
+    ///
+    /// - Parameters:
+    ///   - method: The request method; the default is `"GET"`.
+    ///   - url: The absolute `http://` or `https://` URL.
+    ///   - headerFields: The header fields to send; the default is none.
+    ///   - body: The body to send; the default is `nil` (no body).
+    public init(method: String = "GET", url: String, headerFields: HTTPFields = [:], body: Data? = nil) {
+        self.method = method
+        self.url = url
+        self.headerFields = headerFields
+        self.body = body
+    }
+}
+
+/// Facts about one completed transfer, as libcurl measured them.
+public struct TransferMetrics: Sendable, Hashable {
+    /// The HTTP version a response arrived with.
+    public enum HTTPVersion: Sendable, Hashable, CustomStringConvertible {
+        /// HTTP/1.0.
+        case http1_0
+        /// HTTP/1.1.
+        case http1_1
+        /// HTTP/2.
+        case http2
+        /// HTTP/3.
+        case http3
+        /// A version libcurl did not report.
+        case unknown
+
+        /// The version as it appears on a status line, such as `"HTTP/1.1"`.
+        public var description: String {
+            switch self {
+            case .http1_0: "HTTP/1.0"
+            case .http1_1: "HTTP/1.1"
+            case .http2: "HTTP/2"
+            case .http3: "HTTP/3"
+            case .unknown: "unknown"
+            }
+        }
+    }
+
+    /// The bytes of all response header blocks received, including `100 Continue` and redirect responses
+    /// (`CURLINFO_HEADER_SIZE`).
+    public var headerBytes: Int
+    /// The body bytes received on the wire for the last response, before any decompression
+    /// (`CURLINFO_SIZE_DOWNLOAD_T`).
+    public var bodyBytes: Int
+    /// The time from the start of the transfer until it completed, redirects included (`CURLINFO_TOTAL_TIME_T`).
+    public var totalTime: Duration
+    /// Whether the transfer ran entirely over connections that were already open (no new connection was made).
+    public var connectionReused: Bool
+    /// The number of new connections this transfer had to open (`CURLINFO_NUM_CONNECTS`); 0 when reused.
+    public var newConnections: Int
+    /// The HTTP version of the final response.
+    public var httpVersion: HTTPVersion
+    /// The number of redirects that were followed (`CURLINFO_REDIRECT_COUNT`).
+    public var redirectCount: Int
+
+    /// Creates transfer metrics.
+    ///
+    /// - Parameters:
+    ///   - headerBytes: Header bytes received.
+    ///   - bodyBytes: Body bytes received on the wire.
+    ///   - totalTime: Total transfer time.
+    ///   - connectionReused: Whether no new connection was opened.
+    ///   - newConnections: The number of new connections opened.
+    ///   - httpVersion: The HTTP version of the final response.
+    ///   - redirectCount: The number of redirects followed; the default is 0.
+    public init(
+        headerBytes: Int, bodyBytes: Int, totalTime: Duration, connectionReused: Bool, newConnections: Int,
+        httpVersion: HTTPVersion, redirectCount: Int = 0
+    ) {
+        self.headerBytes = headerBytes
+        self.bodyBytes = bodyBytes
+        self.totalTime = totalTime
+        self.connectionReused = connectionReused
+        self.newConnections = newConnections
+        self.httpVersion = httpVersion
+        self.redirectCount = redirectCount
+    }
+}
+
+/// A complete HTTP response: the final status, its header fields in order, the (decoded) body and transfer metrics.
+public struct TransportResponse: Sendable, Hashable {
+    /// The status code of the final response (after any `100 Continue` or followed redirect).
+    public var status: Int
+    /// The final response's header fields in the order received; repeated names are kept.
+    public var headerFields: HTTPFields
+    /// The response body, decompressed when the transport asked for a content encoding.
+    public var body: Data
+    /// What the transfer cost on the wire and how long it took.
+    public var metrics: TransferMetrics
+
+    /// Creates a response.
+    ///
+    /// - Parameters:
+    ///   - status: The status code.
+    ///   - headerFields: The header fields.
+    ///   - body: The body.
+    ///   - metrics: The transfer metrics.
+    public init(status: Int, headerFields: HTTPFields, body: Data, metrics: TransferMetrics) {
+        self.status = status
+        self.headerFields = headerFields
+        self.body = body
+        self.metrics = metrics
+    }
+}
+
+/// Something that sends an HTTP request and returns the complete response.
+///
+/// `CurlTransport` is the production implementation; tests and caches can wrap or replace it.
+public protocol HTTPTransport: Sendable {
+    /// Sends a request and waits for its complete response.
+    ///
+    /// - Parameter request: The request to send.
+    /// - Returns: The final response, whatever its status code.
+    /// - Throws: A transport error (for `CurlTransport`, a `CurlError`) or `CancellationError` when the calling
+    ///   task is cancelled. HTTP error statuses are responses, not errors.
+    func send(_ request: TransportRequest) async throws -> TransportResponse
+}
