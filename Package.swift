@@ -19,6 +19,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C bridges: only these two modules' Swift wrappers import C.
@@ -42,7 +43,14 @@ let package = Package(
             dependencies: ["CCurl", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .target(name: "LMDB", dependencies: ["CLMDB"]),
-        .target(name: "TechnicalCache", dependencies: ["LMDB", "ODataCore"]),
+        .target(
+            name: "TechnicalCache",
+            dependencies: [
+                "LMDB", "ODataCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .target(name: "ODataQuery", dependencies: ["ODataCore"]),
         .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "TechnicalCache"]),
         .target(
@@ -70,7 +78,7 @@ let package = Package(
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
         .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
-        .testTarget(name: "TechnicalCacheTests", dependencies: ["TechnicalCache"]),
+        .testTarget(name: "TechnicalCacheTests", dependencies: ["TechnicalCache", "LMDB"]),
         .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),

@@ -1,0 +1,104 @@
+/// How often a cache's commits reach the disk.
+public enum CacheDurability: Sendable, Hashable {
+    /// Every commit is flushed (`fsync`, about 0.5 ms here): nothing committed is lost even on power failure.
+    case full
+    /// Commits are not flushed (`MDB_NOSYNC`); the cache flushes when a write finds the last flush older
+    /// than `interval`, and on close. A killed process loses nothing (the data is in the page cache);
+    /// a system crash or power failure may undo the writes since the last flush, and on a file system
+    /// that does not keep write order may damage the file (the cache can then be `reset()`).
+    case periodic(interval: Duration)
+}
+
+/// The settings of a ``ResponseCache``.
+public struct CacheConfiguration: Sendable, Hashable {
+    /// The byte budget: the total stored size (sealed values, keys and metadata) never exceeds it.
+    /// The default is 64 MiB.
+    public var sizeLimit: Int
+    /// When a write would exceed the budget, least-recently-used entries are evicted until the total is
+    /// at most this fraction of ``sizeLimit``. The default is 0.8.
+    public var lowWaterMark: Double
+    /// An entry whose stored size exceeds this fraction of ``sizeLimit`` is not stored (and is counted
+    /// as an oversize reject). The default is 1.0: only entries larger than the whole budget are refused.
+    public var maxEntryFraction: Double
+    /// A user or tenant name mixed into every key, so that two partitions never see each other's entries.
+    /// The default is `nil` (no partition).
+    public var partition: String?
+    /// The passphrase-to-key derivation for a new cache and for `rekey`. The default is
+    /// ``KeyDerivation/standard`` (PBKDF2-HMAC-SHA256, 600,000 rounds). An existing cache keeps the
+    /// derivation recorded in it.
+    public var keyDerivation: KeyDerivation
+    /// How often commits reach the disk. The default is ``CacheDurability/full``.
+    public var durability: CacheDurability
+
+    /// Creates a configuration; every parameter has the default documented on its property.
+    ///
+    /// - Parameters:
+    ///   - sizeLimit: The byte budget.
+    ///   - lowWaterMark: The fraction of the budget eviction goes down to.
+    ///   - maxEntryFraction: The largest entry, as a fraction of the budget.
+    ///   - partition: The user or tenant partition.
+    ///   - keyDerivation: The key derivation for new keys.
+    ///   - durability: How often commits reach the disk.
+    public init(
+        sizeLimit: Int = 64 << 20,
+        lowWaterMark: Double = 0.8,
+        maxEntryFraction: Double = 1.0,
+        partition: String? = nil,
+        keyDerivation: KeyDerivation = .standard,
+        durability: CacheDurability = .full
+    ) {
+        self.sizeLimit = sizeLimit
+        self.lowWaterMark = lowWaterMark
+        self.maxEntryFraction = maxEntryFraction
+        self.partition = partition
+        self.keyDerivation = keyDerivation
+        self.durability = durability
+    }
+
+    func validate() throws(CacheError) {
+        guard sizeLimit >= 4096 else {
+            throw CacheError.invalidConfiguration.with(detail: "sizeLimit must be at least 4096 bytes, got \(sizeLimit)")
+        }
+        guard lowWaterMark > 0, lowWaterMark <= 1 else {
+            throw CacheError.invalidConfiguration.with(detail: "lowWaterMark must be in (0, 1], got \(lowWaterMark)")
+        }
+        guard maxEntryFraction > 0, maxEntryFraction <= 1 else {
+            throw CacheError.invalidConfiguration.with(detail: "maxEntryFraction must be in (0, 1], got \(maxEntryFraction)")
+        }
+        if case .periodic(let interval) = durability, interval < .zero {
+            throw CacheError.invalidConfiguration.with(detail: "the sync interval must not be negative")
+        }
+        try keyDerivation.validate()
+    }
+
+    var maxEntryBytes: Int { Int(Double(sizeLimit) * maxEntryFraction) }
+    var lowWaterBytes: Int { Int(Double(sizeLimit) * lowWaterMark) }
+}
+
+/// Counters of a ``ResponseCache`` since it was created.
+public struct CacheStatistics: Sendable, Hashable {
+    /// Lookups (`entry(for:)` calls on an open cache).
+    public var requests = 0
+    /// Lookups that found an entry.
+    public var hits = 0
+    /// Lookups that found nothing (including integrity failures).
+    public var misses = 0
+    /// Entries stored.
+    public var writes = 0
+    /// Entries refreshed by a 304.
+    public var refreshes = 0
+    /// Entries evicted to stay within the budget.
+    public var evictions = 0
+    /// Bytes evicted to stay within the budget.
+    public var evictedBytes = 0
+    /// Entries not stored because they exceed the largest allowed entry.
+    public var oversizeRejects = 0
+    /// Entries that failed authentication or decoding, were treated as misses and removed.
+    public var integrityFailures = 0
+    /// Entries removed on request (404/410, no-store, `removeEntry`).
+    public var removals = 0
+    /// The bytes currently stored (0 while closed).
+    public var currentBytes = 0
+    /// The number of entries currently stored (0 while closed).
+    public var entryCount = 0
+}

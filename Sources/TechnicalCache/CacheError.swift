@@ -1,0 +1,114 @@
+/// An error of the technical cache, its sealing (encryption) or its key store.
+///
+/// Compare with the static members (`error == .wrongKey`, or `catch CacheError.wrongKey`); equality
+/// looks at the kind only, not at the detail text.
+public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case notOpen
+        case alreadyOpen
+        case cacheIsOpen
+        case wrongKey
+        case keyUnavailable
+        case encryptionMismatch
+        case invalidConfiguration
+        case invalidKey
+        case authenticationFailed
+        case corruptRecord
+        case storage
+        case keyStore
+        case fileSystem
+        case invalidEntry
+    }
+
+    private let code: Code
+    /// What went wrong, in words (for logs; not compared by `==`).
+    public let detail: String
+
+    private init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    /// The cache is closed (or was closed while the operation ran).
+    public static let notOpen = CacheError(.notOpen, "the cache is not open")
+    /// The cache directory is already open, in this process or another one.
+    public static let alreadyOpen = CacheError(.alreadyOpen, "the cache directory is already open")
+    /// The operation needs a closed cache (for example `reset()`), but the cache is open.
+    public static let cacheIsOpen = CacheError(.cacheIsOpen, "the cache is open; close it first")
+    /// The encryption key does not match the cache's key-check record; nothing was erased.
+    public static let wrongKey = CacheError(.wrongKey, "the encryption key does not match this cache")
+    /// The key store holds no key for an existing encrypted cache; nothing was erased.
+    public static let keyUnavailable = CacheError(.keyUnavailable, "the key store holds no key for this encrypted cache")
+    /// The cache is encrypted but was opened with encryption disabled, or the other way round.
+    public static let encryptionMismatch = CacheError(.encryptionMismatch, "the cache's encryption setting does not match")
+    /// A configuration value is out of range.
+    public static let invalidConfiguration = CacheError(.invalidConfiguration, "invalid cache configuration")
+    /// A key has the wrong size or the passphrase is empty.
+    public static let invalidKey = CacheError(.invalidKey, "invalid key")
+    /// Sealed data failed authentication: it was tampered with, corrupted, or sealed with another key.
+    public static let authenticationFailed = CacheError(.authenticationFailed, "sealed data failed authentication")
+    /// A stored record could not be decoded.
+    public static let corruptRecord = CacheError(.corruptRecord, "a stored record could not be decoded")
+    /// The storage (LMDB) failed.
+    public static let storage = CacheError(.storage, "the cache storage failed")
+    /// The key store could not load or save the key.
+    public static let keyStore = CacheError(.keyStore, "the key store failed")
+    /// An entry given to the cache is invalid (for example a status outside 100…999).
+    public static let invalidEntry = CacheError(.invalidEntry, "invalid cache entry")
+    /// A file or directory could not be created, locked or removed.
+    public static let fileSystem = CacheError(.fileSystem, "a cache file operation failed")
+
+    /// The same kind of error with a more precise detail text.
+    ///
+    /// - Parameter detail: What exactly was wrong.
+    /// - Returns: An error equal to `self` (same kind) carrying `detail`.
+    public func with(detail: String) -> CacheError {
+        CacheError(code, detail)
+    }
+
+    /// A payload-free description of the kind, safe to log.
+    public var shortDescription: String {
+        switch code {
+        case .notOpen: return "CacheError.notOpen"
+        case .alreadyOpen: return "CacheError.alreadyOpen"
+        case .cacheIsOpen: return "CacheError.cacheIsOpen"
+        case .wrongKey: return "CacheError.wrongKey"
+        case .keyUnavailable: return "CacheError.keyUnavailable"
+        case .encryptionMismatch: return "CacheError.encryptionMismatch"
+        case .invalidConfiguration: return "CacheError.invalidConfiguration"
+        case .invalidKey: return "CacheError.invalidKey"
+        case .authenticationFailed: return "CacheError.authenticationFailed"
+        case .corruptRecord: return "CacheError.corruptRecord"
+        case .storage: return "CacheError.storage"
+        case .keyStore: return "CacheError.keyStore"
+        case .fileSystem: return "CacheError.fileSystem"
+        case .invalidEntry: return "CacheError.invalidEntry"
+        }
+    }
+
+    /// The kind and the detail.
+    public var description: String { "\(shortDescription): \(detail)" }
+
+    /// Errors are equal when they are of the same kind.
+    ///
+    /// - Parameters:
+    ///   - lhs: An error.
+    ///   - rhs: Another error.
+    /// - Returns: `true` when both are of the same kind, whatever their detail.
+    public static func == (lhs: CacheError, rhs: CacheError) -> Bool { lhs.code == rhs.code }
+
+    /// Hashes the kind.
+    ///
+    /// - Parameter hasher: The hasher to feed.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// Matches an arbitrary error against this kind, so `catch CacheError.wrongKey` works.
+    ///
+    /// - Parameters:
+    ///   - pattern: The kind to match.
+    ///   - error: The error that was thrown.
+    /// - Returns: `true` when `error` is a `CacheError` of the same kind.
+    public static func ~= (pattern: CacheError, error: any Error) -> Bool {
+        (error as? CacheError) == pattern
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+
+/// How a store uses its technical cache.
+public enum CacheMode: Sendable, Hashable {
+    /// Ask the server, revalidating with the stored entry's validators (the default).
+    case active
+    /// Answer from the cache only; no network round-trip, the cache is never changed.
+    case passive
+}
+
+/// The parts of a request the cache decisions look at.
+public struct CacheRequest: Sendable, Hashable {
+    /// The HTTP method, for example `GET`.
+    public var method: String
+    /// The request headers.
+    public var headers: [CacheEntry.Header]
+    /// Whether the application asked for the cache on this request.
+    public var useCache: Bool
+
+    /// Creates a request description.
+    ///
+    /// - Parameters:
+    ///   - method: The HTTP method.
+    ///   - headers: The request headers. The default is none.
+    ///   - useCache: Whether the application asked for the cache. The default is `true`.
+    public init(method: String, headers: [CacheEntry.Header] = [], useCache: Bool = true) {
+        self.method = method
+        self.headers = headers
+        self.useCache = useCache
+    }
+}
+
+/// What to do with a request before it goes out.
+public enum CacheDecision: Sendable, Hashable {
+    /// Answer with the stored entry (in passive mode the entry may be `nil`: nothing cached is not a failure).
+    case serveStored
+    /// Deliver the stored entry as the cache response, then send the request with these conditional
+    /// headers; a 304 means the stored entry is the answer.
+    case revalidate(conditionalHeaders: [CacheEntry.Header])
+    /// Send the request as it is.
+    case fetch
+    /// The request cannot be answered in this mode (passive mode and an uncacheable request, or
+    /// `Cache-Control: only-if-cached` with nothing stored).
+    case unsatisfiable
+}
+
+/// What to do with the stored entry once the server answered.
+public enum CacheAction: Sendable, Hashable {
+    /// Store the response, replacing any previous entry.
+    case store
+    /// The server answered 304: refresh the stored entry's headers and keep its payload.
+    case refresh
+    /// Remove the stored entry (the resource is gone, or the response may not be stored).
+    case remove
+    /// Leave the cache as it is.
+    case leave
+}
+
+/// The cache decisions as pure functions of their inputs, apart from storage and transport
+/// (after OkHttp's `CacheStrategy`). Nothing here does I/O.
+///
+/// Rules (SPEC "Cache content rules", RFC 9111):
+/// - Only `GET` requests with `useCache` are cacheable; create, update and delete never touch the cache.
+/// - Active mode always asks the server, conditionally when the entry has a validator: `If-None-Match`
+///   with its `ETag` (RFC 9110 §13.1.2), and `If-Modified-Since` with its `Last-Modified` (§13.1.3).
+/// - Passive mode answers from the cache only and never changes it.
+/// - `Cache-Control: no-store` in the request or the response keeps the response out of the cache
+///   (RFC 9111 §5.2.1.5, §5.2.2.5); a `no-store` response also drops the stale entry it supersedes.
+/// - 404 and 410 remove the entry; other failures leave it.
+public enum CachePolicy {
+    /// Whether the cache takes part in this request at all.
+    ///
+    /// - Parameter request: The request.
+    /// - Returns: `true` for a `GET` with `useCache` that does not carry `Cache-Control: no-store`.
+    public static func isCacheable(_ request: CacheRequest) -> Bool {
+        request.useCache && request.method.uppercased() == "GET" && !hasDirective("no-store", in: request.headers)
+    }
+
+    /// Decides how to run a request, given what is stored.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - stored: The stored entry for its URL, or `nil`.
+    ///   - mode: Active or passive.
+    /// - Returns: The decision.
+    public static func decision(for request: CacheRequest, stored: CacheEntry?, mode: CacheMode) -> CacheDecision {
+        guard isCacheable(request) else {
+            return mode == .passive ? .unsatisfiable : .fetch
+        }
+        if mode == .passive { return .serveStored }
+        if hasDirective("only-if-cached", in: request.headers) {
+            // RFC 9111 §5.2.1.7: answer from the cache or with 504.
+            return stored == nil ? .unsatisfiable : .serveStored
+        }
+        guard let stored else { return .fetch }
+        // An application that sets its own validators keeps them.
+        if request.headers.contains(where: { ["if-none-match", "if-modified-since"].contains($0.name.lowercased()) }) {
+            return .fetch
+        }
+        var conditional: [CacheEntry.Header] = []
+        if let etag = stored.etag { conditional.append(.init(name: "If-None-Match", value: etag)) }
+        if let lastModified = stored.lastModified { conditional.append(.init(name: "If-Modified-Since", value: lastModified)) }
+        return conditional.isEmpty ? .fetch : .revalidate(conditionalHeaders: conditional)
+    }
+
+    /// Decides what the server's answer does to the stored entry.
+    ///
+    /// - Parameters:
+    ///   - request: The request that was sent.
+    ///   - status: The response's status code.
+    ///   - headers: The response's headers.
+    ///   - hasStoredEntry: Whether an entry was stored for the URL when the request went out.
+    ///   - mode: Active or passive.
+    /// - Returns: The action on the stored entry.
+    public static func action(
+        for request: CacheRequest,
+        status: Int,
+        headers: [CacheEntry.Header],
+        hasStoredEntry: Bool,
+        mode: CacheMode
+    ) -> CacheAction {
+        guard mode == .active, request.useCache, request.method.uppercased() == "GET" else { return .leave }
+        switch status {
+        case 304:
+            return hasStoredEntry ? .refresh : .leave
+        case 404, 410:
+            return .remove
+        case 200...299 where status != 206:
+            if hasDirective("no-store", in: request.headers) || hasDirective("no-store", in: headers) {
+                return hasStoredEntry ? .remove : .leave
+            }
+            return .store
+        default:
+            return .leave
+        }
+    }
+
+    /// Whether a `Cache-Control` header in `headers` carries `directive` (case-insensitive,
+    /// arguments such as `max-age=0` ignored).
+    ///
+    /// - Parameters:
+    ///   - directive: The directive's name, lowercased.
+    ///   - headers: The headers to look in.
+    /// - Returns: `true` when present.
+    public static func hasDirective(_ directive: String, in headers: [CacheEntry.Header]) -> Bool {
+        headers.contains { header in
+            guard header.name.lowercased() == "cache-control" else { return false }
+            return header.value.split(separator: ",").contains { part in
+                let name = part.split(separator: "=", maxSplits: 1).first ?? part[...]
+                let trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
+                return trimmed == directive
+            }
+        }
+    }
+}

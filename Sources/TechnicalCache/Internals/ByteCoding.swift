@@ -1,0 +1,97 @@
+import Foundation
+
+/// Appends fixed-width big-endian integers and byte runs.
+struct ByteWriter {
+    private(set) var data = Data()
+
+    init(capacity: Int = 64) {
+        data.reserveCapacity(capacity)
+    }
+
+    mutating func append(_ value: UInt8) { data.append(value) }
+
+    mutating func append(_ value: UInt16) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+
+    mutating func append(_ value: UInt32) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+
+    mutating func append(_ value: UInt64) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+
+    mutating func append(_ bytes: some Sequence<UInt8>) { data.append(contentsOf: bytes) }
+
+    /// A length-prefixed (UInt32) UTF-8 string.
+    mutating func appendString(_ string: String) {
+        var copy = string
+        copy.withUTF8 { utf8 in
+            append(UInt32(utf8.count))
+            data.append(contentsOf: utf8)
+        }
+    }
+}
+
+/// Reads what `ByteWriter` wrote; every read returns `nil` past the end instead of trapping.
+struct ByteReader {
+    let data: Data
+    private(set) var offset: Int
+
+    init(_ data: Data) {
+        self.data = data
+        self.offset = data.startIndex
+    }
+
+    var isAtEnd: Bool { offset == data.endIndex }
+
+    mutating func uint8() -> UInt8? {
+        guard offset < data.endIndex else { return nil }
+        defer { offset += 1 }
+        return data[offset]
+    }
+
+    private mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
+        let size = MemoryLayout<T>.size
+        guard data.endIndex - offset >= size else { return nil }
+        var value: T = 0
+        for index in offset..<(offset + size) { value = value << 8 | T(data[index]) }
+        offset += size
+        return value
+    }
+
+    mutating func uint16() -> UInt16? { integer(UInt16.self) }
+    mutating func uint32() -> UInt32? { integer(UInt32.self) }
+    mutating func uint64() -> UInt64? { integer(UInt64.self) }
+
+    mutating func bytes(_ count: Int) -> [UInt8]? {
+        guard count >= 0, data.endIndex - offset >= count else { return nil }
+        defer { offset += count }
+        return [UInt8](data[offset..<(offset + count)])
+    }
+
+    mutating func string() -> String? {
+        guard let count = uint32().map(Int.init), data.endIndex - offset >= count else { return nil }
+        defer { offset += count }
+        return String(bytes: data[offset..<(offset + count)], encoding: .utf8)
+    }
+
+    /// The rest of the data, sharing storage (no copy).
+    mutating func rest() -> Data {
+        defer { offset = data.endIndex }
+        return data[offset..<data.endIndex]
+    }
+}
+
+extension UInt64 {
+    /// The big-endian bytes (so byte order equals numeric order in LMDB).
+    var bigEndianBytes: [UInt8] {
+        withUnsafeBytes(of: bigEndian) { Array($0) }
+    }
+
+    init?(bigEndianBytes bytes: some Collection<UInt8>) {
+        guard bytes.count == 8 else { return nil }
+        self = bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

@@ -1,0 +1,611 @@
+import Crypto
+import Foundation
+import LMDB
+import Synchronization
+
+/// The technical cache: a persistent, encrypted, size-bounded store of responses keyed by request URL.
+///
+/// Entries live in LMDB under a keyed hash (HMAC-SHA256) of the partition and the literal URL; each
+/// value is sealed with AES-256-GCM, the LMDB key being the authenticated data. The data and index keys
+/// are random and wrapped in a ``KeyEnvelope`` under a key derived from the caller's encryption key, so
+/// a wrong key fails ``open(encryption:)`` with ``CacheError/wrongKey`` and nothing is erased.
+///
+/// The cache is best-effort at lookup time: an entry that fails authentication or decoding is a miss,
+/// is removed and is counted. The budget (``CacheConfiguration/sizeLimit``) is never exceeded: a write
+/// that would exceed it evicts least-recently-used entries down to the low-water mark first.
+/// Lookups record their use in memory; the LRU index is updated by the next write (or on close), so a
+/// hit costs no write transaction. A crash loses only those recency updates.
+///
+/// A directory holds one cache: a second open of it, in this process or another one, is refused.
+///
+/// ## Topics
+/// - ``init(directory:configuration:)``
+/// - ``open(encryption:)``
+/// - ``entry(for:)``
+/// - ``store(_:for:)-(CacheEntry,String)->Bool``
+/// - ``refresh(for:with304Headers:)-(String,[CacheEntry.Header])->CacheEntry?``
+/// - ``removeEntry(for:)-(String)->Bool``
+/// - ``statistics``
+public final class ResponseCache: Sendable {
+    /// The cache's directory (0700): `data.mdb`, `lock.mdb`, `cache.lock` and, by default, `cache.key`.
+    public let directory: String
+    /// The configuration the cache was created with.
+    public let configuration: CacheConfiguration
+
+    private let state = Mutex<OpenCache?>(nil)
+    private let counters = Mutex(CacheStatistics())
+
+    static let lockFileName = "cache.lock"
+    static let keyFileName = "cache.key"
+    static let formatVersion: [UInt8] = [1]
+
+    /// Creates a (closed) cache for `directory`; nothing is touched on disk until ``open(encryption:)``.
+    ///
+    /// - Parameters:
+    ///   - directory: The directory that holds the cache; created (0700) on open.
+    ///   - configuration: Budget, partition, key derivation and durability.
+    /// - Throws: `CacheError.invalidConfiguration` naming the value out of range.
+    public init(directory: String, configuration: CacheConfiguration = CacheConfiguration()) throws(CacheError) {
+        guard !directory.isEmpty else { throw CacheError.invalidConfiguration.with(detail: "the cache directory is empty") }
+        try configuration.validate()
+        self.directory = directory
+        self.configuration = configuration
+    }
+
+    /// The default key store: the file `cache.key` (0600) in the cache directory.
+    public var defaultKeyStore: FileKeyStore {
+        FileKeyStore(path: directory + "/" + Self.keyFileName)
+    }
+
+    /// Whether the cache is open.
+    public var isOpen: Bool { state.withLock { $0 != nil } }
+
+    // MARK: Lifecycle
+
+    /// Opens the cache with the default key store (a random key kept in `cache.key`, 0600).
+    ///
+    /// - Throws: As ``open(encryption:)``.
+    public func open() throws {
+        try open(encryption: .keyStore(defaultKeyStore))
+    }
+
+    /// Opens the cache, creating it if needed. Opening an open cache does nothing.
+    ///
+    /// - Parameter encryption: The passphrase, a key store, or ``CacheEncryption/disabled`` (explicit only).
+    /// - Throws: ``CacheError/alreadyOpen`` when the directory is open elsewhere (this process or another);
+    ///   ``CacheError/wrongKey`` when the key does not match (nothing is erased);
+    ///   ``CacheError/keyUnavailable`` when the key store lost the key of an existing cache;
+    ///   ``CacheError/encryptionMismatch`` when an encrypted cache is opened without encryption or the
+    ///   other way round; ``CacheError/storage`` or ``CacheError/fileSystem`` when the files cannot be
+    ///   opened.
+    public func open(encryption: CacheEncryption) throws {
+        if isOpen { return }
+        let lock = try DirectoryLock.acquire(directory: directory, lockFileName: Self.lockFileName)
+        do {
+            let opened = try Self.openStorage(directory: directory, configuration: configuration, encryption: encryption, lock: lock)
+            let raced = state.withLock { current -> Bool in
+                if current != nil { return true }
+                current = opened
+                return false
+            }
+            if raced { opened.environment.close() }
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
+
+    private static func openStorage(directory: String, configuration: CacheConfiguration, encryption: CacheEncryption, lock: DirectoryLock) throws -> OpenCache {
+        let options = LMDBEnvironment.Options(
+            mapSize: max(4 << 20, (configuration.sizeLimit * 2 + 0xFFFFF) & ~0xFFFFF),
+            maxDatabases: 4,
+            durability: { if case .full = configuration.durability { return .full } else { return .noSync } }(),
+            fileMode: 0o600,
+            createDirectory: false)
+        let environment: LMDBEnvironment
+        do {
+            environment = try LMDBEnvironment(path: lock.path, options: options)
+        } catch {
+            throw CacheError.storage.with(detail: "cannot open the cache files in \(directory): \(error)")
+        }
+        do {
+            let setup = try environment.write { txn -> (databases: [LMDBDatabase], envelope: [UInt8]?, plaintext: Bool, bytes: Int, lastTick: UInt64?) in
+                var databases: [LMDBDatabase] = []
+                for name in ["entries", "info", "lru", "meta"] {
+                    guard let database = try txn.openDatabase(named: name, create: true) else { throw LMDBError.badDatabase }
+                    databases.append(database)
+                }
+                let meta = databases[3]
+                if let format = try txn.value(forKey: OpenCache.formatKey, in: meta), format != formatVersion {
+                    throw CacheError.corruptRecord.with(detail: "unknown cache format \(format)")
+                }
+                let envelope = try txn.value(forKey: OpenCache.envelopeKey, in: meta)
+                let plaintext = try txn.value(forKey: OpenCache.plaintextKey, in: meta) != nil
+                let bytes = try txn.value(forKey: OpenCache.bytesKey, in: meta).flatMap { UInt64(bigEndianBytes: $0) }.map(Int.init) ?? 0
+                let lastTick = try txn.withCursor(in: databases[2]) { cursor in try cursor.last() }.flatMap { UInt64(bigEndianBytes: $0.key) }
+                return (databases, envelope, plaintext, bytes, lastTick)
+            }
+            let crypto: CacheCrypto
+            var newRecord: (key: [UInt8], value: [UInt8])?
+            switch (encryption, setup.envelope, setup.plaintext) {
+            case (.disabled, nil, _):
+                crypto = CacheCrypto(sealer: nil, indexKey: SymmetricKey(data: [UInt8](repeating: 0, count: 32)), generation: 0)
+                if !setup.plaintext { newRecord = (OpenCache.plaintextKey, [1]) }
+            case (.disabled, .some, _):
+                throw CacheError.encryptionMismatch.with(detail: "the cache is encrypted; open it with its key")
+            case (_, _, true):
+                throw CacheError.encryptionMismatch.with(detail: "the cache was created without encryption")
+            case (_, .some(let stored), false):
+                guard let passphrase = try encryption.passphrase(existing: true) else { throw CacheError.encryptionMismatch }
+                let secret = try KeyEnvelope(serialized: stored).open(passphrase: passphrase)
+                crypto = try Self.crypto(fromSecret: secret, generation: 0)
+            case (_, nil, false):
+                guard let passphrase = try encryption.passphrase(existing: false) else { throw CacheError.encryptionMismatch }
+                let secret = SealingKey.random().withUnsafeBytes { Data($0) } + SealingKey.random().withUnsafeBytes { Data($0) }
+                let envelope = try KeyEnvelope.seal(secret: secret, passphrase: passphrase, derivation: configuration.keyDerivation)
+                crypto = try Self.crypto(fromSecret: secret, generation: 0)
+                newRecord = (OpenCache.envelopeKey, Array(envelope.serialized))
+            }
+            if let newRecord {
+                try environment.write { txn in
+                    try txn.setValue(formatVersion, forKey: OpenCache.formatKey, in: setup.databases[3])
+                    try txn.setValue(newRecord.value, forKey: newRecord.key, in: setup.databases[3])
+                }
+            }
+            return OpenCache(
+                environment: environment, databases: setup.databases, lock: lock, crypto: crypto,
+                nextTick: (setup.lastTick ?? 0) + 1, currentBytes: setup.bytes)
+        } catch let error as CacheError {
+            environment.close()
+            throw error
+        } catch {
+            environment.close()
+            throw CacheError.storage.with(detail: "cannot open the cache in \(directory): \(error)")
+        }
+    }
+
+    static func crypto(fromSecret secret: Data, generation: UInt64) throws(CacheError) -> CacheCrypto {
+        guard secret.count == 2 * SealingKey.byteCount else {
+            throw CacheError.corruptRecord.with(detail: "the key-check record holds \(secret.count) bytes of key material")
+        }
+        let dataKey = try SealingKey(bytes: secret.prefix(SealingKey.byteCount))
+        let indexKey = SymmetricKey(data: secret.suffix(SealingKey.byteCount))
+        return CacheCrypto(sealer: Sealer(key: dataKey), indexKey: indexKey, generation: generation)
+    }
+
+    /// Closes the cache: pending recency updates are written, data is flushed, files are unlocked.
+    ///
+    /// Operations running at that moment end normally or throw ``CacheError/notOpen``; closing a closed
+    /// cache does nothing.
+    public func close() {
+        guard let cache = state.withLock({ current -> OpenCache? in
+            defer { current = nil }
+            return current
+        }) else { return }
+        try? cache.environment.write { txn in try cache.flushTouches(txn) }
+        try? cache.environment.sync()
+        cache.environment.close()
+        cache.lock.release()
+    }
+
+    /// Deletes every entry and the cache files (the key file stays). Allowed only while closed.
+    ///
+    /// - Throws: ``CacheError/cacheIsOpen`` when this cache is open; ``CacheError/alreadyOpen`` when the
+    ///   directory is open elsewhere; ``CacheError/fileSystem`` when a file cannot be removed.
+    public func reset() throws {
+        if isOpen { throw CacheError.cacheIsOpen }
+        let lock = try DirectoryLock.acquire(directory: directory, lockFileName: Self.lockFileName)
+        defer { lock.release() }
+        for file in ["data.mdb", "lock.mdb"] {
+            let path = lock.path + "/" + file
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            do { try FileManager.default.removeItem(atPath: path) } catch {
+                throw CacheError.fileSystem.with(detail: "cannot remove \(path): \(error)")
+            }
+        }
+        counters.withLock { $0.currentBytes = 0; $0.entryCount = 0 }
+    }
+
+    /// Changes the encryption key without losing entries: a new data key re-seals every entry and the
+    /// keys are wrapped under the new passphrase, in one transaction.
+    ///
+    /// - Parameter encryption: The new passphrase or key store (a key store without a key gets a new
+    ///   random one).
+    /// - Throws: ``CacheError/notOpen``; ``CacheError/encryptionMismatch`` when asked to switch
+    ///   encryption on or off; ``CacheError/storage`` when the transaction fails (nothing changed).
+    public func rekey(to encryption: CacheEncryption) throws {
+        let cache = try openCache()
+        let old = cache.crypto.withLock { $0 }
+        guard let oldSealer = old.sealer else {
+            throw CacheError.encryptionMismatch.with(detail: "the cache was created without encryption; reset it to encrypt")
+        }
+        guard let passphrase = try encryption.passphrase(existing: false) else {
+            throw CacheError.encryptionMismatch.with(detail: "rekey cannot switch encryption off")
+        }
+        let newKey = SealingKey.random()
+        let secret = newKey.withUnsafeBytes { Data($0) } + old.indexKey.withUnsafeBytes { Data($0) }
+        let envelope = try KeyEnvelope.seal(secret: secret, passphrase: passphrase, derivation: configuration.keyDerivation)
+        let newSealer = Sealer(key: newKey)
+        var failures = 0
+        do {
+            try cache.environment.write { txn in
+                try cache.flushTouches(txn)
+                var keys: [[UInt8]] = []
+                try txn.withCursor(in: cache.entries) { cursor in
+                    while let entry = try cursor.next() { keys.append(entry.key) }
+                }
+                var total = try cache.readBytes(txn)
+                failures = 0
+                for key in keys {
+                    guard let sealed = try txn.value(forKey: key, in: cache.entries) else { continue }
+                    guard let plaintext = try? oldSealer.open(sealed, authenticating: key) else {
+                        total -= try cache.removeEntry(key, txn)
+                        failures += 1
+                        continue
+                    }
+                    try txn.setValue(try newSealer.seal(plaintext, authenticating: key), forKey: key, in: cache.entries)
+                }
+                try cache.writeBytes(total, txn)
+                try txn.setValue(Array(envelope.serialized), forKey: OpenCache.envelopeKey, in: cache.meta)
+                // Swap before the commit; lookups that race with it retry, and removals re-check.
+                cache.crypto.withLock { $0 = CacheCrypto(sealer: newSealer, indexKey: old.indexKey, generation: old.generation + 1) }
+                cache.currentBytes.store(total, ordering: .relaxed)
+            }
+        } catch {
+            cache.crypto.withLock { $0 = CacheCrypto(sealer: oldSealer, indexKey: old.indexKey, generation: old.generation + 2) }
+            throw Self.storageError(error)
+        }
+        if failures > 0 { counters.withLock { $0.integrityFailures += failures } }
+    }
+
+    // MARK: Lookup
+
+    /// Returns the entry stored for `url`, or `nil` when none is (never cached, evicted, or damaged).
+    ///
+    /// A damaged entry (failed authentication or decoding) is removed and counted as an integrity
+    /// failure; the cache stays usable.
+    ///
+    /// - Parameter url: The literal request URL.
+    /// - Returns: The entry (with ``CacheEntry/lastUsedAt`` set to now), or `nil`.
+    /// - Throws: ``CacheError/notOpen`` when the cache is closed.
+    public func entry(for url: String) throws -> CacheEntry? {
+        let cache = try openCache()
+        var crypto = cache.crypto.withLock { $0 }
+        let key = crypto.entryKey(for: url, partition: configuration.partition)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let outcome: Lookup
+            do {
+                outcome = try lookup(key: key, crypto: crypto, cache: cache)
+            } catch LMDBError.environmentClosed {
+                throw CacheError.notOpen
+            } catch {
+                // The storage itself failed (for example a damaged page): a miss, counted.
+                outcome = .damaged
+            }
+            switch outcome {
+            case .hit(var entry):
+                let now = Date()
+                entry.lastUsedAt = now
+                let tick = cache.takeTick()
+                let pending = cache.touches.withLock { touches in
+                    touches[key] = (tick, Int64(now.timeIntervalSince1970 * 1000))
+                    return touches.count
+                }
+                counters.withLock { $0.requests += 1; $0.hits += 1 }
+                if pending >= 4096 { try? cache.environment.write { txn in try cache.flushTouches(txn) } }
+                return entry
+            case .miss:
+                counters.withLock { $0.requests += 1; $0.misses += 1 }
+                return nil
+            case .damaged:
+                let current = cache.crypto.withLock { $0 }
+                if current.generation != crypto.generation && attempt < 3 {
+                    crypto = current
+                    continue
+                }
+                let removed = (try? removeDamaged(key: key, cache: cache)) ?? false
+                counters.withLock {
+                    $0.requests += 1
+                    $0.misses += 1
+                    if removed { $0.integrityFailures += 1 }
+                }
+                return nil
+            }
+        }
+    }
+
+    private enum Lookup {
+        case hit(CacheEntry)
+        case miss
+        case damaged
+    }
+
+    private func lookup(key: [UInt8], crypto: CacheCrypto, cache: OpenCache) throws -> Lookup {
+        try cache.environment.read { txn in
+            let decoded: Lookup = try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                guard let buffer else { return .miss }
+                guard let plaintext = try? crypto.open(buffer, key: key),
+                      let entry = try? EntryCodec.decode(plaintext) else { return .damaged }
+                return .hit(entry)
+            }
+            guard case .hit(var entry) = decoded else { return decoded }
+            if let raw = try txn.value(forKey: key, in: cache.info), let record = EntryInfo(raw) {
+                entry.size = record.size
+            }
+            return .hit(entry)
+        }
+    }
+
+    /// Removes an entry that failed to open, after checking again inside the write transaction with the
+    /// current keys (a lookup racing with `rekey` must not delete a good entry).
+    private func removeDamaged(key: [UInt8], cache: OpenCache) throws -> Bool {
+        try cache.environment.write { txn in
+            let crypto = cache.crypto.withLock { $0 }
+            let stillDamaged: Bool = try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                guard let buffer else { return false }
+                guard let plaintext = try? crypto.open(buffer, key: key), (try? EntryCodec.decode(plaintext)) != nil else { return true }
+                return false
+            }
+            guard stillDamaged else { return false }
+            try cache.flushTouches(txn)
+            var total = try cache.readBytes(txn)
+            total -= try cache.removeEntry(key, txn)
+            try cache.writeBytes(total, txn)
+            cache.currentBytes.store(total, ordering: .relaxed)
+            return true
+        }
+    }
+
+    // MARK: Writes
+
+    /// Stores `entry` for `url`, replacing the previous entry; evicts least-recently-used entries when
+    /// the budget requires it.
+    ///
+    /// Not stored (and the previous entry removed, since it is superseded): a response marked
+    /// `Cache-Control: no-store`, or one larger than the largest allowed entry (counted as an oversize
+    /// reject).
+    ///
+    /// - Parameters:
+    ///   - entry: The response to keep (credentials were already dropped from its headers).
+    ///   - url: The literal request URL.
+    /// - Returns: `true` when the entry was stored.
+    /// - Throws: ``CacheError/notOpen``; ``CacheError/invalidEntry`` for a status outside 100…999;
+    ///   ``CacheError/storage`` when the write fails (the previous state is kept).
+    @discardableResult
+    public func store(_ entry: CacheEntry, for url: String) throws -> Bool {
+        let prepared = try prepareStore(entry, url: url)
+        let cache = prepared.cache
+        let outcome = try runWrite(cache) { txn in try self.applyStore(prepared, txn) }
+        return finishStore(outcome, cache: cache)
+    }
+
+    /// Stores `entry` for `url` like ``store(_:for:)-(CacheEntry,String)->Bool``, suspending instead of
+    /// blocking while other writes finish.
+    ///
+    /// - Parameters:
+    ///   - entry: The response to keep.
+    ///   - url: The literal request URL.
+    /// - Returns: `true` when the entry was stored.
+    /// - Throws: As the synchronous variant.
+    @discardableResult
+    public func store(_ entry: CacheEntry, for url: String) async throws -> Bool {
+        let prepared = try prepareStore(entry, url: url)
+        let cache = prepared.cache
+        let outcome = try await runWrite(cache) { txn in try self.applyStore(prepared, txn) }
+        return finishStore(outcome, cache: cache)
+    }
+
+    private struct PreparedStore: Sendable {
+        let cache: OpenCache
+        let key: [UInt8]
+        let plaintext: Data
+        let sealed: Data?
+        let generation: UInt64
+        let storable: Bool
+        let oversize: Bool
+    }
+
+    private struct StoreOutcome: Sendable {
+        var stored: Bool
+        var oversize: Bool
+        var removed: Bool
+        var evictions: Int
+        var evictedBytes: Int
+    }
+
+    private func prepareStore(_ entry: CacheEntry, url: String) throws -> PreparedStore {
+        guard (100...999).contains(entry.status) else {
+            throw CacheError.invalidEntry.with(detail: "status \(entry.status) is not an HTTP status code")
+        }
+        let cache = try openCache()
+        let crypto = cache.crypto.withLock { $0 }
+        let key = crypto.entryKey(for: url, partition: configuration.partition)
+        if CachePolicy.hasDirective("no-store", in: entry.headers) {
+            return PreparedStore(cache: cache, key: key, plaintext: Data(), sealed: nil, generation: crypto.generation, storable: false, oversize: false)
+        }
+        let plaintext = EntryCodec.encode(entry)
+        let sealedCount = plaintext.count + (crypto.sealer == nil ? 0 : Sealer.overhead)
+        if sealedCount + OpenCache.perEntryOverhead > configuration.maxEntryBytes {
+            return PreparedStore(cache: cache, key: key, plaintext: Data(), sealed: nil, generation: crypto.generation, storable: false, oversize: true)
+        }
+        let sealed = try crypto.seal(plaintext, key: key)
+        return PreparedStore(cache: cache, key: key, plaintext: plaintext, sealed: sealed, generation: crypto.generation, storable: true, oversize: false)
+    }
+
+    private func applyStore(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> StoreOutcome {
+        let cache = prepared.cache
+        guard prepared.storable, var sealed = prepared.sealed else {
+            try cache.flushTouches(txn)
+            var total = try cache.readBytes(txn)
+            let removedBytes = try cache.removeEntry(prepared.key, txn)
+            total -= removedBytes
+            try cache.writeBytes(total, txn)
+            cache.currentBytes.store(total, ordering: .relaxed)
+            return StoreOutcome(stored: false, oversize: prepared.oversize, removed: removedBytes > 0, evictions: 0, evictedBytes: 0)
+        }
+        let crypto = cache.crypto.withLock { $0 }
+        if crypto.generation != prepared.generation {
+            // A rekey ran since the value was sealed: seal it again with the current key.
+            sealed = try crypto.seal(prepared.plaintext, key: prepared.key)
+        }
+        let result = try cache.put(sealed: sealed, key: prepared.key, now: Date(), configuration: configuration, txn)
+        return StoreOutcome(stored: true, oversize: false, removed: false, evictions: result.count, evictedBytes: result.bytes)
+    }
+
+    private func finishStore(_ outcome: StoreOutcome, cache: OpenCache) -> Bool {
+        counters.withLock {
+            if outcome.stored { $0.writes += 1 }
+            if outcome.oversize { $0.oversizeRejects += 1 }
+            if outcome.removed { $0.removals += 1 }
+            $0.evictions += outcome.evictions
+            $0.evictedBytes += outcome.evictedBytes
+        }
+        syncIfDue(cache)
+        return outcome.stored
+    }
+
+    /// Refreshes the entry for `url` after a 304: its headers are merged with the 304's and its stored
+    /// time is set to now; the payload stays.
+    ///
+    /// - Parameters:
+    ///   - url: The literal request URL.
+    ///   - headers: The 304 response's headers.
+    /// - Returns: The refreshed entry (the one to deliver), or `nil` when nothing usable is stored.
+    /// - Throws: ``CacheError/notOpen``; ``CacheError/storage`` when the write fails.
+    @discardableResult
+    public func refresh(for url: String, with304Headers headers: [CacheEntry.Header]) throws -> CacheEntry? {
+        guard var entry = try entry(for: url) else { return nil }
+        entry.refresh(with: headers, at: Date())
+        let prepared = try prepareStore(entry, url: url)
+        let outcome = try runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
+        return finishRefresh(outcome, entry: entry, cache: prepared.cache)
+    }
+
+    /// Refreshes the entry for `url` after a 304 like the synchronous variant, suspending instead of
+    /// blocking while other writes finish.
+    ///
+    /// - Parameters:
+    ///   - url: The literal request URL.
+    ///   - headers: The 304 response's headers.
+    /// - Returns: The refreshed entry, or `nil` when nothing usable is stored.
+    /// - Throws: As the synchronous variant.
+    @discardableResult
+    public func refresh(for url: String, with304Headers headers: [CacheEntry.Header]) async throws -> CacheEntry? {
+        guard var entry = try entry(for: url) else { return nil }
+        entry.refresh(with: headers, at: Date())
+        let prepared = try prepareStore(entry, url: url)
+        let outcome = try await runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
+        return finishRefresh(outcome, entry: entry, cache: prepared.cache)
+    }
+
+    private func finishRefresh(_ outcome: StoreOutcome, entry: CacheEntry, cache: OpenCache) -> CacheEntry {
+        counters.withLock {
+            if outcome.stored { $0.refreshes += 1 }
+            if outcome.oversize { $0.oversizeRejects += 1 }
+            $0.evictions += outcome.evictions
+            $0.evictedBytes += outcome.evictedBytes
+        }
+        syncIfDue(cache)
+        return entry
+    }
+
+    /// Removes the entry for `url` (for example after a 404 or 410).
+    ///
+    /// - Parameter url: The literal request URL.
+    /// - Returns: `true` when an entry was removed.
+    /// - Throws: ``CacheError/notOpen``; ``CacheError/storage`` when the write fails.
+    @discardableResult
+    public func removeEntry(for url: String) throws -> Bool {
+        let cache = try openCache()
+        let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
+        let removed = try runWrite(cache) { txn in try Self.applyRemove(key: key, cache: cache, txn) }
+        finishRemove(removed, cache: cache)
+        return removed
+    }
+
+    /// Removes the entry for `url`, suspending instead of blocking while other writes finish.
+    ///
+    /// - Parameter url: The literal request URL.
+    /// - Returns: `true` when an entry was removed.
+    /// - Throws: As the synchronous variant.
+    @discardableResult
+    public func removeEntry(for url: String) async throws -> Bool {
+        let cache = try openCache()
+        let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
+        let removed = try await runWrite(cache) { txn in try Self.applyRemove(key: key, cache: cache, txn) }
+        finishRemove(removed, cache: cache)
+        return removed
+    }
+
+    private static func applyRemove(key: [UInt8], cache: OpenCache, _ txn: LMDBTransaction) throws -> Bool {
+        try cache.flushTouches(txn)
+        guard try txn.value(forKey: key, in: cache.entries) != nil else { return false }
+        var total = try cache.readBytes(txn)
+        total -= try cache.removeEntry(key, txn)
+        try cache.writeBytes(total, txn)
+        cache.currentBytes.store(total, ordering: .relaxed)
+        return true
+    }
+
+    private func finishRemove(_ removed: Bool, cache: OpenCache) {
+        if removed { counters.withLock { $0.removals += 1 } }
+        syncIfDue(cache)
+    }
+
+    // MARK: Statistics
+
+    /// The counters since this object was created, with the current size and entry count.
+    public var statistics: CacheStatistics {
+        var snapshot = counters.withLock { $0 }
+        if let cache = state.withLock({ $0 }) {
+            snapshot.currentBytes = cache.currentBytes.load(ordering: .relaxed)
+            snapshot.entryCount = (try? cache.environment.read { txn in try txn.count(in: cache.entries) }) ?? 0
+        } else {
+            snapshot.currentBytes = 0
+            snapshot.entryCount = 0
+        }
+        return snapshot
+    }
+
+    // MARK: Helpers
+
+    private func openCache() throws(CacheError) -> OpenCache {
+        guard let cache = state.withLock({ $0 }) else { throw CacheError.notOpen }
+        return cache
+    }
+
+    private func runWrite<R>(_ cache: OpenCache, _ body: (LMDBTransaction) throws -> R) throws -> R {
+        do {
+            return try cache.environment.write(body)
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
+    private func runWrite<R: Sendable>(_ cache: OpenCache, _ body: @escaping @Sendable (LMDBTransaction) throws -> R) async throws -> R {
+        do {
+            return try await cache.environment.write(body)
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
+    private static func storageError(_ error: any Error) -> CacheError {
+        if let error = error as? CacheError { return error }
+        if LMDBError.environmentClosed ~= error { return .notOpen }
+        return CacheError.storage.with(detail: "\(error)")
+    }
+
+    private func syncIfDue(_ cache: OpenCache) {
+        guard case .periodic(let interval) = configuration.durability else { return }
+        let now = ContinuousClock.now
+        let due = cache.lastSync.withLock { last -> Bool in
+            guard now - last >= interval else { return false }
+            last = now
+            return true
+        }
+        if due { try? cache.environment.sync() }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+import TechnicalCache
+
+private let withETag = makeEntry(payload: "{}", etag: "\"v1\"")
+private let withLastModified = makeEntry(payload: "{}", lastModified: "Wed, 21 Oct 2015 07:28:00 GMT")
+private let withBoth = makeEntry(payload: "{}", etag: "\"v2\"", lastModified: "Wed, 21 Oct 2015 07:28:00 GMT")
+private let withoutValidators = makeEntry(payload: "{}")
+
+private func get(_ headers: [CacheEntry.Header] = [], useCache: Bool = true) -> CacheRequest {
+    CacheRequest(method: "GET", headers: headers, useCache: useCache)
+}
+
+struct DecisionCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    let request: CacheRequest
+    let stored: CacheEntry?
+    let mode: CacheMode
+    let expected: CacheDecision
+    var testDescription: String { name }
+}
+
+struct ActionCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    let request: CacheRequest
+    let status: Int
+    let headers: [CacheEntry.Header]
+    let hasStored: Bool
+    let mode: CacheMode
+    let expected: CacheAction
+    var testDescription: String { name }
+}
+
+@Suite struct CachePolicyTests {
+    static let decisions: [DecisionCase] = [
+        .init(name: "active, nothing stored: fetch", request: get(), stored: nil, mode: .active, expected: .fetch),
+        .init(name: "active, ETag: If-None-Match", request: get(), stored: withETag, mode: .active,
+              expected: .revalidate(conditionalHeaders: [.init(name: "If-None-Match", value: "\"v1\"")])),
+        .init(name: "active, Last-Modified: If-Modified-Since", request: get(), stored: withLastModified, mode: .active,
+              expected: .revalidate(conditionalHeaders: [.init(name: "If-Modified-Since", value: "Wed, 21 Oct 2015 07:28:00 GMT")])),
+        .init(name: "active, both validators: both headers", request: get(), stored: withBoth, mode: .active,
+              expected: .revalidate(conditionalHeaders: [
+                  .init(name: "If-None-Match", value: "\"v2\""),
+                  .init(name: "If-Modified-Since", value: "Wed, 21 Oct 2015 07:28:00 GMT"),
+              ])),
+        .init(name: "active, no validators: plain fetch", request: get(), stored: withoutValidators, mode: .active, expected: .fetch),
+        .init(name: "active, useCache=false: fetch", request: get(useCache: false), stored: withETag, mode: .active, expected: .fetch),
+        .init(name: "active, POST: fetch", request: CacheRequest(method: "POST"), stored: withETag, mode: .active, expected: .fetch),
+        .init(name: "active, request no-store: fetch", request: get([.init(name: "Cache-Control", value: "no-store")]),
+              stored: withETag, mode: .active, expected: .fetch),
+        .init(name: "active, app's own If-None-Match kept", request: get([.init(name: "If-None-Match", value: "\"x\"")]),
+              stored: withETag, mode: .active, expected: .fetch),
+        .init(name: "active, only-if-cached with entry", request: get([.init(name: "cache-control", value: "max-age=0, only-if-cached")]),
+              stored: withETag, mode: .active, expected: .serveStored),
+        .init(name: "active, only-if-cached without entry", request: get([.init(name: "Cache-Control", value: "only-if-cached")]),
+              stored: nil, mode: .active, expected: .unsatisfiable),
+        .init(name: "passive, entry: serve", request: get(), stored: withETag, mode: .passive, expected: .serveStored),
+        .init(name: "passive, nothing stored: serve nil (not a failure)", request: get(), stored: nil, mode: .passive, expected: .serveStored),
+        .init(name: "passive, PATCH: unsatisfiable", request: CacheRequest(method: "PATCH"), stored: withETag, mode: .passive, expected: .unsatisfiable),
+        .init(name: "passive, useCache=false: unsatisfiable", request: get(useCache: false), stored: withETag, mode: .passive, expected: .unsatisfiable),
+    ]
+
+    @Test(arguments: decisions)
+    func decision(_ testCase: DecisionCase) {
+        #expect(CachePolicy.decision(for: testCase.request, stored: testCase.stored, mode: testCase.mode) == testCase.expected)
+    }
+
+    static let actions: [ActionCase] = [
+        .init(name: "200 stores", request: get(), status: 200, headers: [], hasStored: false, mode: .active, expected: .store),
+        .init(name: "204 stores (empty payload is an entry)", request: get(), status: 204, headers: [], hasStored: true, mode: .active, expected: .store),
+        .init(name: "206 leaves", request: get(), status: 206, headers: [], hasStored: true, mode: .active, expected: .leave),
+        .init(name: "304 refreshes a stored entry", request: get(), status: 304, headers: [], hasStored: true, mode: .active, expected: .refresh),
+        .init(name: "304 without entry leaves", request: get(), status: 304, headers: [], hasStored: false, mode: .active, expected: .leave),
+        .init(name: "404 removes", request: get(), status: 404, headers: [], hasStored: true, mode: .active, expected: .remove),
+        .init(name: "410 removes", request: get(), status: 410, headers: [], hasStored: true, mode: .active, expected: .remove),
+        .init(name: "500 leaves", request: get(), status: 500, headers: [], hasStored: true, mode: .active, expected: .leave),
+        .init(name: "401 leaves", request: get(), status: 401, headers: [], hasStored: true, mode: .active, expected: .leave),
+        .init(name: "response no-store removes the superseded entry", request: get(), status: 200,
+              headers: [.init(name: "Cache-Control", value: "private, no-store")], hasStored: true, mode: .active, expected: .remove),
+        .init(name: "response no-store without entry leaves", request: get(), status: 200,
+              headers: [.init(name: "CACHE-CONTROL", value: "no-store")], hasStored: false, mode: .active, expected: .leave),
+        .init(name: "no-cache is not no-store", request: get(), status: 200,
+              headers: [.init(name: "Cache-Control", value: "no-cache")], hasStored: false, mode: .active, expected: .store),
+        .init(name: "request no-store is not stored", request: get([.init(name: "Cache-Control", value: "no-store")]), status: 200,
+              headers: [], hasStored: false, mode: .active, expected: .leave),
+        .init(name: "passive never changes the cache", request: get(), status: 404, headers: [], hasStored: true, mode: .passive, expected: .leave),
+        .init(name: "POST never touches the cache", request: CacheRequest(method: "POST"), status: 201, headers: [], hasStored: true, mode: .active, expected: .leave),
+        .init(name: "DELETE 404 never touches the cache", request: CacheRequest(method: "DELETE"), status: 404, headers: [], hasStored: true, mode: .active, expected: .leave),
+        .init(name: "useCache=false never stores", request: get(useCache: false), status: 200, headers: [], hasStored: false, mode: .active, expected: .leave),
+    ]
+
+    @Test(arguments: actions)
+    func action(_ testCase: ActionCase) {
+        let action = CachePolicy.action(
+            for: testCase.request, status: testCase.status, headers: testCase.headers,
+            hasStoredEntry: testCase.hasStored, mode: testCase.mode)
+        #expect(action == testCase.expected)
+    }
+
+    @Test func cacheabilityAndDirectives() {
+        #expect(CachePolicy.isCacheable(get()))
+        #expect(CachePolicy.isCacheable(CacheRequest(method: "get")))
+        #expect(!CachePolicy.isCacheable(CacheRequest(method: "PUT")))
+        #expect(!CachePolicy.isCacheable(get(useCache: false)))
+        #expect(CachePolicy.hasDirective("no-store", in: [.init(name: "Cache-Control", value: "max-age=5, No-Store")]))
+        #expect(!CachePolicy.hasDirective("no-store", in: [.init(name: "X-Cache-Control", value: "no-store")]))
+        #expect(!CachePolicy.hasDirective("no-store", in: [.init(name: "Cache-Control", value: "no-storage")]))
+    }
+
+    @Test func entriesNeverHoldCredentials() {
+        var entry = CacheEntry(status: 200, headers: [
+            .init(name: "Authorization", value: "Basic c2VjcmV0"),
+            .init(name: "cookie", value: "a=b"),
+            .init(name: "Set-Cookie", value: "session=1"),
+            .init(name: "PROXY-AUTHORIZATION", value: "x"),
+            .init(name: "ETag", value: "\"e\""),
+        ], payload: Data())
+        #expect(entry.headers == [.init(name: "ETag", value: "\"e\"")])
+        entry.headers.append(.init(name: "Set-Cookie", value: "later=1"))
+        #expect(entry.headers == [.init(name: "ETag", value: "\"e\"")])
+        #expect(entry.etag == "\"e\"")
+        #expect(entry.lastModified == nil)
+        #expect(entry.payload.isEmpty)
+    }
+}
