@@ -1,1 +1,0 @@
-// ODataQuery: see README.md for what this module does; its issue builds it out.

@@ -1,0 +1,356 @@
+public import ODataCore
+
+/// The query options of one OData request, parsed: system options as trees, custom options and
+/// parameter aliases kept in order.
+///
+/// ```swift
+/// let options = try QueryOptions.parse("$filter=Price%20gt%205&$orderby=Name&$top=10")
+/// let result = try QueryEvaluator.apply(options, to: products)
+/// ```
+public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
+    /// `$filter`.
+    public var filter: FilterExpression?
+    /// `$orderby`.
+    public var orderBy: OrderBy?
+    /// `$select`.
+    public var select: Select?
+    /// `$expand`.
+    public var expand: Expand?
+    /// `$top`.
+    public var top: Int?
+    /// `$skip`.
+    public var skip: Int?
+    /// `$count` (`true` asks for the total count).
+    public var count: Bool?
+    /// `$search`.
+    public var search: SearchExpression?
+    /// `$levels` (meaningful inside `$expand`).
+    public var levels: ExpandLevels?
+    /// `$skiptoken`, opaque.
+    public var skipToken: String?
+    /// `$deltatoken`, opaque.
+    public var deltaToken: String?
+    /// Other system options this module does not interpret (`$format`, `$apply`, `$compute`,
+    /// `$schemaversion`, `$index`, `$id`), by lowercase name, values percent-decoded.
+    public var otherSystemOptions: [String: String]
+    /// Custom options (names not starting with `$` or `@`), in order, percent-decoded.
+    public var customOptions: [CustomOption]
+    /// Parameter alias values (`@p=5` → `["p": "5"]`), percent-decoded; already substituted
+    /// into ``filter`` and ``orderBy``.
+    public var aliases: [String: String]
+
+    /// A custom query option.
+    public struct CustomOption: Sendable, Hashable {
+        /// The option's name.
+        public var name: String
+        /// The option's value (empty when written without `=`).
+        public var value: String
+
+        /// Creates a custom option.
+        /// - Parameters:
+        ///   - name: the name.
+        ///   - value: the value.
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Creates empty options.
+    public init() {
+        otherSystemOptions = [:]
+        customOptions = []
+        aliases = [:]
+    }
+
+    static let uninterpreted: Set<String> = ["$format", "$apply", "$compute", "$schemaversion", "$index", "$id"]
+
+    /// Parses a URL query string.
+    ///
+    /// Names and values are percent-decoded as RFC 3986 says (`+` stays a plus). System option
+    /// names are case-insensitive and may be given once. Error offsets are UTF-8 offsets into the
+    /// percent-decoded value of the option named in the message.
+    /// - Parameter rawQuery: the query, with or without the leading `?`.
+    /// - Returns: the options.
+    /// - Throws: ``ODataError`` `.invalidQueryOption` naming the option and what was wrong in it.
+    public static func parse(_ rawQuery: String) throws(ODataError) -> QueryOptions {
+        var query = Substring(rawQuery)
+        if query.hasPrefix("?") { query = query.dropFirst() }
+        var pairs: [(name: String, value: String)] = []
+        for part in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = try decode(String(pieces[0]), option: String(pieces[0]))
+            let value = pieces.count > 1 ? try decode(String(pieces[1]), option: name) : ""
+            pairs.append((name, value))
+        }
+        return try build(pairs, nested: false, baseOffsets: nil)
+    }
+
+    static func decode(_ text: String, option: String) throws(ODataError) -> String {
+        do {
+            return try PercentDecoding.decodeString(text)
+        } catch {
+            throw ODataError(.invalidQueryOption, "in \(option): \(error.message)", offset: error.offset)
+        }
+    }
+
+    /// Builds options from decoded name/value pairs; nested options carry their value offsets.
+    static func build(_ pairs: [(name: String, value: String)], nested: Bool, baseOffsets: [Int]?) throws(ODataError) -> QueryOptions {
+        var options = QueryOptions()
+        for (name, value) in pairs where name.hasPrefix("@") {
+            let alias = String(name.dropFirst())
+            guard !alias.isEmpty else { throw ODataError(.invalidQueryOption, "empty parameter alias name") }
+            options.aliases[alias] = value
+        }
+        var seen: Set<String> = []
+        for (index, pair) in pairs.enumerated() {
+            let base = baseOffsets?[index] ?? 0
+            let nameOffset = baseOffsets == nil ? 0 : base - pair.name.utf8.count - 1
+            func wrap(_ error: ODataError, _ option: String) -> ODataError {
+                let prefix = "in \(option): "
+                let message = error.message.hasPrefix(prefix) ? error.message : prefix + error.message
+                return ODataError(.invalidQueryOption, message, offset: (error.offset ?? 0) + base)
+            }
+            if pair.name.hasPrefix("@") { continue }
+            guard pair.name.hasPrefix("$") else {
+                if nested {
+                    throw ODataError(.invalidQueryOption, "unknown nested option '\(pair.name)'", offset: nameOffset)
+                }
+                options.customOptions.append(CustomOption(pair.name, pair.value))
+                continue
+            }
+            let name = pair.name.lowercased()
+            guard seen.insert(name).inserted else {
+                throw ODataError(.invalidQueryOption, "\(name) given more than once", offset: nameOffset)
+            }
+            let value = pair.value
+            do throws(ODataError) {
+                switch name {
+                case "$filter":
+                    options.filter = try FilterExpression.parse(value, aliases: options.aliases)
+                case "$orderby":
+                    options.orderBy = try OrderBy.parse(value, aliases: options.aliases)
+                case "$select":
+                    options.select = try Select.parse(value)
+                case "$expand":
+                    options.expand = try Expand.parse(value)
+                case "$top":
+                    options.top = try nonNegative(value, name)
+                case "$skip":
+                    options.skip = try nonNegative(value, name)
+                case "$count":
+                    switch value {
+                    case "true": options.count = true
+                    case "false": options.count = false
+                    default: throw ODataError(.invalidQueryOption, "expected true or false", offset: 0)
+                    }
+                case "$search":
+                    options.search = try SearchExpression.parse(value)
+                case "$levels":
+                    if value == "max" {
+                        options.levels = .max
+                    } else {
+                        options.levels = .count(try nonNegative(value, name))
+                    }
+                case "$skiptoken":
+                    guard !nested else { throw ODataError(.invalidQueryOption, "not allowed here", offset: 0) }
+                    options.skipToken = value
+                case "$deltatoken":
+                    guard !nested else { throw ODataError(.invalidQueryOption, "not allowed here", offset: 0) }
+                    options.deltaToken = value
+                default:
+                    guard uninterpreted.contains(name) else {
+                        throw ODataError(.invalidQueryOption, "in \(name): unknown system query option", offset: nameOffset)
+                    }
+                    options.otherSystemOptions[name] = value
+                }
+            } catch {
+                if error.message.hasSuffix("unknown system query option") { throw error }
+                throw wrap(error, name)
+            }
+        }
+        return options
+    }
+
+    static func nonNegative(_ value: String, _ name: String) throws(ODataError) -> Int {
+        guard !value.isEmpty, value.utf8.allSatisfy(Lexer.isDigit), let n = Int(value) else {
+            throw ODataError(.invalidQueryOption, "expected a non-negative integer, found '\(value)'", offset: 0)
+        }
+        return n
+    }
+
+    /// The options as a query string, system options first in a fixed order, then aliases and
+    /// custom options; values are not percent-encoded (see ``queryString``).
+    public var description: String {
+        pairs(nested: false).map { $0.name + "=" + $0.value }.joined(separator: "&")
+    }
+
+    /// The options as a percent-encoded URL query string, without the leading `?`.
+    public var queryString: String {
+        pairs(nested: false).map { QueryOptions.encode($0.name) + "=" + QueryOptions.encode($0.value) }
+            .joined(separator: "&")
+    }
+
+    /// Nested form: `$filter=…;$top=1`.
+    var nestedDescription: String {
+        pairs(nested: true).map { $0.name + "=" + $0.value }.joined(separator: ";")
+    }
+
+    func pairs(nested: Bool) -> [(name: String, value: String)] {
+        var result: [(String, String)] = []
+        if let filter { result.append(("$filter", filter.description)) }
+        if let search { result.append(("$search", search.description)) }
+        if let orderBy { result.append(("$orderby", orderBy.description)) }
+        if let select { result.append(("$select", select.description)) }
+        if let expand { result.append(("$expand", expand.description)) }
+        if let skip { result.append(("$skip", String(skip))) }
+        if let top { result.append(("$top", String(top))) }
+        if let count { result.append(("$count", count ? "true" : "false")) }
+        if let levels { result.append(("$levels", levels.description)) }
+        if let skipToken { result.append(("$skiptoken", skipToken)) }
+        if let deltaToken { result.append(("$deltatoken", deltaToken)) }
+        for name in otherSystemOptions.keys.sorted() { result.append((name, otherSystemOptions[name]!)) }
+        for name in aliases.keys.sorted() { result.append(("@" + name, aliases[name]!)) }
+        for option in customOptions { result.append((option.name, option.value)) }
+        return result
+    }
+
+    /// Percent-encodes everything but RFC 3986 unreserved characters and a few safe sub-delimiters.
+    static func encode(_ text: String) -> String {
+        var out: [UInt8] = []
+        let hex = Array("0123456789ABCDEF".utf8)
+        for b in text.utf8 {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"),
+                UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: ","), UInt8(ascii: "'"), UInt8(ascii: "/"),
+                UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "*"):
+                out.append(b)
+            default:
+                out.append(UInt8(ascii: "%"))
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 0xF)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// The shared item syntax of `$select` and `$expand`: comma-separated paths with optional
+/// `/$ref` or `/$count` and `(nested;options)`.
+enum OptionSyntax {
+    struct ParsedItem {
+        var path: [String]
+        var isRef = false
+        var isCount = false
+        var options: QueryOptions?
+    }
+
+    /// Splits at `separator` outside quotes and parentheses; returns pieces with start offsets.
+    static func split(_ bytes: ArraySlice<UInt8>, at separator: UInt8, base: Int, option: String) throws(ODataError) -> [(ArraySlice<UInt8>, Int)] {
+        var pieces: [(ArraySlice<UInt8>, Int)] = []
+        var depth = 0
+        var inString = false
+        var start = bytes.startIndex
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let b = bytes[index]
+            if inString {
+                if b == UInt8(ascii: "'") { inString = false }
+            } else if b == UInt8(ascii: "'") {
+                inString = true
+            } else if b == UInt8(ascii: "(") {
+                depth += 1
+                if depth > ExpressionParser.maximumDepth {
+                    throw ODataError(.invalidQueryOption, "in \(option): nested deeper than \(ExpressionParser.maximumDepth) levels", offset: base + index)
+                }
+            } else if b == UInt8(ascii: ")") {
+                depth -= 1
+                if depth < 0 {
+                    throw ODataError(.invalidQueryOption, "in \(option): unbalanced ')'", offset: base + index)
+                }
+            } else if b == separator && depth == 0 {
+                pieces.append((bytes[start..<index], base + start))
+                start = index + 1
+            }
+            index += 1
+        }
+        if inString { throw ODataError(.invalidQueryOption, "in \(option): unterminated string literal", offset: base + bytes.endIndex) }
+        if depth > 0 { throw ODataError(.invalidQueryOption, "in \(option): expected ')'", offset: base + bytes.endIndex) }
+        pieces.append((bytes[start..<bytes.endIndex], base + start))
+        return pieces
+    }
+
+    static func items(_ text: String, base: Int, option: String, allowsRef: Bool) throws(ODataError) -> [ParsedItem] {
+        let bytes = Array(text.utf8)
+        var result: [ParsedItem] = []
+        for (piece, offset) in try split(bytes[...], at: UInt8(ascii: ","), base: 0, option: option) {
+            result.append(try item(piece, offset: offset, option: option, allowsRef: allowsRef, all: bytes))
+        }
+        return result
+    }
+
+    static func item(_ piece: ArraySlice<UInt8>, offset: Int, option: String, allowsRef: Bool, all: [UInt8]) throws(ODataError) -> ParsedItem {
+        func fail(_ message: String, _ at: Int) -> ODataError {
+            ODataError(.invalidQueryOption, "in \(option): \(message)", offset: at)
+        }
+        var slice = piece
+        while let first = slice.first, Lexer.isSpace(first) { slice = slice.dropFirst() }
+        while let last = slice.last, Lexer.isSpace(last) { slice = slice.dropLast() }
+        guard !slice.isEmpty else { throw fail("expected a path", offset) }
+        var pathEnd = slice.endIndex
+        var nested: ArraySlice<UInt8>?
+        if let open = slice.firstIndex(of: UInt8(ascii: "(")) {
+            guard slice.last == UInt8(ascii: ")") else { throw fail("expected ',' or the end after ')'", slice.endIndex) }
+            pathEnd = open
+            nested = slice[(open + 1)..<(slice.endIndex - 1)]
+        }
+        let pathText = String(decoding: slice[slice.startIndex..<pathEnd], as: UTF8.self)
+        var segments = pathText.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        var parsed = ParsedItem(path: [])
+        if allowsRef, let last = segments.last, last == "$ref" || last == "$count", segments.count > 1 {
+            parsed.isRef = last == "$ref"
+            parsed.isCount = last == "$count"
+            segments.removeLast()
+        }
+        var position = slice.startIndex
+        for (n, segment) in segments.enumerated() {
+            let valid: Bool
+            if segment == "*" {
+                valid = n == segments.count - 1
+            } else if segment.hasSuffix(".*") {
+                valid = segment.count > 2 && !allowsRef
+            } else {
+                valid = !segment.isEmpty && Lexer.isIdentifierStart(segment.utf8.first!) && segment.utf8.first != 36
+                    && segment.utf8.allSatisfy { Lexer.isIdentifierPart($0) || $0 == UInt8(ascii: ".") }
+            }
+            guard valid else {
+                throw fail(segment.isEmpty ? "expected a property name" : "invalid path segment '\(segment)'", position)
+            }
+            position += segment.utf8.count + 1
+        }
+        parsed.path = segments
+        if let nested {
+            if nested.isEmpty { parsed.options = QueryOptions() } else {
+                var pairs: [(name: String, value: String)] = []
+                var offsets: [Int] = []
+                for (option, optionOffset) in try split(nested, at: UInt8(ascii: ";"), base: 0, option: option) {
+                    guard let eq = option.firstIndex(of: UInt8(ascii: "=")) else {
+                        throw fail("expected '=' in nested option", optionOffset)
+                    }
+                    pairs.append((String(decoding: option[option.startIndex..<eq], as: UTF8.self),
+                        String(decoding: option[(eq + 1)...], as: UTF8.self)))
+                    offsets.append(eq + 1)
+                }
+                do {
+                    parsed.options = try QueryOptions.build(pairs, nested: true, baseOffsets: offsets)
+                } catch {
+                    // Nested errors name the nested option; offsets are already in this value.
+                    throw ODataError(.invalidQueryOption, "in \(option): \(error.message)", offset: error.offset)
+                }
+            }
+        }
+        _ = all
+        return parsed
+    }
+}
