@@ -55,7 +55,10 @@ let package = Package(
         .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "TechnicalCache"]),
         .target(
             name: "OfflineStore",
-            dependencies: ["ODataCore", "CurlHTTP", "LMDB", "TechnicalCache", "ODataQuery"]
+            dependencies: [
+                "ODataCore", "CurlHTTP", "LMDB", "TechnicalCache", "ODataQuery",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
 
         // The fixture producer: a non-product library for tests plus its executable.

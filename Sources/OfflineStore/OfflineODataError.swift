@@ -71,13 +71,4 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     /// `code (number): message`.
     public var description: String { "\(code) (\(code.number)): \(message)" }
 
-    /// Lets callers write `catch OfflineODataError.storeLocked`-style patterns via `~=` on the code.
-    ///
-    /// - Parameters:
-    ///   - pattern: The code to match.
-    ///   - error: The thrown error.
-    /// - Returns: Whether `error` is an ``OfflineODataError`` with that code.
-    public static func ~= (pattern: Code, error: any Error) -> Bool {
-        (error as? OfflineODataError)?.code == pattern
-    }
 }

@@ -1,4 +1,4 @@
-public import CurlHTTP
+import CurlHTTP
 import Foundation
 public import ODataCore
 
@@ -74,7 +74,7 @@ public actor OfflineODataProvider {
         }
         do {
             _ = try ParsedQuery(definingQuery.query, serviceRoot: serviceRoot, checkDefiningQuery: true)
-        } catch let error as OfflineODataError {
+        } catch {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': \(error.message)")
         }
         if let model = store.map({ _ in self.model }), let set = try? ParsedQuery(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,

@@ -34,15 +34,19 @@ final class EntityStore: Sendable {
         } catch {
             throw OfflineODataError(.storage, "cannot open the store at \(directory): \(error)")
         }
+        let environment = self.environment
         do {
-            (meta, entities, queue) = try environment.write { txn in
+            let (metaDB, entitiesDB, queueDB) = try environment.write { txn in
                 guard let meta = try txn.openDatabase(named: "meta"), let entities = try txn.openDatabase(named: "entities"),
                       let queue = try txn.openDatabase(named: "queue")
                 else { throw OfflineODataError(.storage, "cannot create the store's databases") }
                 return (meta, entities, queue)
             }
-            let stored = try environment.read { txn in try txn.value(forKey: Self.keyCheckKey, in: meta) }
-            cipher = try Self.keyCheck(stored: stored, parameters: parameters, directory: directory, environment: environment, meta: meta)
+            let stored = try environment.read { txn in try txn.value(forKey: Self.keyCheckKey, in: metaDB) }
+            cipher = try Self.keyCheck(stored: stored, parameters: parameters, directory: directory, environment: environment, meta: metaDB)
+            meta = metaDB
+            entities = entitiesDB
+            queue = queueDB
         } catch {
             environment.close()
             throw error

@@ -24,7 +24,7 @@ struct EntityRecord: Sendable, Hashable {
     var original: JSONObject?
     var links: JSONObject
 
-    var reference: String { set + key }
+    var reference: String { self.set + self.key }
     var isVisible: Bool { state != .deleted }
 
     func encoded() -> [UInt8] {

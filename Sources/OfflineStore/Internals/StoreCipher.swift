@@ -7,7 +7,7 @@ import TechnicalCache
 /// stored in plaintext. With encryption disabled it stores plaintext and plain hashes.
 struct StoreCipher: Sendable {
     private let sealer: Sealer?
-    private let hashKey: SymmetricKey?
+    private let hashKey: [UInt8]?
 
     /// The material wrapped in the key-check record: 32 bytes sealing key, 32 bytes hash key.
     static func randomSecret() -> Data {
@@ -25,7 +25,7 @@ struct StoreCipher: Sendable {
         }
         guard secret.count == 64 else { throw OfflineODataError(.storage, "the store's key material has \(secret.count) bytes, expected 64") }
         sealer = Sealer(key: try SealingKey(bytes: secret.prefix(32)))
-        hashKey = SymmetricKey(data: secret.suffix(32))
+        hashKey = Array(secret.suffix(32))
     }
 
     var isEncrypted: Bool { sealer != nil }
@@ -48,7 +48,7 @@ struct StoreCipher: Sendable {
     func hash(_ text: String, count: Int = 16) -> [UInt8] {
         let data = Data(text.utf8)
         if let hashKey {
-            return Array(HMAC<SHA256>.authenticationCode(for: data, using: hashKey)).prefix(count).map { $0 }
+            return Array(HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: hashKey))).prefix(count).map { $0 }
         }
         return Array(SHA256.hash(data: data)).prefix(count).map { $0 }
     }
