@@ -20,6 +20,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C bridges: only these two modules' Swift wrappers import C.
@@ -64,8 +68,15 @@ let package = Package(
         // The fixture producer: a non-product library for tests plus its executable.
         .target(
             name: "ODataFixtures",
-            dependencies: ["ODataCore", "ODataQuery"],
-            path: "Fixtures/Sources/ODataFixtures"
+            dependencies: [
+                "ODataCore", "ODataQuery", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Fixtures",
+            exclude: ["Sources/odata-fixture-server"],
+            sources: ["Sources/ODataFixtures"],
+            resources: [.copy("Data")]
         ),
         .executableTarget(
             name: "odata-fixture-server",

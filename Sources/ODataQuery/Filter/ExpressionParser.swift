@@ -85,7 +85,8 @@ struct ExpressionParser {
 
     /// Parses operators of at least `minimum` precedence; returns the tree and its height.
     mutating func parseExpression(minimum: Int, depth: Int) throws(ODataError) -> (FilterExpression, Int) {
-        var (lhs, height) = try parseUnary(depth: depth)
+        // The right side of `has` and `in` is a primary expression: no unary operator there.
+        var (lhs, height) = minimum > 8 ? try parsePrimary(depth: depth) : try parseUnary(depth: depth)
         while let op = binaryOperator(token), op.precedence >= minimum {
             guard token.spaceBefore else {
                 throw error("expected whitespace before '\(op.rawValue)'", at: token.start)
@@ -270,6 +271,9 @@ struct ExpressionParser {
     }
 
     mutating func parseCall(_ name: String, start: Token, depth: Int) throws(ODataError) -> (FilterExpression, Int) {
+        if name == "not" || BinaryOperator(rawValue: name) != nil {
+            throw error("'\(name)' is an operator, not a function", at: start.start)
+        }
         let open = token
         try advance()
         var arguments: [FilterExpression] = []

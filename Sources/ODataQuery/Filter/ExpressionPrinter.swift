@@ -25,7 +25,7 @@ enum ExpressionPrinter {
             out += "@" + name
         case .unary(let op, let operand):
             out += op == .not ? "not " : "-"
-            let needsParens = precedence(operand) < 7 || (op == .negate && startsWithMinus(operand))
+            let needsParens = precedence(operand) < 7 || (op == .negate && (isLiteral(operand) || startsWithMinus(operand)))
             printOperand(operand, parenthesized: needsParens, into: &out)
         case .binary(let op, let lhs, let rhs):
             let p = op.precedence
@@ -61,15 +61,23 @@ enum ExpressionPrinter {
         }
     }
 
+    private static func isLiteral(_ expression: FilterExpression) -> Bool {
+        if case .literal = expression { return true }
+        return false
+    }
+
     private static func isList(_ expression: FilterExpression) -> Bool {
         if case .list = expression { return true }
         return false
     }
 
+    /// Whether the operand's text would merge with a leading minus into one literal (`-5`, `-INF`,
+    /// a negative-year date).
     private static func startsWithMinus(_ expression: FilterExpression) -> Bool {
         var text = ""
         print(expression, into: &text)
-        return text.hasPrefix("-")
+        guard let first = text.utf8.first else { return false }
+        return first == UInt8(ascii: "-") || Lexer.isDigit(first) || text.hasPrefix("INF")
     }
 
     private static func printOperand(_ expression: FilterExpression, parenthesized: Bool, into out: inout String) {

@@ -1,1 +1,0 @@
-// The fixture producer; its issue builds it out.

@@ -1,0 +1,205 @@
+import Foundation
+import HTTPTypes
+import ODataCore
+import Testing
+
+@testable import ODataFixtures
+
+private func jsonRequest(_ method: HTTPRequest.Method, _ path: String, _ body: String) -> ODataRequest {
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json"
+    return ODataRequest(method: method, resourcePath: path, headerFields: headers, body: Data(body.utf8))
+}
+
+/// Sends a batch encoded by ODataCore's codec and decodes the answer with it.
+private func send(_ batch: BatchRequest, to server: FixtureServer, json: Bool = false) async throws -> (CurlResult, BatchResponse) {
+    let body: Data
+    let contentType: String
+    if json {
+        body = try JSONBatch.encode(batch)
+        contentType = JSONBatch.contentType
+    } else {
+        (body, contentType) = try MultipartBatch.encode(batch)
+    }
+    let result = try await Curl.run(
+        "POST", server.serviceRoot + "$batch", headers: ["Content-Type": contentType],
+        body: String(decoding: body, as: UTF8.self))
+    #expect(result.status == 200)
+    let responseType = try #require(result.headers["content-type"])
+    let decoded = json
+        ? try JSONBatch.decodeResponse(Data(result.body))
+        : try MultipartBatch.decodeResponse(Data(result.body), contentType: responseType)
+    return (result, decoded)
+}
+
+@Suite struct BatchTests {
+    @Test(arguments: [false, true])
+    func changeSetWithContentIDReference(json: Bool) async throws {
+        try await withServer { server in
+            let batch = BatchRequest(parts: [
+                .request(.get("Customers('ALFKI')")),
+                .changeSet([
+                    .init(contentID: "1", request: jsonRequest(.post, "Customers", #"{"CustomerID":"NEWC1","CompanyName":"New"}"#)),
+                    .init(contentID: "2", request: jsonRequest(.post, "$1/Orders", #"{"ShipCity":"Paris"}"#)),
+                    .init(contentID: "3", request: jsonRequest(.patch, "$1", #"{"City":"Lyon"}"#)),
+                ]),
+                .request(.get("Customers('NEWC1')/Orders/$count")),
+            ])
+            let (_, response) = try await send(batch, to: server, json: json)
+            let all = response.allResponses
+            #expect(all.map(\.statusCode) == [200, 201, 201, 204, 200])
+            #expect(try all[0].json()["CustomerID"] == "ALFKI")
+            #expect(try all[2].json()["CustomerID"] == "NEWC1")
+            #expect(String(decoding: all[4].payload, as: UTF8.self) == "1")
+            #expect(try await Curl.run(server.serviceRoot + "Customers('NEWC1')").json()["City"] == "Lyon")
+            #expect(server.counters.executions(method: "POST", path: "$batch") == 1)
+            #expect(server.counters.executions(method: "POST", path: "Customers") == 1)
+            #expect(server.counters.executions(method: "POST", path: "Customers('NEWC1')/Orders") == 1)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func failingChangeSetRollsBackAsAWhole(json: Bool) async throws {
+        try await withServer { server in
+            let batch = BatchRequest(parts: [
+                .changeSet([
+                    .init(contentID: "a", request: jsonRequest(.post, "Customers", #"{"CustomerID":"ROLL1","CompanyName":"Gone"}"#)),
+                    .init(contentID: "b", request: jsonRequest(.patch, "Customers('ANATR')", #"{"City":"Nowhere"}"#)),
+                    .init(contentID: "c", request: jsonRequest(.post, "Customers", #"{"CustomerID":"ALFKI","CompanyName":"Duplicate"}"#)),
+                ]),
+                .request(.get("Customers('ROLL1')")),
+                .changeSet([
+                    .init(contentID: "d", request: jsonRequest(.post, "Customers", #"{"CustomerID":"KEEP1","CompanyName":"Kept"}"#))
+                ]),
+            ])
+            let (_, response) = try await send(batch, to: server, json: json)
+            #expect(response.parts.count == 3)
+            guard case .response(let failure, let contentID) = response.parts[0] else {
+                Issue.record("a failed change set is answered by one error response")
+                return
+            }
+            #expect(failure.statusCode == 409)
+            #expect(contentID == "c")
+            #expect(failure.serviceError?.code == "Conflict")
+            #expect(response.allResponses[1].statusCode == 404)  // the rolled-back create is not visible
+            #expect(response.allResponses[2].statusCode == 201)
+            #expect(try await Curl.run(server.serviceRoot + "Customers('ROLL1')").status == 404)
+            #expect(try await Curl.run(server.serviceRoot + "Customers('ANATR')").json()["City"] == "México D.F.")
+            #expect(try await Curl.run(server.serviceRoot + "Customers('KEEP1')").status == 200)
+        }
+    }
+
+    @Test func malformedBatchIs400() async throws {
+        try await withServer { server in
+            let result = try await Curl.run(
+                "POST", server.serviceRoot + "$batch", headers: ["Content-Type": "multipart/mixed; boundary=x"], body: "garbage")
+            #expect(result.status == 400)
+            #expect(try result.errorCode() == "BadRequest")
+            let json = try await Curl.run(
+                "POST", server.serviceRoot + "$batch", headers: ["Content-Type": "application/json"], body: #"{"requests":5}"#)
+            #expect(json.status == 400)
+            #expect(try await Curl.run(server.serviceRoot + "$batch").status == 405)
+        }
+    }
+}
+
+@Suite struct DeltaTests {
+    @Test func deltaAfterUpdateDeleteAndCreate() async throws {
+        try await withServer { server in
+            let initial = try await Curl.run(server.serviceRoot + "Customers", headers: ["Prefer": "odata.track-changes"])
+            #expect(initial.headers["preference-applied"]?.contains("odata.track-changes") == true)
+            #expect(try initial.values().count == 91)
+            let deltaLink = try #require(try initial.json()["@odata.deltaLink"]?.stringValue)
+            #expect(try initial.json()["@odata.nextLink"] == nil)
+
+            let nothing = try await Curl.run(deltaLink)
+            #expect(nothing.status == 200)
+            #expect(try nothing.values().isEmpty)
+
+            #expect(try await Curl.run("PATCH", server.serviceRoot + "Customers('ANATR')", headers: ["Content-Type": "application/json"], body: #"{"City":"Puebla"}"#).status == 204)
+            #expect(try await Curl.run("DELETE", server.serviceRoot + "Customers('FISSA')").status == 204)
+            try server.mutate { data in
+                try data.insert(["CustomerID": "DELT1", "CompanyName": "Delta"], into: "Customers")
+            }
+            let delta = try await Curl.run(deltaLink)
+            #expect(delta.status == 200)
+            let values = try delta.values()
+            #expect(values.count == 3)
+            let changed = values.first { $0["CustomerID"] == "ANATR" && $0["@removed"] == nil }
+            #expect(changed?["City"] == "Puebla")
+            let removed = try #require(values.first { $0["@removed"] != nil })
+            #expect(removed["@removed"]?["reason"] == "deleted")
+            #expect(removed["@id"] == "Customers('FISSA')")
+            #expect(removed["CustomerID"] == "FISSA")
+            #expect(values.contains { $0["CustomerID"] == "DELT1" })
+            #expect(try delta.json()["@odata.context"]?.stringValue?.hasSuffix("$metadata#Customers/$delta") == true)
+
+            // The new delta link starts after these changes.
+            let next = try #require(try delta.json()["@odata.deltaLink"]?.stringValue)
+            #expect(next != deltaLink)
+            #expect(try await Curl.run(next).values().isEmpty)
+        }
+    }
+
+    @Test func filteredDeltaReportsEntitiesLeavingTheFilter() async throws {
+        try await withServer { server in
+            let initial = try await Curl.run(
+                server.serviceRoot + "Customers?$filter=Country%20eq%20'Germany'", headers: ["Prefer": "odata.track-changes"])
+            #expect(try initial.values().count == 11)
+            let deltaLink = try #require(try initial.json()["@odata.deltaLink"]?.stringValue)
+            #expect(deltaLink.contains("$filter="))
+            try server.mutate { data in
+                try data.update(in: "Customers", key: ["CustomerID": "ALFKI"], changes: ["Country": "Austria"])
+                try data.update(in: "Customers", key: ["CustomerID": "ANATR"], changes: ["City": "Toluca"])  // not German: absent
+                try data.update(in: "Customers", key: ["CustomerID": "BLAUS"], changes: ["City": "Heidelberg"])
+            }
+            let values = try await Curl.run(deltaLink).values()
+            #expect(values.count == 2)
+            #expect(values.first { $0["CustomerID"] == "ALFKI" }?["@removed"]?["reason"] == "changed")
+            #expect(values.first { $0["CustomerID"] == "BLAUS" }?["City"] == "Heidelberg")
+        }
+    }
+
+    @Test func pagedTrackingPutsTheDeltaLinkOnTheLastPage() async throws {
+        try await withServer { server in
+            var url: String? = server.serviceRoot + "Orders"
+            var deltaLink: String?
+            var pages = 0
+            while let next = url {
+                let page = try await Curl.run(next, headers: ["Prefer": "odata.track-changes,odata.maxpagesize=400"])
+                url = try page.json()["@odata.nextLink"]?.stringValue
+                deltaLink = try page.json()["@odata.deltaLink"]?.stringValue
+                pages += 1
+                #expect((url == nil) == (deltaLink != nil))
+            }
+            #expect(pages == 3)
+            #expect(deltaLink != nil)
+        }
+    }
+
+    @Test func unknownOrExpiredTokensAre410() async throws {
+        try await withServer { server in
+            let unknown = try await Curl.run(server.serviceRoot + "Customers?$deltatoken=nonsense")
+            #expect(unknown.status == 410)
+            #expect(try unknown.errorCode() == "DeltaTokenExpired")
+
+            let initial = try await Curl.run(server.serviceRoot + "Regions", headers: ["Prefer": "odata.track-changes"])
+            let deltaLink = try #require(try initial.json()["@odata.deltaLink"]?.stringValue)
+            #expect(try await Curl.run(deltaLink).status == 200)
+
+            // A token of another server instance is unknown here.
+            try await withServer { (other: FixtureServer) async throws -> Void in
+                let foreign = deltaLink.replacingOccurrences(of: server.serviceRoot, with: other.serviceRoot)
+                #expect(try await Curl.run(foreign).status == 410)
+            }
+
+            server.expireDeltaTokens()
+            #expect(try await Curl.run(deltaLink).status == 410)
+            let fresh = try await Curl.run(server.serviceRoot + "Regions", headers: ["Prefer": "odata.track-changes"])
+            let freshLink = try #require(try fresh.json()["@odata.deltaLink"]?.stringValue)
+            #expect(try await Curl.run(freshLink).status == 200)
+            server.resetData()
+            #expect(try await Curl.run(freshLink).status == 410)
+        }
+    }
+}
