@@ -45,9 +45,10 @@ struct LocalQuery: NavigationResolver {
         return object
     }
 
-    /// The visible records of a set in their natural order (download order, then creation order).
+    /// The visible records of a set in their natural order (key order, as a producer gives them).
     func visibleRecords(in set: String) throws -> [EntityRecord] {
-        try store.records(in: set).values.filter(\.isVisible).sorted { $0.order < $1.order }
+        guard let type = model.entityType(ofSet: set) else { return [] }
+        return try store.visibleRecords(in: set, type: type)
     }
 
     func record(reference: String) throws -> EntityRecord? {

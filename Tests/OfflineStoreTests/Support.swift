@@ -155,3 +155,12 @@ func filesContain(_ directory: String, _ needle: String) throws -> Bool {
     }
     return false
 }
+
+/// Where two entity lists first differ, or nil when they are equal (short, for test messages).
+func difference(_ local: [JSONObject], _ expected: [JSONObject]) -> String? {
+    if local.count != expected.count { return "\(local.count) entities locally, \(expected.count) expected" }
+    for (index, pair) in zip(local, expected).enumerated() where pair.0 != pair.1 {
+        return "entity \(index) differs: local \(JSON.string(.object(pair.0))) expected \(JSON.string(.object(pair.1)))"
+    }
+    return nil
+}

@@ -18,6 +18,7 @@ final class EntityStore: Sendable {
     private let entities: LMDBDatabase
     private let queue: LMDBDatabase
     private let cache = Mutex<[String: [String: EntityRecord]]>([:])
+    private let ordered = Mutex<[String: [EntityRecord]]>([:])
 
     private static let keyCheckKey = Array("keycheck".utf8)
     private static let plaintextMarker = Array("plaintext-store-v1".utf8)
@@ -163,6 +164,33 @@ final class EntityStore: Sendable {
         return loaded
     }
 
+    /// The visible records of a set in key order (the order a producer returns them in),
+    /// cached until the next write to the set.
+    func visibleRecords(in set: String, type: ServiceModel.EntityType) throws -> [EntityRecord] {
+        if let cached = ordered.withLock({ $0[set] }) { return cached }
+        let keys = type.key
+        let sorted = try records(in: set).values.filter(\.isVisible).sorted { lhs, rhs in
+            for key in keys {
+                let order = EntityStore.compare(lhs.entity[key] ?? .null, rhs.entity[key] ?? .null)
+                if order != 0 { return order < 0 }
+            }
+            return lhs.order < rhs.order
+        }
+        ordered.withLock { $0[set] = sorted }
+        return sorted
+    }
+
+    static func compare(_ lhs: JSONValue, _ rhs: JSONValue) -> Int {
+        switch (lhs, rhs) {
+        case (.int(let a), .int(let b)): return a < b ? -1 : (a > b ? 1 : 0)
+        case (.string(let a), .string(let b)): return a < b ? -1 : (a > b ? 1 : 0)
+        case (.double(let a), .double(let b)): return a < b ? -1 : (a > b ? 1 : 0)
+        case (.int(let a), .double(let b)): return Double(a) < b ? -1 : (Double(a) > b ? 1 : 0)
+        case (.double(let a), .int(let b)): return a < Double(b) ? -1 : (a > Double(b) ? 1 : 0)
+        default: return 0
+        }
+    }
+
     /// Every record of every set, tombstones included (for undo and checks).
     func allRecords() throws -> [EntityRecord] {
         try environment.read { txn in
@@ -255,6 +283,11 @@ final class EntityStore: Sendable {
             let result = try body(changes)
             return (result, changes.records, changes.removed.map { [$0.0, $0.1] }, changes.wiped)
         }
+        ordered.withLock { ordered in
+            if wiped { ordered.removeAll() }
+            for pair in removed { ordered[pair[0]] = nil }
+            for record in records { ordered[record.set] = nil }
+        }
         cache.withLock { cache in
             if wiped { cache.removeAll() }
             for pair in removed { cache[pair[0]]?[pair[1]] = nil }
@@ -266,5 +299,6 @@ final class EntityStore: Sendable {
     /// Drops the decoded cache (the next read decodes from LMDB again).
     func dropCache() {
         cache.withLock { $0.removeAll() }
+        ordered.withLock { $0.removeAll() }
     }
 }
