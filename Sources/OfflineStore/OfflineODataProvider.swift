@@ -58,6 +58,23 @@ public actor OfflineODataProvider {
         self.delegate = delegate
     }
 
+    /// The service root of an existing store, read from its (sealed) configuration.
+    ///
+    /// - Parameter parameters: The store's name, path and key.
+    /// - Returns: The service root, or `nil` when no complete store exists there.
+    /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open, `.wrongKey`,
+    ///   `.encryptionMismatch`, `.storage`.
+    public static func storedServiceRoot(parameters: OfflineODataParameters) throws -> String? {
+        try parameters.validate()
+        guard FileManager.default.fileExists(atPath: parameters.storeDirectory + "/data.mdb") else { return nil }
+        let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
+        defer { lock.release() }
+        let store = try EntityStore(directory: parameters.storeDirectory, parameters: parameters)
+        defer { store.close() }
+        guard let (configuration, _) = try store.configuration(), configuration.downloadComplete else { return nil }
+        return configuration.serviceRoot
+    }
+
     // MARK: Defining queries
 
     /// Adds a defining query; it is checked now, and downloaded at the first open.
