@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(name: "ODataStores", path: ".."),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(name: "BenchmarkKit"),
@@ -19,6 +20,15 @@ let package = Package(
                 "BenchmarkKit",
                 .product(name: "CurlHTTP", package: "ODataStores"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        .executableTarget(
+            name: "OfflineBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "OfflineStore", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ]
