@@ -9,6 +9,17 @@ struct LocalQuery: NavigationResolver {
     let model: ServiceModel
 
     static let requestQueueSet = "RequestQueue"
+    static let errorArchiveSet = "ErrorArchive"
+
+    /// The custom functions local filters may call: `inErrorState()` is true for an entity whose
+    /// uploaded request failed (until its ErrorArchive entry is deleted).
+    static let functions: FunctionTable = {
+        var table = FunctionTable()
+        try? table.register("inErrorState", arity: 0...0) { call in
+            .bool(call.entity[EntityRecord.inErrorStateAnnotation]?.boolValue == true)
+        }
+        return table
+    }()
 
     /// Checks a `$filter` value's syntax (for defining queries).
     static func checkFilter(_ text: String) throws(OfflineODataError) {
@@ -29,26 +40,28 @@ struct LocalQuery: NavigationResolver {
 
     /// Runs options over entities.
     static func apply(_ options: QueryOptions, to entities: [JSONObject], navigation: LocalQuery?) throws(OfflineODataError) -> QueryResult {
-        do { return try QueryEvaluator.apply(options, to: entities, navigation: navigation) } catch {
+        do { return try QueryEvaluator.apply(options, to: entities, navigation: navigation, functions: functions) } catch {
             throw OfflineODataError(.invalidRequest, "the query cannot be evaluated: \(error.message)")
         }
     }
 
     // MARK: Records and their JSON
 
-    /// The JSON an entity is read as: its properties, `@odata.id` (its local reference) and `@odata.etag`.
+    /// The JSON an entity is read as.
     static func json(_ record: EntityRecord) -> JSONObject {
-        var object = JSONObject()
-        object.append(.string(record.reference), forKey: "@odata.id")
-        if let etag = record.entity["@odata.etag"] { object.append(etag, forKey: "@odata.etag") }
-        for (name, value) in record.entity where name != "@odata.etag" { object.append(value, forKey: name) }
-        return object
+        record.json
     }
 
     /// The visible records of a set in their natural order (key order, as a producer gives them).
     func visibleRecords(in set: String) throws -> [EntityRecord] {
         guard let type = model.entityType(ofSet: set) else { return [] }
-        return try store.visibleRecords(in: set, type: type)
+        return try store.visibleRecords(in: set, type: type).records
+    }
+
+    /// The JSON of the visible entities of a set, in natural order (cached by the store).
+    func visibleEntities(in set: String) throws -> [JSONObject] {
+        guard let type = model.entityType(ofSet: set) else { return [] }
+        return try store.visibleRecords(in: set, type: type).json
     }
 
     func record(reference: String) throws -> EntityRecord? {

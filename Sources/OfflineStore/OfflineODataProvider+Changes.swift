@@ -193,6 +193,9 @@ extension OfflineODataProvider {
     }
 
     func delete(_ parsed: ParsedQuery, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+        if let first = parsed.path.segments.first, first.name == LocalQuery.errorArchiveSet {
+            return try await deleteErrorEntry(parsed, store: store)
+        }
         let target = try changeTarget(parsed, store: store)
         guard var record = target.record else {
             throw OfflineODataError(.invalidRequest, "DELETE needs one entity; '\(parsed.rawPath)' is a collection")
@@ -216,6 +219,33 @@ extension OfflineODataProvider {
             try changes.putCounters(finalCounters)
         }
         self.counters = finalCounters
+        return ODataResponse(statusCode: 204)
+    }
+
+    /// Deletes an ErrorArchive entry and releases its entity from error state.
+    private func deleteErrorEntry(_ parsed: ParsedQuery, store: EntityStore) async throws -> ODataResponse {
+        let segments = parsed.path.segments
+        guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
+            throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
+        }
+        guard let entry = try store.errorEntries().first(where: { $0["RequestID"]?.intValue == id }) else {
+            throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
+        }
+        let others = try store.errorEntries().filter {
+            $0["RequestID"]?.intValue != id && $0["AffectedEntityReference"] == entry["AffectedEntityReference"]
+        }
+        var record: EntityRecord?
+        if let reference = entry["AffectedEntityReference"]?.stringValue, let open = reference.firstIndex(of: "("),
+           var touched = try store.record(set: String(reference[..<open]), key: String(reference[open...])), others.isEmpty {
+            touched.inErrorState = false
+            touched.isDeleteError = false
+            record = touched
+        }
+        let finalRecord = record
+        try await store.write { changes in
+            try changes.removeError(id)
+            if let finalRecord { try changes.put(finalRecord) }
+        }
         return ODataResponse(statusCode: 204)
     }
 }

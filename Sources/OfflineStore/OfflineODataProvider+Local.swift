@@ -129,12 +129,36 @@ extension OfflineODataProvider {
             }
             return .entity(first.name, entry)
         }
+        if first.name == LocalQuery.errorArchiveSet {
+            let entries = try store.errorEntries()
+            guard let key = first.key else {
+                guard segments.count == 1 else { throw OfflineODataError(.invalidRequest, "address one ErrorArchive entry before '\(segments[1].name)'") }
+                return .collection(first.name, entries)
+            }
+            guard key.count == 1, let id = key[0].value.intValue, key[0].name == nil || key[0].name == "RequestID" else {
+                throw OfflineODataError(.invalidRequest, "an ErrorArchive key is the integer RequestID")
+            }
+            guard let entry = entries.first(where: { $0["RequestID"]?.intValue == id }) else {
+                throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
+            }
+            guard segments.count > 1 else { return .entity(first.name, entry) }
+            guard segments.count == 2, segments[1].name == "AffectedEntity", segments[1].key == nil else {
+                throw OfflineODataError(.invalidRequest, "ErrorArchive entries have one navigation property, AffectedEntity")
+            }
+            guard let reference = entry["AffectedEntityReference"]?.stringValue, let record = try query.record(reference: reference) else {
+                return .nothing
+            }
+            return .entity(record.set, record.json)
+        }
         guard let type = model.entityType(ofSet: first.name) else {
             throw OfflineODataError(.invalidRequest, "'\(first.name)' is not an entity set of this store")
         }
         var set = first.name
         var current: EntityRecord?
         var collection: [EntityRecord]?
+        if first.key == nil && segments.count == 1 {
+            return .collection(set, try query.visibleEntities(in: set))
+        }
         if let key = first.key {
             let canonical = try CanonicalKey.render(predicate: key, type: type, set: set)
             guard let record = try store.record(set: set, key: canonical), record.isVisible else {

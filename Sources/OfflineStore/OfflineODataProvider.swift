@@ -182,6 +182,10 @@ public actor OfflineODataProvider {
         delegate?.offlineODataProvider(self, didChangeState: newState)
     }
 
+    func reportFailure(_ failure: OfflineODataFailedRequest) {
+        delegate?.offlineODataProvider(self, requestDidFail: failure)
+    }
+
     func reportProgress(_ progress: OfflineODataDownloadProgress) {
         delegate?.offlineODataProvider(self, didUpdateDownloadProgress: progress)
     }

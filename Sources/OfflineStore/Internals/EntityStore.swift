@@ -17,8 +17,9 @@ final class EntityStore: Sendable {
     private let meta: LMDBDatabase
     private let entities: LMDBDatabase
     private let queue: LMDBDatabase
+    private let errors: LMDBDatabase
     private let cache = Mutex<[String: [String: EntityRecord]]>([:])
-    private let ordered = Mutex<[String: [EntityRecord]]>([:])
+    private let ordered = Mutex<[String: (records: [EntityRecord], json: [JSONObject])]>([:])
 
     private static let keyCheckKey = Array("keycheck".utf8)
     private static let plaintextMarker = Array("plaintext-store-v1".utf8)
@@ -31,23 +32,24 @@ final class EntityStore: Sendable {
     ///   `.storage` for LMDB failures.
     init(directory: String, parameters: OfflineODataParameters, mapSize: Int = 64 << 20) throws {
         do {
-            environment = try LMDBEnvironment(path: directory, options: .init(mapSize: mapSize, maxDatabases: 4))
+            environment = try LMDBEnvironment(path: directory, options: .init(mapSize: mapSize, maxDatabases: 5))
         } catch {
             throw OfflineODataError(.storage, "cannot open the store at \(directory): \(error)")
         }
         let environment = self.environment
         do {
-            let (metaDB, entitiesDB, queueDB) = try environment.write { txn in
+            let (metaDB, entitiesDB, queueDB, errorsDB) = try environment.write { txn in
                 guard let meta = try txn.openDatabase(named: "meta"), let entities = try txn.openDatabase(named: "entities"),
-                      let queue = try txn.openDatabase(named: "queue")
+                      let queue = try txn.openDatabase(named: "queue"), let errors = try txn.openDatabase(named: "errors")
                 else { throw OfflineODataError(.storage, "cannot create the store's databases") }
-                return (meta, entities, queue)
+                return (meta, entities, queue, errors)
             }
             let stored = try environment.read { txn in try txn.value(forKey: Self.keyCheckKey, in: metaDB) }
             cipher = try Self.keyCheck(stored: stored, parameters: parameters, directory: directory, environment: environment, meta: metaDB)
             meta = metaDB
             entities = entitiesDB
             queue = queueDB
+            errors = errorsDB
         } catch {
             environment.close()
             throw error
@@ -164,9 +166,9 @@ final class EntityStore: Sendable {
         return loaded
     }
 
-    /// The visible records of a set in key order (the order a producer returns them in),
-    /// cached until the next write to the set.
-    func visibleRecords(in set: String, type: ServiceModel.EntityType) throws -> [EntityRecord] {
+    /// The visible records of a set in key order (the order a producer returns them in), and
+    /// their JSON form; cached until the next write to the set.
+    func visibleRecords(in set: String, type: ServiceModel.EntityType) throws -> (records: [EntityRecord], json: [JSONObject]) {
         if let cached = ordered.withLock({ $0[set] }) { return cached }
         let keys = type.key
         let sorted = try records(in: set).values.filter(\.isVisible).sorted { lhs, rhs in
@@ -176,8 +178,9 @@ final class EntityStore: Sendable {
             }
             return lhs.order < rhs.order
         }
-        ordered.withLock { $0[set] = sorted }
-        return sorted
+        let result = (records: sorted, json: sorted.map(\.json))
+        ordered.withLock { $0[set] = result }
+        return result
     }
 
     static func compare(_ lhs: JSONValue, _ rhs: JSONValue) -> Int {
@@ -211,6 +214,22 @@ final class EntityStore: Sendable {
                 var result: [QueuedRequest] = []
                 while let (key, value) = try cursor.next() {
                     result.append(try QueuedRequest.decode(try cipher.open(value, key: key)))
+                }
+                return result
+            }
+        }
+    }
+
+    /// The ErrorArchive entries in request order.
+    func errorEntries() throws -> [JSONObject] {
+        try environment.read { txn in
+            try txn.withCursor(in: errors) { cursor in
+                var result: [JSONObject] = []
+                while let (key, value) = try cursor.next() {
+                    guard let object = (try? JSON.parse(try cipher.open(value, key: key)))?.objectValue else {
+                        throw OfflineODataError(.storage, "an ErrorArchive record is malformed")
+                    }
+                    result.append(object)
                 }
                 return result
             }
@@ -256,12 +275,22 @@ final class EntityStore: Sendable {
             _ = try txn.removeValue(forKey: EntityStore.queueKey(id), in: store.queue)
         }
 
+        func archiveError(_ entry: JSONObject, id: Int64) throws {
+            let key = EntityStore.queueKey(id)
+            try txn.setValue(try store.cipher.seal(JSON.serialize(.object(entry)), key: key), forKey: key, in: store.errors)
+        }
+
+        func removeError(_ id: Int64) throws {
+            _ = try txn.removeValue(forKey: EntityStore.queueKey(id), in: store.errors)
+        }
+
         func clearQueue() throws {
             try txn.removeAll(in: store.queue)
         }
 
         func wipeEntities() throws {
             try txn.removeAll(in: store.entities)
+            try txn.removeAll(in: store.errors)
             records.removeAll()
             removed.removeAll()
             wiped = true

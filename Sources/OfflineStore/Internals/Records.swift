@@ -23,8 +23,26 @@ struct EntityRecord: Sendable, Hashable {
     var entity: JSONObject
     var original: JSONObject?
     var links: JSONObject
+    /// Set when an uploaded request on this entity failed (until its ErrorArchive entry is deleted).
+    var inErrorState = false
+    /// Set when the failed request was a delete: the entity is visible again.
+    var isDeleteError = false
+
+    static let inErrorStateAnnotation = "@com.sap.vocabularies.Offline.v1.inErrorState"
+    static let isDeleteErrorAnnotation = "@com.sap.vocabularies.Offline.v1.isDeleteError"
 
     var reference: String { self.set + self.key }
+
+    /// The JSON an entity is read as: `@odata.id` (its local reference), `@odata.etag`, then its properties.
+    var json: JSONObject {
+        var object = JSONObject()
+        object.append(.string(reference), forKey: "@odata.id")
+        if let etag = entity["@odata.etag"] { object.append(etag, forKey: "@odata.etag") }
+        if inErrorState { object.append(.bool(true), forKey: Self.inErrorStateAnnotation) }
+        if isDeleteError { object.append(.bool(true), forKey: Self.isDeleteErrorAnnotation) }
+        for (name, value) in entity where name != "@odata.etag" { object.append(value, forKey: name) }
+        return object
+    }
     var isVisible: Bool { state != .deleted }
 
     func encoded() -> [UInt8] {
@@ -36,6 +54,8 @@ struct EntityRecord: Sendable, Hashable {
         object.append(.object(entity), forKey: "e")
         if let original { object.append(.object(original), forKey: "g") }
         if !links.isEmpty { object.append(.object(links), forKey: "n") }
+        if inErrorState { object.append(.bool(true), forKey: "er") }
+        if isDeleteError { object.append(.bool(true), forKey: "de") }
         return JSON.serialize(.object(object))
     }
 
@@ -45,7 +65,8 @@ struct EntityRecord: Sendable, Hashable {
               let state = object["st"]?.stringValue.flatMap(EntityState.init(rawValue:)), let entity = object["e"]?.objectValue
         else { throw OfflineODataError(.storage, "a stored entity record is malformed") }
         return EntityRecord(set: set, key: key, order: order, state: state, entity: entity,
-                            original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject())
+                            original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject(),
+                            inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false)
     }
 }
 
