@@ -135,7 +135,7 @@ extension OfflineODataProvider {
             let oldKey = record.key
             record.key = newKey
             record.entity = entity
-            record.state = laterOnEntity ? .updated : .downloaded
+            if record.state != .deleted { record.state = laterOnEntity ? .updated : .downloaded }
             record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
             let newReference = record.reference
             let finalRecord = record

@@ -90,4 +90,41 @@ final class FailureRecorder: OfflineODataDelegate {
         #expect(try await provider.getAll("ErrorArchive").count == 3)
         await provider.close()
     }
+
+    @Test func createUpdateDeleteOfOneEntityAreThreeRequestsInOrder() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Short Lived","Phone":"1"}"#))
+        _ = try await provider.execute(.local("PATCH", "Shippers(-1)", body: #"{"Phone":"2"}"#))
+        _ = try await provider.execute(.local("DELETE", "Shippers(-1)"))
+        #expect(try await provider.pendingRequests().map { $0.properties["Method"]?.stringValue ?? "" } == ["POST", "PATCH", "DELETE"])
+        server.resetCounters()
+        let result = try await provider.upload()
+        #expect(result.sent == 3)
+        #expect(result.failed.isEmpty, "\(result.failed)")
+        #expect(server.counters.executions(method: "POST", path: "Shippers") == 1)
+        // The update and the delete went to the server's key, not the temporary one.
+        let shippers = try server.read { try $0.entities(in: "Shippers") }
+        #expect(shippers.count == 3, "created and deleted again on the producer")
+        #expect(server.counters.executions(method: "PATCH", path: "Shippers(-1)") == 0)
+        #expect(try await provider.getAll("Shippers").count == 3)
+        #expect(try await provider.hasPendingUpload == false)
+    }
+
+    @Test func aStaleETagGives412IntoTheErrorArchive() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        // Someone else changes the customer on the back end after the download.
+        _ = try server.mutate { data in try data.update(in: "Customers", key: ["CustomerID": "BERGS"], changes: ["Phone": "0921-99 99 99"]) }
+        _ = try await provider.execute(.local("PATCH", "Customers('BERGS')", body: #"{"City":"Umeå"}"#))
+        let queued = try await provider.pendingRequests()
+        #expect(queued.count == 1)
+        let result = try await provider.upload()
+        #expect(result.failed.map(\.statusCode) == [412])
+        let archive = try await provider.getAll("ErrorArchive")
+        #expect(archive.map { $0["HTTPStatusCode"] ?? .null } == [412])
+        #expect(archive.first?["Code"] == "PreconditionFailed")
+        #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "BERGS"]) }?["City"] == "Luleå")
+        #expect(try await provider.getAll("Customers?$filter=inErrorState()").map { $0["CustomerID"] } == ["BERGS"])
+    }
 }
