@@ -40,6 +40,11 @@ public struct OfflineODataParameters: Sendable {
     public var httpHeaders: [String: String]
     /// The HTTP transport; `nil` (the default) makes a ``CurlTransport``.
     public var transport: (any HTTPTransport)?
+    /// How often an upload re-sends a request after a transport failure, 408, 429 or 5xx before it
+    /// reports the failure. The default is `3`.
+    public var uploadRetries: Int = 3
+    /// The pause before the first re-send; it doubles for each further one. The default is 100 ms.
+    public var uploadRetryDelay: Duration = .milliseconds(100)
 
     /// Creates parameters; every argument has the default documented on its property.
     ///
@@ -93,6 +98,7 @@ public struct OfflineODataParameters: Sendable {
             throw OfflineODataError(.invalidParameters, "storeName '\(storeName)' must be a non-empty file name without '/'")
         }
         guard !storePath.isEmpty else { throw OfflineODataError(.invalidParameters, "storePath is empty") }
+        guard uploadRetries >= 0 else { throw OfflineODataError(.invalidParameters, "uploadRetries must not be negative, got \(uploadRetries)") }
         guard pageSize >= 0 else { throw OfflineODataError(.invalidParameters, "pageSize must not be negative, got \(pageSize)") }
         if let key = storeEncryptionKey, key.isEmpty {
             throw OfflineODataError(.invalidParameters, "storeEncryptionKey is empty; pass nil for the default key")

@@ -16,6 +16,22 @@ extension OfflineODataProvider {
         Date().formatted(.iso8601)
     }
 
+    /// The headers every queued request carries; with repeatable requests a
+    /// `Repeatability-Request-ID` and `Repeatability-First-Sent`, stored before the first send so
+    /// that a re-send after a lost answer carries the same ones.
+    private func queuedHeaders(_ headers: JSONObject = JSONObject()) -> JSONObject {
+        var headers = headers
+        if parameters.enableRepeatableRequests {
+            headers.append(.string(UUID().uuidString.lowercased()), forKey: "Repeatability-Request-ID")
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            headers.append(.string(formatter.string(from: Date())), forKey: "Repeatability-First-Sent")
+        }
+        return headers
+    }
+
     /// Checks a body's members against the entity type and turns `Nav@odata.bind` into
     /// foreign-key values. Returns the structural properties.
     private func properties(of body: JSONObject, set: String, type: ServiceModel.EntityType) throws(OfflineODataError) -> JSONObject {
@@ -134,7 +150,7 @@ extension OfflineODataProvider {
         counters.nextOrder += 1
         let request = QueuedRequest(id: counters.nextRequestID, method: "POST", url: parsed.relativeURL(),
                                     body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
-                                    headers: JSONObject(), entity: record.reference, createdAt: Self.timestamp())
+                                    headers: queuedHeaders(), entity: record.reference, createdAt: Self.timestamp())
         counters.nextRequestID += 1
         let finalCounters = counters
         try await store.write { changes in
@@ -179,7 +195,7 @@ extension OfflineODataProvider {
         }
         let request = QueuedRequest(id: counters.nextRequestID, method: replace ? "PUT" : "PATCH", url: PercentEncoding.encodePath(record.reference),
                                     body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
-                                    headers: headers, entity: record.reference, createdAt: Self.timestamp())
+                                    headers: queuedHeaders(headers), entity: record.reference, createdAt: Self.timestamp())
         counters.nextRequestID += 1
         let finalRecord = record
         let finalCounters = counters
@@ -208,7 +224,7 @@ extension OfflineODataProvider {
         record.state = .deleted
         var counters = self.counters
         let request = QueuedRequest(id: counters.nextRequestID, method: "DELETE", url: PercentEncoding.encodePath(record.reference),
-                                    body: nil, customTag: customTag, headers: headers, entity: record.reference,
+                                    body: nil, customTag: customTag, headers: queuedHeaders(headers), entity: record.reference,
                                     createdAt: Self.timestamp())
         counters.nextRequestID += 1
         let finalRecord = record

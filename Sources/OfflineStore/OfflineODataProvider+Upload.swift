@@ -69,7 +69,7 @@ extension OfflineODataProvider {
                 let response: TransportResponse
                 do {
                     result.sent += 1
-                    response = try await transport().send(TransportRequest(
+                    response = try await send(TransportRequest(
                         method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) }))
                 } catch {
                     let failure = OfflineODataFailedRequest(
@@ -95,6 +95,25 @@ extension OfflineODataProvider {
             }
         }
         return result
+    }
+
+    /// Sends a request, re-sending it (with the same headers, so the same repeatability ID) after
+    /// a transport failure, 408, 429 or 5xx, with a doubling pause, up to `uploadRetries` times.
+    private func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var attempt = 0
+        var delay = parameters.uploadRetryDelay
+        while true {
+            do {
+                let response = try await transport().send(request)
+                let retryable = response.status == 408 || response.status == 429 || (500..<600).contains(response.status)
+                if !retryable || attempt >= parameters.uploadRetries { return response }
+            } catch {
+                if attempt >= parameters.uploadRetries { throw error }
+            }
+            attempt += 1
+            try await Task.sleep(for: delay)
+            delay *= 2
+        }
     }
 
     static func renamed(_ entry: QueuedRequest, from old: String, to new: String) -> QueuedRequest {

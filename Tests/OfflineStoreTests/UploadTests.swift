@@ -127,4 +127,36 @@ final class FailureRecorder: OfflineODataDelegate {
         #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "BERGS"]) }?["City"] == "Luleå")
         #expect(try await provider.getAll("Customers?$filter=inErrorState()").map { $0["CustomerID"] } == ["BERGS"])
     }
+
+    @Test(arguments: [true, false])
+    func aLostAcknowledgementIsRetriedAndExecutedOnceWithRepeatableRequests(repeatable: Bool) async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        var parameters = Northwind.parameters(directory)
+        parameters.enableRepeatableRequests = repeatable
+        parameters.uploadRetryDelay = .milliseconds(10)
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "customers", query: "Customers"))
+        try await provider.open()
+        _ = try await provider.execute(.local("POST", "Customers", body: #"{"CustomerID":"NEWCO","CompanyName":"New Co"}"#))
+        let headers = try #require(try await provider.store?.queuedRequests().first?.headers)
+        #expect((headers["Repeatability-Request-ID"] != nil) == repeatable)
+        #expect((headers["Repeatability-First-Sent"] != nil) == repeatable)
+        _ = try server.faults.add(FaultRule(.executeThenDropConnection, method: "POST", path: "Customers", times: 1))
+        server.resetCounters()
+        let result = try await provider.upload()
+        let executions = server.counters.executions(method: "POST", path: "Customers")
+        if repeatable {
+            #expect(result.failed.isEmpty, "\(result.failed)")
+            #expect(executions == 1, "the retry carried the same Repeatability-Request-ID and was not executed again")
+            #expect(server.counters.entry(method: "POST", path: "Customers")?.replayed == 1)
+        } else {
+            // Without the headers the retry is executed a second time (the producer refuses the duplicate key).
+            #expect(executions == 2)
+            #expect(result.failed.count == 1)
+        }
+        #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "NEWCO"]) }?["CompanyName"] == "New Co")
+        await provider.close()
+    }
 }
