@@ -120,7 +120,7 @@ final class EntityStore: Sendable {
     // MARK: Keys
 
     func entityKey(set: String, key: String) -> [UInt8] {
-        cipher.hash("set:" + set, count: 8) + cipher.hash("entity:" + set + key, count: 16)
+        cipher.setPrefix(set) + cipher.hash("entity:" + set + key, count: 16)
     }
 
     static func queueKey(_ id: Int64) -> [UInt8] {
@@ -149,7 +149,7 @@ final class EntityStore: Sendable {
     /// The records of an entity set (tombstones included), unordered.
     func records(in set: String) throws -> [String: EntityRecord] {
         if let cached = cache.withLock({ $0[set] }) { return cached }
-        let prefix = cipher.hash("set:" + set, count: 8)
+        let prefix = cipher.setPrefix(set)
         let loaded = try environment.read { txn -> [String: EntityRecord] in
             try txn.withCursor(in: entities) { cursor in
                 var result: [String: EntityRecord] = [:]
