@@ -22,7 +22,7 @@ extension OfflineODataProvider {
         let parsed = try ParsedQuery(request: request)
         switch request.method {
         case .get:
-            return try read(parsed, store: store)
+            return try read(parsed, store: store, model: model)
         case .post:
             return try await create(parsed, body: request.body, customTag: request.customTag, store: store)
         case .patch, .put:
@@ -41,7 +41,7 @@ extension OfflineODataProvider {
     /// - Throws: As ``execute(_:)``; `.invalidRequest` for a link that is not under the service root.
     public func execute(nextLink: String) async throws -> ODataResponse {
         let store = try openStore()
-        return try read(try ParsedQuery(nextLink, serviceRoot: serviceRoot), store: store)
+        return try read(try ParsedQuery(nextLink, serviceRoot: serviceRoot), store: store, model: model)
     }
 
     // MARK: Reads
@@ -52,7 +52,22 @@ extension OfflineODataProvider {
         case nothing
     }
 
-    private func read(_ parsed: ParsedQuery, store: EntityStore) throws -> ODataResponse {
+    /// Answers a local read without entering the actor: reads run concurrently with each other
+    /// and with writes (LMDB readers never wait for the writer).
+    ///
+    /// - Parameter request: A `GET` request; its path is relative to the service root.
+    /// - Returns: The same response ``execute(_:)`` gives for a read.
+    /// - Throws: `OfflineODataError.notOpen` on a closed store, `.invalidRequest` for a request that
+    ///   is not a `GET` or is malformed, `.entityNotFound`, `.storage`.
+    public nonisolated func read(_ request: ODataRequest) throws -> ODataResponse {
+        guard request.method == .get else {
+            throw OfflineODataError(.invalidRequest, "read(_:) runs GET requests; use execute(_:) for \(request.method.rawValue)")
+        }
+        guard let (store, model) = readSnapshot.current else { throw OfflineODataError(.notOpen, "the offline store is not open") }
+        return try read(try ParsedQuery(request: request), store: store, model: model)
+    }
+
+    private nonisolated func read(_ parsed: ParsedQuery, store: EntityStore, model: ServiceModel) throws -> ODataResponse {
         let query = LocalQuery(store: store, model: model)
         var segments = parsed.path.segments
         let countOnly = segments.last?.name == "$count"
@@ -115,7 +130,8 @@ extension OfflineODataProvider {
         }
     }
 
-    private func resolve(_ segments: [LocalPath.Segment], query: LocalQuery, store: EntityStore) throws -> Target {
+    private nonisolated func resolve(_ segments: [LocalPath.Segment], query: LocalQuery, store: EntityStore) throws -> Target {
+        let model = query.model
         let first = segments[0]
         if first.name == LocalQuery.requestQueueSet {
             let entries = try store.queuedRequests().map { $0.jsonObject() }

@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import Synchronization
 public import ODataCore
 
 /// An offline OData store: a local, encrypted copy of the entities that its defining queries
@@ -36,6 +37,8 @@ public actor OfflineODataProvider {
     var counters = StoreCounters()
     var model = ServiceModel()
     private var ownTransport: CurlTransport?
+    /// The open store and its model, for reads that do not enter the actor.
+    nonisolated let readSnapshot = ReadSnapshot()
 
     /// Creates a provider; nothing is opened or sent until ``open()``.
     ///
@@ -152,6 +155,7 @@ public actor OfflineODataProvider {
             } else {
                 try await initialDownload(store: store)
             }
+            readSnapshot.set(store, model)
             setState(.open)
         } catch {
             shutDown()
@@ -168,6 +172,7 @@ public actor OfflineODataProvider {
     }
 
     private func shutDown() {
+        readSnapshot.clear()
         store?.close()
         store = nil
         lock?.release()
@@ -262,4 +267,15 @@ public actor OfflineODataProvider {
             try changes.clearQueue()
         }
     }
+}
+
+/// The open store and model, readable without entering the provider's actor.
+final class ReadSnapshot: Sendable {
+    private let value = Mutex<(EntityStore, ServiceModel)?>(nil)
+
+    var current: (EntityStore, ServiceModel)? { value.withLock { $0 } }
+
+    func set(_ store: EntityStore, _ model: ServiceModel) { value.withLock { $0 = (store, model) } }
+
+    func clear() { value.withLock { $0 = nil } }
 }

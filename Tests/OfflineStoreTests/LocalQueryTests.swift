@@ -95,4 +95,34 @@ import Testing
         // A forged skip token is refused.
         await #expect(throws: OfflineODataError.self) { try await provider.get("Orders?$skiptoken=abc") }
     }
+
+    @Test func nonisolatedReadsAnswerLikeExecute() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        for url in ["Customers('ALFKI')", "Orders?$filter=Freight%20gt%20500&$orderby=Freight", "Customers('ALFKI')/Orders"] {
+            let viaActor = try await provider.execute(.local("GET", url))
+            let direct = try provider.read(.local("GET", url))
+            #expect(direct.statusCode == viaActor.statusCode)
+            #expect(direct.payload == viaActor.payload, "\(url)")
+        }
+        // Concurrent readers while the actor writes.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<50 { _ = try provider.read(.local("GET", "Customers('ALFKI')")) }
+                }
+            }
+            group.addTask {
+                for index in 0..<20 { _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: "{\"Phone\":\"\(index)\"}")) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try provider.read(.local("GET", "Customers('ALFKI')")).statusCode == 200)
+        #expect(try JSON.parse(try provider.read(.local("GET", "Customers('ALFKI')")).payload)["Phone"] == "19")
+        let notRead = #expect(throws: OfflineODataError.self) { try provider.read(.local("DELETE", "Customers('ALFKI')")) }
+        #expect(notRead?.code == .invalidRequest)
+        await provider.close()
+        let closed = #expect(throws: OfflineODataError.self) { try provider.read(.local("GET", "Customers")) }
+        #expect(closed?.code == .notOpen)
+    }
 }
