@@ -27,6 +27,8 @@ struct ILOData: AsyncParsableCommand {
               queue                      show the request queue
               pending                    whether requests wait for an upload
               undo                       cancel every pending request (restores the downloaded state)
+              upload                     send the queued requests to the back end, in order
+              errors                     show the ErrorArchive (failed uploaded requests)
               json on|off                print raw JSON instead of tables
               help, quit
             """
@@ -142,6 +144,14 @@ struct Session {
                 }
             case "pending":
                 say(try await provider.hasPendingUpload ? "pending requests: yes" : "pending requests: no")
+            case "upload":
+                let result = try await provider.upload()
+                say("uploaded: \(result.sent) sent, \(result.succeeded) succeeded, \(result.failed.count) failed")
+                for failure in result.failed {
+                    say("failed \(failure.requestID) \(failure.method) \(failure.url): \(failure.statusCode.map(String.init) ?? "-") \(failure.message)")
+                }
+            case "errors":
+                try show(try await provider.execute(try Self.request(.get, "ErrorArchive")))
             case "undo":
                 try await provider.cancelPendingRequests()
                 say("cancelled every pending request")

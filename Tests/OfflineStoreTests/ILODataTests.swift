@@ -202,4 +202,25 @@ final class ILODataProcess: @unchecked Sendable {
         #expect(try await provider.pendingRequests().count == queue.count + 1)
         await provider.close()
     }
+
+    @Test func ilodataUploadsAndShowsTheErrorArchive() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        _ = try server.faults.add(FaultRule(.fail(status: 400, code: "BadPhone", message: "phone rejected"), method: "PATCH", path: "Customers('BLAUS')"))
+        let session = try ILODataProcess(Self.storeArguments(directory))
+        session.send(#"patch Customers('ALFKI') {"City":"Kiel"}"#)
+        session.send(#"patch Customers('BLAUS') {"Phone":"x"}"#)
+        session.send("upload")
+        session.send("errors")
+        session.send("pending")
+        session.send("quit")
+        #expect(await session.waitForExit() == 0)
+        let out = session.text
+        #expect(out.contains("uploaded: 2 sent, 1 succeeded, 1 failed"), "\(out)")
+        #expect(out.contains("failed 2 PATCH Customers('BLAUS'): 400 phone rejected"), "\(out)")
+        #expect(out.contains("BadPhone"), "\(out)")
+        #expect(out.contains("pending requests: no"), "\(out)")
+        #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ALFKI"]) }?["City"] == "Kiel")
+    }
 }
