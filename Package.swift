@@ -98,9 +98,12 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
-        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP"]),
+        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
-        .testTarget(name: "TechnicalCacheTests", dependencies: ["TechnicalCache", "LMDB"]),
+        .testTarget(
+            name: "TechnicalCacheTests",
+            dependencies: ["TechnicalCache", "LMDB", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),

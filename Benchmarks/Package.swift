@@ -10,16 +10,34 @@ let package = Package(
     dependencies: [
         .package(name: "ODataStores", path: ".."),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(name: "BenchmarkKit"),
+        .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
         .executableTarget(
             name: "CurlBenchmarks",
             dependencies: [
                 "BenchmarkKit",
                 .product(name: "CurlHTTP", package: "ODataStores"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        .executableTarget(
+            name: "CacheBenchmarks",
+            dependencies: [
+                "BenchmarkKit", "CLMDBFloor",
+                .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "QueryBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "ODataQuery", package: "ODataStores"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .executableTarget(
@@ -34,7 +52,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets {
+for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(.swiftLanguageMode(.v6))
     target.swiftSettings = settings

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The options of a `CurlTransport`; every property documents its default.
 ///
 /// The configuration is fixed when the transport is created. Durations are rounded to milliseconds;
@@ -105,6 +107,11 @@ public struct CurlConfiguration: Sendable, Hashable {
     public var http2OverTLS: Bool
     /// The most idle easy handles kept for reuse. The default is 64.
     public var maxPooledHandles: Int
+    /// The number of event threads, each with its own libcurl multi handle and connection cache; a request goes
+    /// to the one with the fewest transfers in flight. The connection limits are divided among them (each gets
+    /// at least one connection per host), so the totals stay as configured. The default is the number of
+    /// active processors, at most 4; `1` gives one thread and one shared connection cache.
+    public var eventLoopCount: Int
     /// The `User-Agent` sent when a request has none, or `nil` to send none. The default is `"ODataStores-CurlHTTP"`.
     public var userAgent: String?
 
@@ -132,6 +139,7 @@ public struct CurlConfiguration: Sendable, Hashable {
         acceptEncoding = ""
         http2OverTLS = true
         maxPooledHandles = 64
+        eventLoopCount = Swift.min(4, Swift.max(1, ProcessInfo.processInfo.activeProcessorCount))
         userAgent = "ODataStores-CurlHTTP"
     }
 
@@ -166,6 +174,9 @@ public struct CurlConfiguration: Sendable, Hashable {
         if maxCachedConnections < 1 {
             throw CurlError(kind: .invalidConfiguration, message: "maxCachedConnections must be at least 1")
         }
+        if eventLoopCount < 1 {
+            throw CurlError(kind: .invalidConfiguration, message: "eventLoopCount must be at least 1")
+        }
         if maxPooledHandles < 0 {
             throw CurlError(kind: .invalidConfiguration, message: "maxPooledHandles must not be negative")
         }
@@ -179,6 +190,28 @@ public struct CurlConfiguration: Sendable, Hashable {
                 throw CurlError(kind: .invalidConfiguration, message: "\(name) contains a NUL, CR or LF character")
             }
         }
+    }
+}
+
+extension CurlConfiguration {
+    /// The number of loops actually started: never more than there are connections per host to share out.
+    var effectiveEventLoopCount: Int {
+        Swift.max(1, Swift.min(eventLoopCount, maxConnectionsPerHost))
+    }
+
+    /// The configuration of loop `index` of `count`: the connection limits divided among the loops, the
+    /// remainder going to the first ones.
+    func shard(_ index: Int, of count: Int) -> CurlConfiguration {
+        guard count > 1 else { return self }
+        func share(_ total: Int) -> Int {
+            total / count + (index < total % count ? 1 : 0)
+        }
+        var copy = self
+        copy.maxConnectionsPerHost = Swift.max(1, share(maxConnectionsPerHost))
+        if maxTotalConnections > 0 { copy.maxTotalConnections = Swift.max(1, share(maxTotalConnections)) }
+        copy.maxCachedConnections = Swift.max(1, share(maxCachedConnections))
+        copy.maxPooledHandles = share(maxPooledHandles)
+        return copy
     }
 }
 

@@ -7,14 +7,23 @@ public struct QueryResult: Sendable, Hashable {
     /// The number of entities that matched `$filter` and `$search`, before `$skip` and `$top`;
     /// nil unless `$count=true`.
     public var count: Int?
+    /// The same number, always known (for paging decisions); ``count`` is what the response shows.
+    public var matchedCount: Int
+    /// With server-driven paging: the options that fetch the next page (`$skip` advanced, `$top`
+    /// reduced), or nil when this page is the last.
+    public var nextPage: QueryOptions?
 
     /// Creates a result.
     /// - Parameters:
     ///   - entities: the entities.
     ///   - count: the total count, if asked for.
-    public init(entities: [JSONObject], count: Int?) {
+    ///   - matchedCount: the number of matching entities before paging.
+    ///   - nextPage: the options of the next page, if any.
+    public init(entities: [JSONObject], count: Int?, matchedCount: Int? = nil, nextPage: QueryOptions? = nil) {
         self.entities = entities
         self.count = count
+        self.matchedCount = matchedCount ?? count ?? entities.count
+        self.nextPage = nextPage
     }
 }
 
@@ -31,13 +40,32 @@ public enum QueryEvaluator {
     ///   - navigation: resolves navigation properties the entities do not embed (for `$expand`,
     ///     lambdas and paths); nil when everything needed is embedded.
     ///   - functions: custom functions expressions may call (`inErrorState`).
+    ///   - pageSize: server-driven paging: at most this many entities are returned and
+    ///     ``QueryResult/nextPage`` holds the options of the next page; nil returns all.
     /// - Returns: the selected entities and the count.
     /// - Throws: ``ODataError`` `.invalidQueryOption` when an expression cannot be compiled.
     public static func apply(
         _ options: QueryOptions, to entities: [JSONObject], navigation: (any NavigationResolver)? = nil,
-        functions: FunctionTable = .standard
+        functions: FunctionTable = .standard, pageSize: Int? = nil
     ) throws(ODataError) -> QueryResult {
-        try apply(options, to: entities, navigation: navigation, functions: functions, depth: 0)
+        guard let pageSize, pageSize > 0 else {
+            return try apply(options, to: entities, navigation: navigation, functions: functions, depth: 0)
+        }
+        var page = options
+        let skip = options.skip ?? 0
+        let wanted = options.top
+        page.top = min(wanted ?? pageSize, pageSize)
+        var result = try apply(page, to: entities, navigation: navigation, functions: functions, depth: 0)
+        let delivered = skip + result.entities.count
+        let end = wanted.map { skip + $0 } ?? Int.max
+        if result.entities.count == pageSize && delivered < result.matchedCount && delivered < end {
+            var next = options
+            next.skip = delivered
+            next.top = wanted.map { $0 - result.entities.count }
+            next.skipToken = nil
+            result.nextPage = next
+        }
+        return result
     }
 
     static func apply(
@@ -47,7 +75,7 @@ public enum QueryEvaluator {
         var selected = entities
         if let filter = options.filter {
             let compiled = try CompiledFilter(filter, functions: functions)
-            selected = selected.filter { compiled.matches($0, navigation: navigation) }
+            selected = compiled.filter(selected, navigation: navigation)
         }
         if let search = options.search {
             selected = selected.filter { search.matches($0) }
@@ -55,7 +83,8 @@ public enum QueryEvaluator {
         if let orderBy = options.orderBy {
             selected = try orderBy.compile(functions: functions).sorted(selected, navigation: navigation)
         }
-        let count = options.count == true ? selected.count : nil
+        let matched = selected.count
+        let count = options.count == true ? matched : nil
         if let skip = options.skip {
             selected = Array(selected.dropFirst(skip))
         }
@@ -80,7 +109,7 @@ public enum QueryEvaluator {
         if let select = options.select {
             selected = selected.map { select.apply(to: $0, keeping: expandedNames) }
         }
-        return QueryResult(entities: selected, count: count)
+        return QueryResult(entities: selected, count: count, matchedCount: matched)
     }
 
     /// Expands one entity's navigation properties.

@@ -307,6 +307,9 @@ enum OptionSyntax {
         }
         let pathText = String(decoding: slice[slice.startIndex..<pathEnd], as: UTF8.self)
         var segments = pathText.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard segments.count <= ExpressionParser.maximumDepth else {
+            throw fail("path longer than \(ExpressionParser.maximumDepth) segments", slice.startIndex)
+        }
         var parsed = ParsedItem(path: [])
         if allowsRef, let last = segments.last, last == "$ref" || last == "$count", segments.count > 1 {
             parsed.isRef = last == "$ref"

@@ -112,22 +112,27 @@ struct SearchParser {
         }
     }
 
+    /// Terms joined in one chain count as nesting too: the tree grows one level per operator.
     mutating func parseOr(depth: Int) throws(ODataError) -> SearchExpression {
         var lhs = try parseAnd(depth: depth)
+        var level = depth
         while peekWord() == "OR" {
             consumeWord()
-            lhs = .or(lhs, try parseAnd(depth: depth))
+            level += 1
+            lhs = .or(lhs, try parseAnd(depth: level))
         }
         return lhs
     }
 
     mutating func parseAnd(depth: Int) throws(ODataError) -> SearchExpression {
         var lhs = try parseUnary(depth: depth)
+        var level = depth
         while true {
             skipSpaces()
             guard index < bytes.count, bytes[index] != UInt8(ascii: ")"), peekWord() != "OR" else { return lhs }
             if peekWord() == "AND" { consumeWord() }
-            lhs = .and(lhs, try parseUnary(depth: depth))
+            level += 1
+            lhs = .and(lhs, try parseUnary(depth: level))
         }
     }
 

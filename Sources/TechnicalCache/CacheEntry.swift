@@ -60,6 +60,16 @@ public struct CacheEntry: Sendable, Equatable {
         self.size = 0
     }
 
+    /// An entry decoded from the cache: its headers were filtered when it was stored.
+    init(status: Int, trustedHeaders: [Header], payload: Data, storedAt: Date) {
+        self.status = status
+        self.storedHeaders = trustedHeaders
+        self.payload = payload
+        self.storedAt = storedAt
+        self.lastUsedAt = storedAt
+        self.size = 0
+    }
+
     /// The first value of the header `name` (case-insensitive).
     ///
     /// - Parameter name: The header's name.
@@ -88,14 +98,15 @@ public struct CacheEntry: Sendable, Equatable {
     }
 }
 
-/// The plaintext layout of a stored entry, chosen so that decoding never copies the payload:
-/// `payload ‖ metadata ‖ UInt32(metadata count)`, metadata being
-/// `version, UInt16 status, UInt64 storedAt (ms), UInt32 header count, (name, value)…`.
+/// The plaintext layout of an entry's metadata:
+/// `version, UInt16 status, UInt64 storedAt (ms), UInt32 header count, (UInt32-prefixed name, value)…`.
+/// The payload is sealed on its own (see `SealedEntry`), so large bodies are never copied into a
+/// combined plaintext.
 enum EntryCodec {
     static let version: UInt8 = 1
 
-    static func encode(_ entry: CacheEntry) -> Data {
-        var meta = ByteWriter(capacity: 64 + entry.headers.count * 48)
+    static func encodeMeta(_ entry: CacheEntry) -> Data {
+        var meta = ByteWriter(capacity: 32 + entry.headers.count * 48)
         meta.append(version)
         meta.append(UInt16(clamping: entry.status))
         meta.append(UInt64(bitPattern: Int64(entry.storedAt.timeIntervalSince1970 * 1000)))
@@ -104,36 +115,56 @@ enum EntryCodec {
             meta.appendString(header.name)
             meta.appendString(header.value)
         }
-        var plaintext = Data(capacity: entry.payload.count + meta.data.count + 4)
-        plaintext.append(entry.payload)
-        plaintext.append(meta.data)
-        withUnsafeBytes(of: UInt32(meta.data.count).bigEndian) { plaintext.append(contentsOf: $0) }
-        return plaintext
+        return meta.data
     }
 
-    static func decode(_ plaintext: Data) throws(CacheError) -> CacheEntry {
-        let bad = CacheError.corruptRecord.with(detail: "a cache entry could not be decoded")
-        let count = plaintext.count
-        guard count >= 4 else { throw bad }
-        let base = plaintext.startIndex
-        var metaCount = 0
-        for index in (base + count - 4)..<(base + count) { metaCount = metaCount << 8 | Int(plaintext[index]) }
-        guard metaCount <= count - 4 else { throw bad }
-        let payloadCount = count - 4 - metaCount
-        var reader = ByteReader(plaintext[(base + payloadCount)..<(base + count - 4)])
+    static func decodeMeta(_ raw: UnsafeRawBufferPointer) -> (status: Int, storedAt: Date, headers: [CacheEntry.Header])? {
+        var reader = RawReader(raw)
         guard reader.uint8() == version, let status = reader.uint16(), let stored = reader.uint64(),
-              let headerCount = reader.uint32(), Int(headerCount) <= metaCount / 8
-        else { throw bad }
+              let headerCount = reader.uint32(), Int(headerCount) <= raw.count / 8
+        else { return nil }
         var headers: [CacheEntry.Header] = []
         headers.reserveCapacity(Int(headerCount))
         for _ in 0..<headerCount {
-            guard let name = reader.string(), let value = reader.string() else { throw bad }
+            guard let name = reader.string(), let value = reader.string() else { return nil }
             headers.append(.init(name: name, value: value))
         }
-        guard reader.isAtEnd else { throw bad }
-        let storedAt = Date(timeIntervalSince1970: Double(Int64(bitPattern: stored)) / 1000)
-        // `prefix` of a zero-based Data shares its storage and stays zero-based.
-        let payload = base == 0 ? plaintext.prefix(payloadCount) : Data(plaintext[base..<(base + payloadCount)])
-        return CacheEntry(status: Int(status), headers: headers, payload: payload, storedAt: storedAt)
+        guard reader.isAtEnd else { return nil }
+        return (Int(status), Date(timeIntervalSince1970: Double(Int64(bitPattern: stored)) / 1000), headers)
+    }
+}
+
+/// Reads big-endian integers and length-prefixed UTF-8 strings from raw memory, `nil` past the end.
+struct RawReader {
+    let buffer: UnsafeRawBufferPointer
+    var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) {
+        self.buffer = buffer
+    }
+
+    var isAtEnd: Bool { offset == buffer.count }
+
+    mutating func uint8() -> UInt8? {
+        guard offset < buffer.count else { return nil }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    private mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
+        let size = MemoryLayout<T>.size
+        guard buffer.count - offset >= size else { return nil }
+        defer { offset += size }
+        return T(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    mutating func uint16() -> UInt16? { integer(UInt16.self) }
+    mutating func uint32() -> UInt32? { integer(UInt32.self) }
+    mutating func uint64() -> UInt64? { integer(UInt64.self) }
+
+    mutating func string() -> String? {
+        guard let count = uint32().map(Int.init), buffer.count - offset >= count else { return nil }
+        defer { offset += count }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)]), as: UTF8.self)
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Keeps the random encryption key of a store that was opened without an explicit key.
@@ -52,12 +54,12 @@ public struct FileKeyStore: KeyStore {
     /// - Throws: `CacheError.keyStore` when the file cannot be written.
     public func saveKey(_ key: String) throws {
         let temporary = path + ".tmp-\(getpid())"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw CacheError.keyStore.with(detail: "cannot create \(temporary): errno \(errno)") }
         let bytes = Array(key.utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd)
-        Glibc.close(fd)
+        close(fd)
         guard written == bytes.count, synced == 0, rename(temporary, path) == 0 else {
             unlink(temporary)
             throw CacheError.keyStore.with(detail: "cannot write the key file \(path): errno \(errno)")

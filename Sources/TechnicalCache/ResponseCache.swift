@@ -216,7 +216,7 @@ public final class ResponseCache: Sendable {
     public func rekey(to encryption: CacheEncryption) throws {
         let cache = try openCache()
         let old = cache.crypto.withLock { $0 }
-        guard let oldSealer = old.sealer else {
+        guard old.sealer != nil else {
             throw CacheError.encryptionMismatch.with(detail: "the cache was created without encryption; reset it to encrypt")
         }
         guard let passphrase = try encryption.passphrase(existing: false) else {
@@ -236,14 +236,17 @@ public final class ResponseCache: Sendable {
                 }
                 var total = try cache.readBytes(txn)
                 failures = 0
+                let oldCrypto = old
+                let newCrypto = CacheCrypto(sealer: newSealer, indexKey: old.indexKey, generation: old.generation + 1)
                 for key in keys {
-                    guard let sealed = try txn.value(forKey: key, in: cache.entries) else { continue }
-                    guard let plaintext = try? oldSealer.open(sealed, authenticating: key) else {
+                    let opened = try txn.withValue(forKey: key, in: cache.entries) { buffer in buffer.flatMap { oldCrypto.open($0, key: key) } }
+                    guard let entry = opened else {
                         total -= try cache.removeEntry(key, txn)
                         failures += 1
                         continue
                     }
-                    try txn.setValue(try newSealer.seal(plaintext, authenticating: key), forKey: key, in: cache.entries)
+                    let sealed = try newCrypto.seal(entry, key: key)
+                    try txn.setValue(count: sealed.byteCount, forKey: key, in: cache.entries) { sealed.write(into: $0) }
                 }
                 try cache.writeBytes(total, txn)
                 try txn.setValue(Array(envelope.serialized), forKey: OpenCache.envelopeKey, in: cache.meta)
@@ -252,7 +255,7 @@ public final class ResponseCache: Sendable {
                 cache.currentBytes.store(total, ordering: .relaxed)
             }
         } catch {
-            cache.crypto.withLock { $0 = CacheCrypto(sealer: oldSealer, indexKey: old.indexKey, generation: old.generation + 2) }
+            cache.crypto.withLock { $0 = CacheCrypto(sealer: old.sealer, indexKey: old.indexKey, generation: old.generation + 2) }
             throw Self.storageError(error)
         }
         if failures > 0 { counters.withLock { $0.integrityFailures += failures } }
@@ -290,7 +293,7 @@ public final class ResponseCache: Sendable {
                 entry.lastUsedAt = now
                 let tick = cache.takeTick()
                 let pending = cache.touches.withLock { touches in
-                    touches[key] = (tick, Int64(now.timeIntervalSince1970 * 1000))
+                    touches[TouchKey(key)] = (tick, Int64(now.timeIntervalSince1970 * 1000))
                     return touches.count
                 }
                 counters.withLock { $0.requests += 1; $0.hits += 1 }
@@ -326,15 +329,10 @@ public final class ResponseCache: Sendable {
         try cache.environment.read { txn in
             let decoded: Lookup = try txn.withValue(forKey: key, in: cache.entries) { buffer in
                 guard let buffer else { return .miss }
-                guard let plaintext = try? crypto.open(buffer, key: key),
-                      let entry = try? EntryCodec.decode(plaintext) else { return .damaged }
+                guard let entry = crypto.open(buffer, key: key) else { return .damaged }
                 return .hit(entry)
             }
-            guard case .hit(var entry) = decoded else { return decoded }
-            if let raw = try txn.value(forKey: key, in: cache.info), let record = EntryInfo(raw) {
-                entry.size = record.size
-            }
-            return .hit(entry)
+            return decoded
         }
     }
 
@@ -345,8 +343,7 @@ public final class ResponseCache: Sendable {
             let crypto = cache.crypto.withLock { $0 }
             let stillDamaged: Bool = try txn.withValue(forKey: key, in: cache.entries) { buffer in
                 guard let buffer else { return false }
-                guard let plaintext = try? crypto.open(buffer, key: key), (try? EntryCodec.decode(plaintext)) != nil else { return true }
-                return false
+                return crypto.open(buffer, key: key) == nil
             }
             guard stillDamaged else { return false }
             try cache.flushTouches(txn)
@@ -400,8 +397,8 @@ public final class ResponseCache: Sendable {
     private struct PreparedStore: Sendable {
         let cache: OpenCache
         let key: [UInt8]
-        let plaintext: Data
-        let sealed: Data?
+        let entry: CacheEntry
+        let sealed: SealedEntry?
         let generation: UInt64
         let storable: Bool
         let oversize: Bool
@@ -423,15 +420,17 @@ public final class ResponseCache: Sendable {
         let crypto = cache.crypto.withLock { $0 }
         let key = crypto.entryKey(for: url, partition: configuration.partition)
         if CachePolicy.hasDirective("no-store", in: entry.headers) {
-            return PreparedStore(cache: cache, key: key, plaintext: Data(), sealed: nil, generation: crypto.generation, storable: false, oversize: false)
+            return PreparedStore(cache: cache, key: key, entry: entry, sealed: nil, generation: crypto.generation, storable: false, oversize: false)
         }
-        let plaintext = EntryCodec.encode(entry)
-        let sealedCount = plaintext.count + (crypto.sealer == nil ? 0 : Sealer.overhead)
-        if sealedCount + OpenCache.perEntryOverhead > configuration.maxEntryBytes {
-            return PreparedStore(cache: cache, key: key, plaintext: Data(), sealed: nil, generation: crypto.generation, storable: false, oversize: true)
+        // The stored size is known before sealing: each box adds the sealer's overhead.
+        let combined = entry.payload.count <= SealedEntry.combinedLimit
+        let overhead = (combined ? 4 : 0) + (crypto.sealer == nil ? 0 : (combined ? 1 : 2) * Sealer.overhead)
+        let metaCount = EntryCodec.encodeMeta(entry).count
+        if 5 + metaCount + entry.payload.count + overhead + OpenCache.perEntryOverhead > configuration.maxEntryBytes {
+            return PreparedStore(cache: cache, key: key, entry: entry, sealed: nil, generation: crypto.generation, storable: false, oversize: true)
         }
-        let sealed = try crypto.seal(plaintext, key: key)
-        return PreparedStore(cache: cache, key: key, plaintext: plaintext, sealed: sealed, generation: crypto.generation, storable: true, oversize: false)
+        let sealed = try crypto.seal(entry, key: key)
+        return PreparedStore(cache: cache, key: key, entry: entry, sealed: sealed, generation: crypto.generation, storable: true, oversize: false)
     }
 
     private func applyStore(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> StoreOutcome {
@@ -448,7 +447,7 @@ public final class ResponseCache: Sendable {
         let crypto = cache.crypto.withLock { $0 }
         if crypto.generation != prepared.generation {
             // A rekey ran since the value was sealed: seal it again with the current key.
-            sealed = try crypto.seal(prepared.plaintext, key: prepared.key)
+            sealed = try crypto.seal(prepared.entry, key: prepared.key)
         }
         let result = try cache.put(sealed: sealed, key: prepared.key, now: Date(), configuration: configuration, txn)
         return StoreOutcome(stored: true, oversize: false, removed: false, evictions: result.count, evictedBytes: result.bytes)

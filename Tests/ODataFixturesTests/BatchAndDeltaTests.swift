@@ -89,6 +89,34 @@ private func send(_ batch: BatchRequest, to server: FixtureServer, json: Bool = 
         }
     }
 
+    @Test func faultsForBatchMembers() async throws {
+        try await withServer { server in
+            try server.faults.add(
+                FaultRule(.fail(status: 500, code: "Backend", message: "the back end failed"), method: "PATCH",
+                          path: "Customers('ANATR')", times: 1, insideBatch: true))
+            #expect(throws: FixtureError.self) {
+                try server.faults.add(FaultRule(.dropConnection, insideBatch: true))
+            }
+            // An HTTP PATCH of the same path is not a batch member: untouched by the fault.
+            let batch = BatchRequest(parts: [
+                .request(jsonRequest(.patch, "Customers('BERGS')", #"{"City":"Umeå"}"#)),
+                .changeSet([
+                    .init(contentID: "1", request: jsonRequest(.post, "Customers", #"{"CustomerID":"FLT01","CompanyName":"x"}"#)),
+                    .init(contentID: "2", request: jsonRequest(.patch, "Customers('ANATR')", #"{"City":"Toluca"}"#)),
+                ]),
+                .request(jsonRequest(.patch, "Customers('ANATR')", #"{"City":"Puebla"}"#)),
+            ])
+            let (_, response) = try await send(batch, to: server)
+            #expect(response.allResponses.map(\.statusCode) == [204, 500, 204])
+            #expect(response.allResponses[1].serviceError?.code == "Backend")
+            #expect(try await Curl.run(server.serviceRoot + "Customers('FLT01')").status == 404)
+            #expect(try await Curl.run(server.serviceRoot + "Customers('ANATR')").json()["City"] == "Puebla")
+            #expect(server.counters.entry(method: "PATCH", path: "Customers('ANATR')")?.faulted == 1)
+            #expect(server.counters.executions(method: "PATCH", path: "Customers('ANATR')") == 1)
+            #expect(server.counters.requests(method: "POST", path: "$batch") == 1)
+        }
+    }
+
     @Test func malformedBatchIs400() async throws {
         try await withServer { server in
             let result = try await Curl.run(

@@ -50,6 +50,11 @@ import Testing
         }
     }
 
+    @Test(arguments: ["", "<", "<Schema", "<Schema Namespace=\"", "<EntityContainer><EntitySet Name=\"X\" EntityType=\"N.Missing\"/>", "<!-- never closed"])
+    func malformedCSDLIsAnErrorNotACrash(csdl: String) {
+        #expect(throws: FixtureError.self) { try ServiceModel(csdl: csdl) }
+    }
+
     @Test func mutateValidatesAndRollsBack() async throws {
         try await withServer { server in
             // A valid producer-side change.
@@ -133,7 +138,9 @@ import Testing
             <Schema Namespace="Demo" xmlns="http://docs.oasis-open.org/odata/ns/edm">
             <EntityType Name="Item"><Key><PropertyRef Name="ID"/></Key>
             <Property Name="ID" Type="Edm.Int32" Nullable="false"/><Property Name="Name" Type="Edm.String"/></EntityType>
-            <EntityContainer Name="C"><EntitySet Name="Items" EntityType="Demo.Item"/></EntityContainer>
+            <EntityType Name="Tag"><Key><PropertyRef Name="Code"/></Key>
+            <Property Name="Code" Type="Edm.String"/><Property Name="Label" Type="Edm.String"/></EntityType>
+            <EntityContainer Name="C"><EntitySet Name="Items" EntityType="Demo.Item"/><EntitySet Name="Tags" EntityType="Demo.Tag"/></EntityContainer>
             </Schema></edmx:DataServices></edmx:Edmx>
             """.write(to: directory.appendingPathComponent("demo.xml"), atomically: true, encoding: .utf8)
         try #"{"value":[{"ID":1,"Name":"one"},{"ID":2,"Name":"two"}]}"#
@@ -142,6 +149,13 @@ import Testing
             let result = try await Curl.run(server.serviceRoot + "Items(2)")
             #expect(result.status == 200)
             #expect(try result.json()["Name"] == "two")
+            let created = try await Curl.run(
+                "POST", server.serviceRoot + "Items", headers: ["Content-Type": "application/json"], body: #"{"Name":"three"}"#)
+            #expect(created.status == 201)
+            #expect(created.headers["location"] == server.serviceRoot + "Items(3)")
+            let keyless = try await Curl.run(
+                "POST", server.serviceRoot + "Tags", headers: ["Content-Type": "application/json"], body: #"{"Label":"x"}"#)
+            #expect(keyless.status == 400)
         }
         try #"{"value":[{"ID":1},{"ID":1}]}"#.write(to: directory.appendingPathComponent("Items.json"), atomically: true, encoding: .utf8)
         do {

@@ -315,3 +315,79 @@ let lambdaCases: [EvalCase] = [
         #expect(counts == [1000, 1000, 1000, 1000])
     }
 }
+
+@Suite struct MoreEvaluationTests {
+    @Test(arguments: [
+        EvalCase("Flags has 4", true),
+        EvalCase("Flags has 6", true),
+        EvalCase("Flags has 8", false),
+        EvalCase("'b' in Tags", true),
+        EvalCase("'z' in Tags", false),
+        EvalCase("3 in Scores", true),
+        EvalCase("Missing in (1,2)", false),
+        EvalCase("ID in (7.0,8)", true),
+        EvalCase("ID in (1,2)", false),
+        EvalCase("Name in ('x',Name)", true),
+        EvalCase("Color has NS.Color'Blue'", true),
+        EvalCase("Nothing has NS.Color'Blue'", false),
+        EvalCase("concat(ID,'x') eq '7x'", true),
+        EvalCase("length(Name) gt length(Address/City)", true),
+        EvalCase("Big sub 1 eq 9007199254740992", true),
+        EvalCase("-9223372036854775808 sub 1 eq null", true),
+        EvalCase("ID mul 1.5 eq 10.5", true),
+        EvalCase("Price div 0 eq null", true),
+        EvalCase("Price divby 2 eq 10.75", true),
+        EvalCase("-Price eq -21.5", true),
+        EvalCase("-Wait eq duration'-PT2H'", true),
+        EvalCase("Wait add duration'PT1H' eq duration'PT3H'", true),
+        EvalCase("Wait mul 2 eq duration'PT4H'", true),
+        EvalCase("Born sub 1980-02-28 eq duration'P1D'", true),
+        EvalCase("Born add duration'PT1H' eq null", true),
+        EvalCase("isof(Ordered,Edm.DateTimeOffset)", true),
+        EvalCase("isof(Born,Edm.Date)", true),
+        EvalCase("isof(Key,Edm.Guid)", true),
+        EvalCase("isof(Name,Edm.Guid)", false),
+        EvalCase("cast(Key,Edm.Guid) eq 01234567-89ab-cdef-0123-456789abcdef", true),
+        EvalCase("cast('true',Edm.Boolean)", true),
+        EvalCase("cast(Opens,Edm.TimeOfDay) eq 08:30", true),
+        EvalCase("cast(Wait,Edm.Duration) eq duration'PT2H'", true),
+        EvalCase("cast(300,Edm.Byte) eq null", true),
+        EvalCase("cast(-5,Edm.SByte) eq -5", true),
+        EvalCase("cast(40000,Edm.Int16) eq null", true),
+        EvalCase("Ordered eq 1996-07-04T00:00:00.000000001Z", false),
+        EvalCase("Ordered lt 1996-07-04T00:00:00.000000001Z", true),
+        EvalCase("$it/ID eq 7", true),
+        EvalCase("$this/ID eq 7", true),
+    ])
+    func more(_ c: EvalCase) throws {
+        var entity = sample
+        entity["Flags"] = 6
+        #expect(try CompiledFilter(parsing: c.filter).matches(entity) == c.expected)
+    }
+
+    @Test func evaluateReturnsValuesOfAnyType() throws {
+        #expect(try CompiledFilter(parsing: "ID mul 2").evaluate(sample) == 14)
+        #expect(try CompiledFilter(parsing: "Price add 0.5").evaluate(sample) == 22.0)
+        #expect(try CompiledFilter(parsing: "toupper(Address/City)").evaluate(sample) == "BERLIN")
+        #expect(try CompiledFilter(parsing: "Ordered add duration'P1D'").evaluate(sample) == "1996-07-05T00:00:00Z")
+        #expect(try CompiledFilter(parsing: "1 div 0").evaluate(sample) == .null)
+        #expect(try CompiledFilter(parsing: "ID eq 7").evaluate(sample) == true)
+        #expect(try CompiledFilter(parsing: "INF").evaluate(sample) == "INF")
+    }
+
+    @Test func treesBuiltInCodeAreCheckedAtCompile() throws {
+        #expect(throws: ODataError.self) { try CompiledFilter(.function("matchesPattern", [.member(["Name"])])) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.function("contains", [str("a"), str("b"), str("c")])) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.member([])) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.typeName("Edm.String")) }
+        #expect(throws: ODataError.self) { try CompiledFilter(.function("cast", [.member(["A"]), .member(["B"])])) }
+        #expect(try CompiledFilter(.binary(.in, int(1), .list([]))).matches([:]) == false)
+    }
+
+    @Test func batchFilterAgreesWithMatches() throws {
+        let filter = try CompiledFilter(parsing: "Orders/any(o:o/Freight gt 30) or ID eq 2")
+        let entities: [JSONObject] = [sample, ["ID": 2], ["ID": 3], sample]
+        #expect(filter.filter(entities) == entities.filter { filter.matches($0) })
+        #expect(filter.filter(entities).count == 3)
+    }
+}

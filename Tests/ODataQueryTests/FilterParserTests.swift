@@ -298,3 +298,34 @@ let errorCases: [ErrorCase] = [
         #expect(try FilterExpression.parse(ok).description == ok)
     }
 }
+
+/// Every canonical function called with one argument too many fails at the function name.
+@Suite struct FunctionArityTests {
+    static let names = ExpressionParser.canonicalFunctions.keys.sorted()
+
+    @Test(arguments: names) func tooManyArguments(_ name: String) {
+        let arity = ExpressionParser.canonicalFunctions[name]!
+        let arguments = (0...arity.upperBound).map { _ in "1" }.joined(separator: ",")
+        let text = "X eq \(name)(\(arguments))"
+        #expect {
+            _ = try FilterExpression.parse(text)
+        } throws: { error in
+            guard let error = error as? ODataError else { return false }
+            return error.offset == 5 && error.message.hasPrefix("function '\(name)' takes ")
+                && error.message.hasSuffix("got \(arity.upperBound + 1)")
+        }
+    }
+
+    @Test(arguments: names.filter { ExpressionParser.canonicalFunctions[$0]!.lowerBound > 0 })
+    func tooFewArguments(_ name: String) {
+        let arity = ExpressionParser.canonicalFunctions[name]!
+        let arguments = (0..<(arity.lowerBound - 1)).map { _ in "1" }.joined(separator: ",")
+        #expect(throws: ODataError.self) { try FilterExpression.parse("\(name)(\(arguments))") }
+    }
+
+    @Test func operatorNamesAreNotFunctions() {
+        #expect {
+            try FilterExpression.parse("and(1) eq 2")
+        } throws: { ($0 as? ODataError)?.message == "'and' is an operator, not a function" }
+    }
+}

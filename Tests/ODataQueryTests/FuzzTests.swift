@@ -124,7 +124,7 @@ extension FilterExpression {
 
     /// Random bytes and mutations of valid inputs never crash any parser; errors carry offsets
     /// inside the input.
-    @Test func arbitraryInputNeverCrashes() {
+    @Test func arbitraryInputNeverCrashes() throws {
         var random = SeededRandom(seed: UInt64(ProcessInfoSeed.value ?? 7))
         let seeds = (FilterParserTests.validCases.map(\.text) + errorCases.map(\.text))
         let alphabet = Array("abcdeqtnorlgAZ019_$@'\"()[]{},/:;=-+.*% \t&?eqnotandorany".utf8)
@@ -173,6 +173,17 @@ extension FilterExpression {
             _ = try? QueryOptions.parse("$filter=" + input + "&$expand=" + input + "&$orderby=" + input)
         }
         #expect(parsedCount > 100)
+        // Long inputs that build deep structures without parentheses are refused, not overflowed.
+        let longPath = (0..<20_000).map { _ in "A" }.joined(separator: "/")
+        #expect(throws: ODataError.self) { try FilterExpression.parse(longPath + " eq 1") }
+        #expect(throws: ODataError.self) { try Select.parse(longPath) }
+        #expect(throws: ODataError.self) { try SearchExpression.parse(String(repeating: "a ", count: 20_000)) }
+        #expect(throws: ODataError.self) { try SearchExpression.parse(String(repeating: "a OR ", count: 20_000) + "b") }
+        #expect(throws: ODataError.self) { try FilterExpression.parse("D eq 1000000000-01-01") }
+        #expect(try CompiledFilter(parsing: "substring('abc',1,9223372036854775807) eq 'bc'").matches([:]))
+        #expect(try CompiledFilter(parsing: "cast(9.3e18,Edm.Int64) eq null").matches([:]))
+        #expect(try CompiledFilter(parsing: "duration'PT9223372036.854775807S' ne null").matches([:]))
+        #expect(throws: ODataError.self) { try FilterExpression.parse("D eq duration'PT9223372036.854775808S'") }
         #expect(clock.now - start < .seconds(60))
     }
 }

@@ -69,6 +69,31 @@ struct OrderCase: CustomTestStringConvertible, Sendable {
         #expect(try run("$top=0").entities.isEmpty)
     }
 
+    @Test func serverDrivenPaging() throws {
+        var options = try QueryOptions.parse("$filter=ProductID gt 1&$count=true")
+        var pages: [[Int64]] = []
+        while true {
+            let result = try QueryEvaluator.apply(options, to: products, pageSize: 2)
+            #expect(result.count == 5)
+            #expect(result.matchedCount == 5)
+            pages.append(ids(result.entities))
+            guard let next = result.nextPage else { break }
+            options = next
+        }
+        #expect(pages == [[2, 3], [4, 5], [6]])
+        // $top smaller than the page size: one page; $top spanning pages: the last page is cut.
+        #expect(try QueryEvaluator.apply(QueryOptions.parse("$top=1"), to: products, pageSize: 2).nextPage == nil)
+        let first = try QueryEvaluator.apply(QueryOptions.parse("$skip=1&$top=3"), to: products, pageSize: 2)
+        #expect(ids(first.entities) == [2, 3])
+        let next = try #require(first.nextPage)
+        #expect(next.skip == 3 && next.top == 1)
+        let second = try QueryEvaluator.apply(next, to: products, pageSize: 2)
+        #expect(ids(second.entities) == [4])
+        #expect(second.nextPage == nil)
+        // Exactly a full last page has no next page.
+        #expect(try QueryEvaluator.apply(QueryOptions.parse("$skip=4"), to: products, pageSize: 2).nextPage == nil)
+    }
+
     @Test func searchFiltersOnStrings() throws {
         #expect(ids(try run("$search=condiments NOT syrup").entities) == [4, 5, 6])
         #expect(ids(try run("$search=\"gumbo mix\" OR chai").entities) == [1, 5])

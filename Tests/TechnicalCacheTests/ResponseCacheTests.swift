@@ -364,3 +364,81 @@ import TechnicalCache
         #expect(stats.hits == 320)
     }
 }
+
+@Suite struct BudgetBoundaryTests {
+    /// An entry exactly as large as the largest allowed entry is stored; one byte more is not.
+    /// Sizes: meta is 15 bytes without headers; a combined box adds 5 + 4 + 28, a split one 5 + 28 + 28;
+    /// the bookkeeping adds 128.
+    @Test(arguments: [(100_000, 0.5, 50_000 - 180), (1 << 20, 0.1, 104_857 - 204)])
+    func theLargestAllowedEntryFitsExactly(limit: Int, fraction: Double, payloadCount: Int) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: limit, maxEntryFraction: fraction))
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let maximum = Int(Double(limit) * fraction)
+        #expect(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount)), for: "fits"))
+        #expect(try cache.entry(for: "fits")?.size == maximum)
+        #expect(!(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount + 1)), for: "too big")))
+        #expect(cache.statistics.oversizeRejects == 1)
+        #expect(cache.statistics.currentBytes == maximum)
+    }
+}
+
+@Suite struct CloseWhileBusyTests {
+    /// Closing and reopening while other tasks read and write never crashes or corrupts: operations
+    /// either succeed or end with `CacheError.notOpen`, and what was stored stays readable.
+    @Test func closeAndReopenUnderLoad() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            // Each task returns how many of its operations found the cache closed.
+            for task in 0..<4 {
+                group.addTask {
+                    var refused = 0
+                    for round in 0..<150 {
+                        let url = "https://h/\(task)/\(round % 7)"
+                        do {
+                            try await cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: round, count: 100 + round)), for: url)
+                            if let found = try cache.entry(for: url) {
+                                // Whatever version is read is whole: its bytes match its own length.
+                                let version = found.payload.count - 100
+                                #expect(found.payload == patternPayload(index: version, count: 100 + version))
+                            }
+                        } catch CacheError.notOpen {
+                            refused += 1
+                        }
+                    }
+                    return refused
+                }
+            }
+            group.addTask {
+                for _ in 0..<20 {
+                    cache.close()
+                    try cache.open(encryption: .key("k"))
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                return 0
+            }
+            // Refusals (`notOpen`) are expected while the cache is closed; no other error may escape.
+            for try await _ in group {}
+        }
+        if !cache.isOpen { try cache.open(encryption: .key("k")) }
+        defer { cache.close() }
+        let stats = cache.statistics
+        #expect(stats.integrityFailures == 0)
+        #expect(stats.entryCount <= 28)
+        for task in 0..<4 {
+            for slot in 0..<7 {
+                if let entry = try cache.entry(for: "https://h/\(task)/\(slot)") {
+                    let version = entry.payload.count - 100
+                    #expect(version % 7 == slot)
+                    #expect(entry.payload == patternPayload(index: version, count: 100 + version))
+                }
+            }
+        }
+        #expect(cache.statistics.integrityFailures == 0)
+    }
+}

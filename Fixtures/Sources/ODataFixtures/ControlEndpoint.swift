@@ -13,7 +13,8 @@ import ODataCore
 /// A fault is `{"action": "latency" | "fail" | "drop" | "executeThenDrop" | "truncate" | "slowBody",
 /// "method": "GET", "path": "Customers*", "firstMatch": 1, "times": 1, "milliseconds": 200,
 /// "status": 503, "code": "Busy", "message": "…", "bytes": 100, "chunkSize": 64,
-/// "intervalMilliseconds": 50}`; only `action` and the action's own members are required.
+/// "intervalMilliseconds": 50, "insideBatch": false}`; only `action` and the action's own members
+/// are required.
 struct ControlEndpoint {
     let service: FixtureService
     let faults: FaultInjector
@@ -110,7 +111,8 @@ struct ControlEndpoint {
         }
         return FaultRule(
             action, method: object["method"]?.stringValue, path: object["path"]?.stringValue,
-            firstMatch: try int("firstMatch") ?? 1, times: try int("times"))
+            firstMatch: try int("firstMatch") ?? 1, times: try int("times"),
+            insideBatch: object["insideBatch"]?.boolValue ?? false)
     }
 
     static func json(_ rule: FaultRule) -> JSONObject {
@@ -140,6 +142,7 @@ struct ControlEndpoint {
         object["path"] = rule.pathPattern.map(JSONValue.string) ?? .null
         object["firstMatch"] = .int(Int64(rule.firstMatch))
         object["times"] = rule.times.map { .int(Int64($0)) } ?? .null
+        object["insideBatch"] = .bool(rule.insideBatch)
         return object
     }
 }

@@ -7,9 +7,22 @@ enum DataLoader {
         Bundle.module.url(forResource: "Data", withExtension: nil)
     }
 
+    /// The bundled data, parsed once per process (a lazily initialized global, so the first
+    /// caller parses and the others wait): every server gets its own copy of this value
+    /// (copy-on-write), so starting many servers in one test run costs one parse. Loaded data
+    /// counts as changed an hour before the first load.
+    private static let bundled: Result<FixtureData, FixtureError> = Result { () throws(FixtureError) in
+        try read(nil, loadedAt: Int64(Date().timeIntervalSince1970) - 3600)
+    }
+
     /// Loads the model and data from a directory (the bundled one when `nil`).
     /// - Throws: ``FixtureError`` `.invalidData` when the directory, the CSDL or a payload cannot be used.
     static func load(_ directory: URL?, loadedAt: Int64) throws(FixtureError) -> FixtureData {
+        guard directory == nil else { return try read(directory, loadedAt: loadedAt) }
+        return try bundled.get()
+    }
+
+    private static func read(_ directory: URL?, loadedAt: Int64) throws(FixtureError) -> FixtureData {
         guard let root = directory ?? bundledDirectory else {
             throw FixtureError(.invalidData, "the bundled fixture data is missing from the ODataFixtures resources")
         }

@@ -18,11 +18,6 @@ public enum FaultAction: Sendable, Hashable {
     /// Executes the request and sends the body in chunks of this many bytes with a pause
     /// before each chunk after the first.
     case slowBody(chunkSize: Int, interval: Duration)
-
-    var isLatency: Bool {
-        if case .latency = self { return true }
-        return false
-    }
 }
 
 /// A fault: which requests it matches and what it does to them.
@@ -43,6 +38,10 @@ public struct FaultRule: Sendable, Hashable {
     public var times: Int?
     /// What the fault does.
     public var action: FaultAction
+    /// Whether the fault matches the requests inside a `$batch` (each member, change-set members
+    /// included) instead of HTTP requests. Only `.fail` is possible there: the member gets the
+    /// error response, and a change set it belongs to rolls back. The default is `false`.
+    public var insideBatch: Bool
 
     /// Creates a fault.
     /// - Parameters:
@@ -51,12 +50,17 @@ public struct FaultRule: Sendable, Hashable {
     ///   - path: the path pattern to match; the default `nil` matches every path.
     ///   - firstMatch: the first matching request to fire on, counting from 1; the default is 1.
     ///   - times: how many matching requests to fire on; the default `nil` fires on all.
-    public init(_ action: FaultAction, method: String? = nil, path: String? = nil, firstMatch: Int = 1, times: Int? = nil) {
+    ///   - insideBatch: whether to match `$batch` members instead of HTTP requests; the default is `false`.
+    public init(
+        _ action: FaultAction, method: String? = nil, path: String? = nil, firstMatch: Int = 1, times: Int? = nil,
+        insideBatch: Bool = false
+    ) {
         self.action = action
         self.method = method
         self.pathPattern = path
         self.firstMatch = firstMatch
         self.times = times
+        self.insideBatch = insideBatch
     }
 
     func matches(method: String, path: String) -> Bool {
@@ -103,10 +107,14 @@ public final class FaultInjector: Sendable {
     /// - Parameter rule: the fault.
     /// - Returns: its identity, for ``remove(_:)``.
     /// - Throws: ``FixtureError`` `.invalidArgument` for a `firstMatch` below 1, `times` below 1,
-    ///   a failure status outside 100…599, a negative byte count or a chunk size below 1.
+    ///   a failure status outside 100…599, a negative byte count or a chunk size below 1, or an
+    ///   action other than `.fail` inside a batch.
     @discardableResult
     public func add(_ rule: FaultRule) throws(FixtureError) -> FaultID {
         guard rule.firstMatch >= 1 else { throw FixtureError(.invalidArgument, "firstMatch must be at least 1") }
+        if rule.insideBatch, case .fail = rule.action {} else if rule.insideBatch {
+            throw FixtureError(.invalidArgument, "inside a $batch only the fail action is possible")
+        }
         if let times = rule.times, times < 1 { throw FixtureError(.invalidArgument, "times must be at least 1 or nil") }
         switch rule.action {
         case .fail(let status, _, _) where !(100...599).contains(status):
@@ -148,11 +156,15 @@ public final class FaultInjector: Sendable {
         state.withLock { $0.faults.map { ($0.id, $0.rule, $0.fired) } }
     }
 
-    /// Decides what happens to a request; every matching rule counts the match.
-    func decide(method: String, path: String) -> Decision {
+    /// Decides what happens to a request (an HTTP request, or a `$batch` member when
+    /// `insideBatch`); every matching rule counts the match.
+    func decide(method: String, path: String, insideBatch: Bool = false) -> Decision {
         state.withLock { state in
             var decision = Decision()
-            for index in state.faults.indices where state.faults[index].rule.matches(method: method, path: path) {
+            for index in state.faults.indices
+            where state.faults[index].rule.insideBatch == insideBatch
+                && state.faults[index].rule.matches(method: method, path: path)
+            {
                 state.faults[index].matched += 1
                 let fault = state.faults[index]
                 let afterFirst = fault.matched - fault.rule.firstMatch

@@ -149,7 +149,9 @@ public struct FixtureData: Sendable {
             candidate[keyProperty.name] = try generatedKey(for: keyProperty, in: set)
         }
         let value = try validated(candidate, type: type, set: set, replacing: nil)
-        let predicate = EntityKey.predicate(of: value, type: type)!
+        guard let predicate = EntityKey.predicate(of: value, type: type) else {
+            throw FixtureError(.invalidEntity, "\(set) needs non-null values for its key \(type.keys.joined(separator: ","))")
+        }
         guard sets[set]?.entities[predicate] == nil else {
             throw FixtureError(.conflict, "an entity with key \(set)\(predicate) already exists")
         }

@@ -29,11 +29,11 @@ public final class FixtureServer: Sendable {
     let service: FixtureService
     private let running: Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>
 
-    private init(port: Int, service: FixtureService, faults: FaultInjector, group: ServiceGroup, task: Task<Void, any Error>) {
+    private init(port: Int, service: FixtureService, group: ServiceGroup, task: Task<Void, any Error>) {
         self.port = port
         self.baseURL = URL(string: "http://127.0.0.1:\(port)/")!
         self.service = service
-        self.faults = faults
+        self.faults = service.faults
         self.running = Mutex((group, task))
     }
 
@@ -51,8 +51,7 @@ public final class FixtureServer: Sendable {
         let loadedAt = Int64(Date().timeIntervalSince1970) - 3600
         let data = try DataLoader.load(configuration.dataDirectory, loadedAt: loadedAt)
         let service = FixtureService(configuration: configuration, data: data)
-        let faults = FaultInjector()
-        let responder = FixtureResponder(service: service, faults: faults, controlEndpoint: configuration.controlEndpoint)
+        let responder = FixtureResponder(service: service, faults: service.faults, controlEndpoint: configuration.controlEndpoint)
 
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         var logger = Logger(label: "odata-fixture-server")
@@ -91,7 +90,7 @@ public final class FixtureServer: Sendable {
         }
         let root = "http://127.0.0.1:\(boundPort)" + configuration.serviceRootPath
         service.serviceRoot = root
-        return FixtureServer(port: boundPort, service: service, faults: faults, group: group, task: task)
+        return FixtureServer(port: boundPort, service: service, group: group, task: task)
     }
 
     /// The OData service root, `http://127.0.0.1:PORT/` plus the configured service root path.
@@ -177,8 +176,12 @@ struct FixtureResponder: HTTPResponder {
 
     func respond(to request: Request, context: FixtureRequestContext) async throws -> Response {
         var request = request
-        let body = try await request.collectBody(upTo: context.maxUploadSize)
-        let bytes = [UInt8](buffer: body)
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](buffer: try await request.collectBody(upTo: context.maxUploadSize))
+        } catch {
+            return Self.response(.error(ServiceFailure(413, "PayloadTooLarge", "the request body is larger than \(context.maxUploadSize) bytes")))
+        }
         let rawPath = request.uri.path
         let query = request.uri.query ?? ""
         let method = request.method.rawValue.uppercased()

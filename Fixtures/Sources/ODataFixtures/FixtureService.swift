@@ -25,6 +25,7 @@ final class FixtureService: Sendable {
     let configuration: FixtureConfiguration
     let initialData: FixtureData
     let counters = RequestCounters()
+    let faults = FaultInjector()
     /// Distinguishes this instance's delta tokens from any other's.
     let instanceID: String
     private let state: Mutex<State>
@@ -596,7 +597,9 @@ final class FixtureService: Sendable {
             for constraint in partner.constraints { object[constraint.property] = parentEntity[constraint.referencedProperty] }
         }
         let created = try state.data.insert(object, into: set)
-        let predicate = EntityKey.predicate(of: created, type: try state.data.entityType(of: set))!
+        guard let predicate = EntityKey.predicate(of: created, type: try state.data.entityType(of: set)) else {
+            throw ServiceFailure(500, "InternalError", "the created entity has no usable key")
+        }
         let location = serviceRoot + set + predicate
         var headers = HTTPFields()
         headers[.location] = location
@@ -661,6 +664,19 @@ final class FixtureService: Sendable {
 
     // MARK: Batch
 
+    /// Executes a `$batch` member unless a fault meant for batch members answers it.
+    private func executeMember(
+        _ request: IncomingRequest, state: inout State, contentIDs: [String: String] = [:]
+    ) -> OutgoingResponse {
+        let method = effectiveMethod(request)
+        let decision = faults.decide(method: method, path: request.decodedPath, insideBatch: true)
+        if case .fail(let status, let code, let message) = decision.action {
+            counters.recordFaulted(method: method, path: request.decodedPath)
+            return .error(ServiceFailure(status, code, message))
+        }
+        return execute(request, state: &state, contentIDs: contentIDs)
+    }
+
     private func batch(_ request: IncomingRequest, state: inout State) throws -> OutgoingResponse {
         let contentType = request.headers[.contentType] ?? ""
         let isJSON = contentType.lowercased().hasPrefix("application/json")
@@ -677,7 +693,7 @@ final class FixtureService: Sendable {
         for part in decoded.parts {
             switch part {
             case .request(let member):
-                let response = execute(IncomingRequest(batchPart: member, serviceRootPath: rootPath), state: &state)
+                let response = executeMember(IncomingRequest(batchPart: member, serviceRootPath: rootPath), state: &state)
                 parts.append(.response(response.odataResponse, contentID: nil))
             case .changeSet(let members):
                 // The change set runs on a copy of the state: all of it is kept, or none.
@@ -687,7 +703,7 @@ final class FixtureService: Sendable {
                 var failed: (String, OutgoingResponse)?
                 for member in members {
                     let incoming = IncomingRequest(batchPart: member.request, serviceRootPath: rootPath)
-                    let response = execute(incoming, state: &scratch, contentIDs: contentIDs)
+                    let response = executeMember(incoming, state: &scratch, contentIDs: contentIDs)
                     if response.status >= 400 {
                         failed = (member.contentID, response)
                         break

@@ -30,6 +30,11 @@ public struct ServiceModel: Sendable {
         /// Referential constraints declared on this side: dependent property → principal property.
         public let constraints: [(property: String, referencedProperty: String)]
 
+        /// Whether two navigation properties are declared alike.
+        /// - Parameters:
+        ///   - lhs: one navigation property.
+        ///   - rhs: the other.
+        /// - Returns: true when name, target, cardinality, partner and constraints are equal.
         public static func == (lhs: Self, rhs: Self) -> Bool {
             lhs.name == rhs.name && lhs.targetType == rhs.targetType && lhs.isCollection == rhs.isCollection
                 && lhs.partner == rhs.partner
@@ -37,6 +42,8 @@ public struct ServiceModel: Sendable {
                     == rhs.constraints.map { [$0.property, $0.referencedProperty] }
         }
 
+        /// Hashes the name and target type.
+        /// - Parameter hasher: the hasher.
         public func hash(into hasher: inout Hasher) {
             hasher.combine(name)
             hasher.combine(targetType)

@@ -47,13 +47,15 @@ extension CurlError {
         case CURLE_ABORTED_BY_CALLBACK:
             return .cancelled
         case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP2, CURLE_HTTP2_STREAM,
-            CURLE_RANGE_ERROR:
+            CURLE_RANGE_ERROR, CURLE_UNSUPPORTED_PROTOCOL:
+            // The scheme was checked before the request reached libcurl, so an unsupported protocol is an
+            // HTTP/0.9 reply ("Received HTTP/0.9 when not allowed") or a redirect to a disallowed scheme.
             return .malformedResponse
         case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR:
             return .connectionClosed
         case CURLE_TOO_MANY_REDIRECTS:
             return .tooManyRedirects
-        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+        case CURLE_URL_MALFORMAT:
             return .invalidRequest
         case CURLE_UNKNOWN_OPTION, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT:
             return .invalidConfiguration

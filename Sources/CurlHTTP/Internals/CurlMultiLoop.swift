@@ -1,11 +1,11 @@
 internal import CCurl
 import Foundation
-import Synchronization
+
 
 /// The event loop: one dedicated thread owns a `CURLM` and runs
 /// `curl_multi_poll` → inbox → `curl_multi_perform` → `curl_multi_info_read`.
 ///
-/// Other threads only touch the `Mutex`-guarded inbox and call `curl_multi_wakeup`, which is the one multi
+/// Other threads only touch the lock-guarded inbox (`LockedValue`) and call `curl_multi_wakeup`, which is the one multi
 /// function documented as callable from another thread:
 /// > curl_multi_wakeup … This function can be called from any thread.
 /// Each submitted transfer resumes its continuation exactly once, on the loop thread.
@@ -34,6 +34,8 @@ final class CurlMultiLoop: Sendable {
     struct Counts: Sendable, Equatable {
         /// Transfers added to the multi handle and not yet finished.
         var active = 0
+        /// Transfers waiting for a free connection to their origin.
+        var queued = 0
         /// Idle easy handles kept for reuse.
         var pooled = 0
         /// Easy handles created over the transport's life.
@@ -42,7 +44,7 @@ final class CurlMultiLoop: Sendable {
         var completed = 0
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = LockedValue(Inbox())
     /// The `CURLM *`. Used by the loop thread, except `curl_multi_wakeup`, which is called under the inbox lock
     /// and only while `multiDestroyed` is false.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
@@ -100,8 +102,12 @@ final class CurlMultiLoop: Sendable {
             if Task.isCancelled {
                 return CancellationError()
             }
+            // One wakeup per batch: if the inbox already held work, a wakeup is already on its way and the
+            // loop drains everything at once.
+            if inbox.submissions.isEmpty && inbox.cancellations.isEmpty {
+                curl_multi_wakeup(multi)
+            }
             inbox.submissions.append(submission)
-            curl_multi_wakeup(multi)
             return nil
         }
         if let rejection {
@@ -116,8 +122,10 @@ final class CurlMultiLoop: Sendable {
                 return inbox.submissions.remove(at: index)
             }
             if !inbox.multiDestroyed {
+                if inbox.submissions.isEmpty && inbox.cancellations.isEmpty {
+                    curl_multi_wakeup(multi)
+                }
                 inbox.cancellations.append(id)
-                curl_multi_wakeup(multi)
             }
             return nil
         }
@@ -146,7 +154,9 @@ final class CurlMultiLoop: Sendable {
 
     private func run() {
         inbox.withLock { $0.loopThread = pthread_self() }
-        var state = LoopState(multi: multi, configuration: configuration)
+        var state = LoopState(multi: multi, configuration: configuration) { [self] counts in
+            self.inbox.withLock { $0.counts = counts }
+        }
         while true {
             let (submissions, cancellations, stop) = inbox.withLock { inbox in
                 defer {
@@ -168,13 +178,19 @@ final class CurlMultiLoop: Sendable {
                 state.failActive(CurlError(kind: .other, curlCode: Int(rc.rawValue),
                                            message: "curl_multi_perform failed: \(String(cString: curl_multi_strerror(rc)))"))
             }
-            state.drainCompleted()
+            if state.drainCompleted() {
+                continue  // new transfers were added: perform them before sleeping
+            }
             let counts = state.counts
-            inbox.withLock { $0.counts = counts }
+            self.inbox.withLock { $0.counts = counts }
 
             var ready: Int32 = 0
             // curl_multi_poll returns early when curl's own timers need it, and on curl_multi_wakeup.
-            _ = curl_multi_poll(multi, nil, 0, 1000, &ready)
+            let pollResult = curl_multi_poll(multi, nil, 0, 1000, &ready)
+            if pollResult != CURLM_OK {
+                // Not expected (bad handle, out of memory); don't spin: back off a millisecond and go on.
+                usleep(1000)
+            }
         }
         state.releaseAll()
         let counts = state.counts
@@ -187,27 +203,98 @@ final class CurlMultiLoop: Sendable {
     }
 }
 
-/// The state only the loop thread touches: the active transfers and the pool of idle easy handles.
+/// A first-in, first-out queue of submissions waiting for a free connection to their origin.
+private struct WaitQueue {
+    private var incoming: [CurlMultiLoop.Submission] = []
+    private var outgoing: [CurlMultiLoop.Submission] = []
+
+    var isEmpty: Bool { incoming.isEmpty && outgoing.isEmpty }
+    var count: Int { incoming.count + outgoing.count }
+
+    mutating func append(_ submission: CurlMultiLoop.Submission) { incoming.append(submission) }
+
+    mutating func popFirst() -> CurlMultiLoop.Submission? {
+        if outgoing.isEmpty {
+            outgoing = incoming.reversed()
+            incoming.removeAll()
+        }
+        return outgoing.popLast()
+    }
+
+    /// Removes the submission with `id`, if it is waiting here.
+    mutating func remove(id: UInt64) -> CurlMultiLoop.Submission? {
+        if let index = incoming.firstIndex(where: { $0.id == id }) { return incoming.remove(at: index) }
+        if let index = outgoing.firstIndex(where: { $0.id == id }) { return outgoing.remove(at: index) }
+        return nil
+    }
+
+    mutating func removeAll() -> [CurlMultiLoop.Submission] {
+        defer { incoming.removeAll(); outgoing.removeAll() }
+        return outgoing.reversed() + incoming
+    }
+}
+
+/// The state only the loop thread touches: the active transfers, the transfers waiting for a connection and
+/// the pool of idle easy handles.
+///
+/// Transfers to one origin beyond its connection limit wait here rather than in libcurl's pending queue:
+/// libcurl 7.88 moves a pending HTTP/1.1 transfer back only when another transfer runs afterwards
+/// (`multi_ischanged`), so with every other transfer pending, one could sit idle until a timeout. Here the
+/// next waiting transfer is added the moment one to its origin is removed, and libcurl never has to queue.
 private struct LoopState {
     struct Active {
         let id: UInt64
+        let origin: String
         let handle: CurlEasyHandle
         let continuation: CurlMultiLoop.Continuation
     }
 
     let multi: UnsafeMutableRawPointer
     let configuration: CurlConfiguration
+    /// Publishes the counters; called before a finished transfer's continuation is resumed, so a caller that
+    /// has its answer sees counters that include it.
+    let publish: (CurlMultiLoop.Counts) -> Void
     var byID: [UInt64: Active] = [:]
     var idByHandle: [UnsafeMutableRawPointer: UInt64] = [:]
+    var activePerOrigin: [String: Int] = [:]
+    var waiting: [String: WaitQueue] = [:]
     var pool: [CurlEasyHandle] = []
     var counts = CurlMultiLoop.Counts()
 
-    init(multi: UnsafeMutableRawPointer, configuration: CurlConfiguration) {
+    init(multi: UnsafeMutableRawPointer, configuration: CurlConfiguration, publish: @escaping (CurlMultiLoop.Counts) -> Void) {
         self.multi = multi
         self.configuration = configuration
+        self.publish = publish
+    }
+
+    /// `scheme://host:port` of a validated URL, lower-cased: what libcurl counts connections by.
+    static func origin(of url: String) -> String {
+        let utf8 = url.utf8
+        guard let schemeEnd = utf8.firstRange(of: "://".utf8)?.upperBound else { return url.lowercased() }
+        let end = utf8[schemeEnd...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? utf8.endIndex
+        return String(url[..<end]).lowercased()
+    }
+
+    /// How many transfers may run at once to `origin`: one per connection for HTTP/1.1; for HTTP/2 over TLS,
+    /// libcurl multiplexes up to 100 streams on each connection.
+    func limit(for origin: String) -> Int {
+        if configuration.http2OverTLS && origin.hasPrefix("https://") {
+            return configuration.maxConnectionsPerHost * 100
+        }
+        return configuration.maxConnectionsPerHost
     }
 
     mutating func start(_ submission: CurlMultiLoop.Submission) {
+        let origin = Self.origin(of: submission.request.url)
+        if activePerOrigin[origin, default: 0] >= limit(for: origin) {
+            waiting[origin, default: WaitQueue()].append(submission)
+            counts.queued += 1
+            return
+        }
+        add(submission, origin: origin)
+    }
+
+    private mutating func add(_ submission: CurlMultiLoop.Submission, origin: String) {
         let handle: CurlEasyHandle
         if let pooled = pool.popLast() {
             handle = pooled
@@ -233,18 +320,45 @@ private struct LoopState {
                 message: "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(rc)))"))
             return
         }
-        byID[submission.id] = Active(id: submission.id, handle: handle, continuation: submission.continuation)
+        byID[submission.id] = Active(id: submission.id, origin: origin, handle: handle, continuation: submission.continuation)
         idByHandle[handle.raw] = submission.id
+        activePerOrigin[origin, default: 0] += 1
         counts.active = byID.count
     }
 
-    mutating func cancel(_ id: UInt64) {
-        guard let active = remove(id) else { return }  // already finished: nothing to do
-        active.continuation.resume(throwing: CancellationError())
+    /// Adds waiting transfers to `origin` while it has free slots.
+    private mutating func startWaiting(_ origin: String) {
+        while activePerOrigin[origin, default: 0] < limit(for: origin), let next = waiting[origin]?.popFirst() {
+            counts.queued -= 1
+            if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
+            add(next, origin: origin)
+        }
     }
 
-    mutating func drainCompleted() {
+    mutating func cancel(_ id: UInt64) {
+        if let active = remove(id) {
+            active.continuation.resume(throwing: CancellationError())
+            startWaiting(active.origin)
+            return
+        }
+        for origin in Array(waiting.keys) {
+            if let submission = waiting[origin]?.remove(id: id) {
+                counts.queued -= 1
+                if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
+                publish(counts)
+                submission.continuation.resume(throwing: CancellationError())
+                return
+            }
+        }
+        // Not found: it has already finished.
+    }
+
+    /// Resumes every finished transfer and starts transfers that were waiting for its connection.
+    ///
+    /// - Returns: Whether transfers were started (then `curl_multi_perform` should run again before polling).
+    mutating func drainCompleted() -> Bool {
         var remaining: Int32 = 0
+        var freed: [String] = []
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             let result = message.pointee.data.result
@@ -252,18 +366,31 @@ private struct LoopState {
             let outcome = active.handle.finish(result: result)
             recycle(active.handle)
             active.continuation.resume(with: outcome.mapError { $0 as any Error })
+            freed.append(active.origin)
         }
+        let queuedBefore = counts.queued
+        for origin in freed { startWaiting(origin) }
+        return counts.queued < queuedBefore
     }
 
     mutating func failActive(_ error: CurlError) {
         for id in Array(byID.keys) {
-            remove(id)?.continuation.resume(throwing: error)
+            if let active = remove(id) {
+                active.continuation.resume(throwing: error)
+                startWaiting(active.origin)
+            }
         }
     }
 
     mutating func failAll(pending: [CurlMultiLoop.Submission]) {
         let error = CurlError(kind: .shutdown, message: "the transport was shut down before the transfer completed")
-        for submission in pending { submission.continuation.resume(throwing: error) }
+        var all = pending
+        for origin in Array(waiting.keys) {
+            all += waiting[origin]?.removeAll() ?? []
+        }
+        waiting.removeAll()
+        counts.queued = 0
+        for submission in all { submission.continuation.resume(throwing: error) }
         failActive(error)
     }
 
@@ -279,9 +406,12 @@ private struct LoopState {
         guard let active = byID.removeValue(forKey: id) else { return nil }
         idByHandle.removeValue(forKey: active.handle.raw)
         curl_multi_remove_handle(multi, active.handle.raw)
+        let left = activePerOrigin[active.origin, default: 1] - 1
+        activePerOrigin[active.origin] = left > 0 ? left : nil
         counts.active = byID.count
         counts.completed += 1
         if recycling { recycle(active.handle) }
+        publish(counts)
         return active
     }
 

@@ -33,6 +33,10 @@ enum Arithmetic {
         case (.duration, .string(let s)):
             if let x = Temporal.duration(s) { return (a, .duration(x)) }
             return (a, b)
+        case (.string(let s), .int), (.string(let s), .double):
+            if let n = Value.number(s) { return (n, b) }
+            if let d = Temporal.duration(s) { return (.duration(d), b) }
+            return (a, b)
         case (.string(let s), _): return (Value.coerce(s, like: b) ?? a, b)
         case (_, .string(let s)): return (a, Value.coerce(s, like: a) ?? b)
         default: return (a, b)

@@ -1,19 +1,48 @@
 public import ODataCore
 import Synchronization
 
-/// What a compiled closure sees: the entity, lambda variables and the navigation resolver.
-struct EvaluationContext {
-    let root: JSONObject
-    var variables: [JSONValue]
-    let navigation: (any NavigationResolver)?
-
+/// What a compiled closure sees: the entity, plus (only when needed) lambda variables and the
+/// navigation resolver.
+///
+/// Kept to three words so passing it through every closure call costs no retains; the rarely
+/// needed parts live in ``EvaluationExtras``, allocated only for lambdas and resolvers.
+enum EvaluationContext {
     /// `$this`: the innermost lambda variable, or the entity.
-    var this: JSONValue { variables.last ?? .object(root) }
+    static func this(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue {
+        if let last = extras?.variables.last { return last }
+        return .object(root)
+    }
 }
 
-typealias Evaluate = @Sendable (EvaluationContext) -> Value
-typealias Test = @Sendable (EvaluationContext) -> Tri
-typealias Fetch = @Sendable (EvaluationContext) -> JSONValue?
+/// Lambda variables and the navigation resolver of one evaluation.
+final class EvaluationExtras {
+    var variables: [JSONValue] = []
+    let navigation: (any NavigationResolver)?
+
+    init(navigation: (any NavigationResolver)?) {
+        self.navigation = navigation
+    }
+}
+
+/// Closures wrapped in structs: a closure stored in an Optional or an Array would be called
+/// through a reabstraction thunk.
+struct TestBox {
+    let run: Test
+}
+
+struct FetchBox {
+    let run: Fetch
+}
+
+struct EvaluateBox {
+    let run: Evaluate
+}
+
+/// Compiled closures take the entity and, only when lambdas or a resolver need them, extras:
+/// passing the entity itself (not a struct holding it) costs no retains per call.
+typealias Evaluate = @Sendable (JSONObject, EvaluationExtras?) -> Value
+typealias Test = @Sendable (JSONObject, EvaluationExtras?) -> Tri
+typealias Fetch = @Sendable (JSONObject, EvaluationExtras?) -> JSONValue?
 
 /// Remembers where a member was found last time: entities of one set share their member order,
 /// so the lookup is usually one string comparison instead of a scan.
@@ -34,6 +63,26 @@ final class MemberSlot: Sendable {
     }
 }
 
+/// Reads a value for the fast comparison paths.
+protocol Fetcher: AnyObject, Sendable {
+    func callAsFunction(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue?
+}
+
+extension MemberSlot: Fetcher {
+    @inline(__always)
+    func callAsFunction(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue? {
+        if let value = lookup(root) { return value }
+        return extras?.navigation?.related(root, navigationProperty: name)
+    }
+}
+
+/// A compiled path as a ``Fetcher``.
+final class PathFetcher: Fetcher {
+    let run: Fetch
+    init(_ run: @escaping Fetch) { self.run = run }
+    func callAsFunction(_ root: JSONObject, _ extras: EvaluationExtras?) -> JSONValue? { run(root, extras) }
+}
+
 /// A filter compiled once into a closure tree, evaluated many times without parsing.
 ///
 /// `CompiledFilter` is `Sendable`: one instance can test entities from many tasks at once.
@@ -41,6 +90,7 @@ public struct CompiledFilter: Sendable {
     /// The expression this filter was compiled from.
     public let expression: FilterExpression
     let test: Test
+    let value: EvaluateBox
 
     /// Compiles an expression.
     /// - Parameters:
@@ -53,6 +103,7 @@ public struct CompiledFilter: Sendable {
         self.expression = expression
         var compiler = Compiler(functions: functions)
         test = try compiler.test(expression)
+        value = EvaluateBox(run: try compiler.value(expression))
     }
 
     /// Parses and compiles a `$filter` value.
@@ -71,16 +122,27 @@ public struct CompiledFilter: Sendable {
     ///   - navigation: resolves navigation properties the entity does not embed.
     /// - Returns: true when the expression evaluates to `true`.
     public func matches(_ entity: JSONObject, navigation: (any NavigationResolver)? = nil) -> Bool {
-        test(EvaluationContext(root: entity, variables: [], navigation: navigation)) == .true
+        test(entity, navigation.map { EvaluationExtras(navigation: $0) }) == .true
     }
 
-    /// Evaluates the expression to a value (for example a computed `$orderby` key).
+    /// The entities that satisfy the filter, in their order; one evaluation context serves them all.
+    /// - Parameters:
+    ///   - entities: the entities to test.
+    ///   - navigation: resolves navigation properties the entities do not embed.
+    /// - Returns: the matching entities.
+    public func filter(_ entities: [JSONObject], navigation: (any NavigationResolver)? = nil) -> [JSONObject] {
+        let extras = navigation.map { EvaluationExtras(navigation: $0) }
+        return entities.filter { test($0, extras) == .true }
+    }
+
+    /// Evaluates the expression to a value, as OData JSON writes it (`true`/`false`/`null` for a
+    /// predicate, a number for `Price mul 2`, a string for a date-time).
     /// - Parameters:
     ///   - entity: the entity.
     ///   - navigation: resolves navigation properties the entity does not embed.
-    /// - Returns: `true`, `false` or `null` for a boolean expression.
+    /// - Returns: the value.
     public func evaluate(_ entity: JSONObject, navigation: (any NavigationResolver)? = nil) -> JSONValue {
-        test(EvaluationContext(root: entity, variables: [], navigation: navigation)).value.json
+        value.run(entity, navigation.map { EvaluationExtras(navigation: $0) }).json
     }
 }
 
@@ -94,7 +156,7 @@ struct CompiledValue: Sendable {
     }
 
     func callAsFunction(_ entity: JSONObject, navigation: (any NavigationResolver)?) -> Value {
-        evaluate(EvaluationContext(root: entity, variables: [], navigation: navigation))
+        evaluate(entity, navigation.map { EvaluationExtras(navigation: $0) })
     }
 }
 
@@ -115,54 +177,65 @@ struct Compiler {
 
     mutating func test(_ expression: FilterExpression) throws(ODataError) -> Test {
         switch expression {
-        case .binary(.and, let lhs, let rhs):
-            let l = try test(lhs)
-            let r = try test(rhs)
-            return { ctx in
-                let a = l(ctx)
-                if a == .false { return .false }
-                let b = r(ctx)
-                if b == .false { return .false }
-                return a == .true && b == .true ? .true : .null
+        case .binary(.and, _, _):
+            var parts = Compiler.flatten(expression, .and)[...]
+            var combined = try test(parts.removeFirst())
+            for part in parts {
+                let l = combined
+                let r = try test(part)
+                combined = { root, extras in
+                    let a = l(root, extras)
+                    if a == .false { return .false }
+                    let b = r(root, extras)
+                    if b == .false { return .false }
+                    return a == .true && b == .true ? .true : .null
+                }
             }
-        case .binary(.or, let lhs, let rhs):
-            let l = try test(lhs)
-            let r = try test(rhs)
-            return { ctx in
-                let a = l(ctx)
-                if a == .true { return .true }
-                let b = r(ctx)
-                if b == .true { return .true }
-                return a == .false && b == .false ? .false : .null
+            return combined
+        case .binary(.or, _, _):
+            var parts = Compiler.flatten(expression, .or)[...]
+            var combined = try test(parts.removeFirst())
+            for part in parts {
+                let l = combined
+                let r = try test(part)
+                combined = { root, extras in
+                    let a = l(root, extras)
+                    if a == .true { return .true }
+                    let b = r(root, extras)
+                    if b == .true { return .true }
+                    return a == .false && b == .false ? .false : .null
+                }
             }
+            return combined
         case .unary(.not, let operand):
             let o = try test(operand)
-            return { ctx in
-                switch o(ctx) {
+            return { root, extras in
+                switch o(root, extras) {
                 case .true: return .false
                 case .false: return .true
                 case .null: return .null
                 }
             }
         case .binary(let op, let lhs, let rhs) where [.eq, .ne, .gt, .ge, .lt, .le].contains(op):
-            if let fast = try fastComparison(op, lhs, rhs) { return fast }
+            if let fast = try fastComparison(op, lhs, rhs) { return fast.run }
             let l = try value(lhs)
             let r = try value(rhs)
-            return { ctx in Compiler.compare(op, l(ctx), r(ctx)) }
+            return { root, extras in Compiler.compare(op, l(root, extras), r(root, extras)) }
         case .binary(.in, let lhs, let rhs):
+            if case .list(let items) = rhs, !items.isEmpty, let fast = try fastIn(lhs, items) { return fast.run }
             let l = try value(lhs)
             if case .list(let items) = rhs {
-                let values = try items.map { (item) throws(ODataError) in try value(item) }
-                return { ctx in
-                    let v = l(ctx)
-                    for item in values where Value.equals(v, item(ctx)) { return .true }
+                let values = try items.map { (item) throws(ODataError) in EvaluateBox(run: try value(item)) }
+                return { root, extras in
+                    let v = l(root, extras)
+                    for item in values where Value.equals(v, item.run(root, extras)) { return .true }
                     return .false
                 }
             }
             let r = try value(rhs)
-            return { ctx in
-                let v = l(ctx)
-                switch r(ctx) {
+            return { root, extras in
+                let v = l(root, extras)
+                switch r(root, extras) {
                 case .array(let elements):
                     for element in elements where Value.equals(v, Value(element)) { return .true }
                     return .false
@@ -176,13 +249,52 @@ struct Compiler {
         case .binary(.has, let lhs, let rhs):
             let l = try value(lhs)
             let r = try value(rhs)
-            return { ctx in Compiler.has(l(ctx), r(ctx)) }
+            return { root, extras in Compiler.has(l(root, extras), r(root, extras)) }
         case .lambda(let lambda):
             return try compileLambda(lambda)
         default:
             let v = try value(expression)
-            return { ctx in Tri(v(ctx)) }
+            return { root, extras in Tri(v(root, extras)) }
         }
+    }
+
+    /// The operands of a chain of one logical operator, left to right, without recursion limits
+    /// beyond the parser's depth limit.
+    static func flatten(_ expression: FilterExpression, _ op: BinaryOperator) -> [FilterExpression] {
+        var result: [FilterExpression] = []
+        var pending: [FilterExpression] = [expression]
+        while let next = pending.popLast() {
+            if case .binary(let o, let l, let r) = next, o == op {
+                pending.append(r)
+                pending.append(l)
+            } else {
+                result.append(next)
+            }
+        }
+        return result
+    }
+
+    /// A comparison as a 3-bit mask over (less, equal, greater), so one closure serves every operator.
+    static func mask(_ op: BinaryOperator) -> UInt8 {
+        switch op {
+        case .lt: return 0b001
+        case .eq: return 0b010
+        case .gt: return 0b100
+        case .le: return 0b011
+        case .ge: return 0b110
+        case .ne: return 0b101
+        default: return 0
+        }
+    }
+
+    @inline(__always)
+    static func holds(_ mask: UInt8, _ order: Int) -> Tri {
+        Tri(rawValue: (mask >> UInt8(truncatingIfNeeded: order + 1)) & 1)!
+    }
+
+    @inline(__always)
+    static func order<T: Comparable>(_ x: T, _ y: T) -> Int {
+        (x > y ? 1 : 0) - (x < y ? 1 : 0)
     }
 
     static func compare(_ op: BinaryOperator, _ a: Value, _ b: Value) -> Tri {
@@ -192,20 +304,7 @@ struct Compiler {
         default:
             if a.isNull || b.isNull { return .false }
             guard let order = Value.compare(a, b) else { return .false }
-            return Tri(holds(op, order))
-        }
-    }
-
-    @inline(__always)
-    static func holds(_ op: BinaryOperator, _ order: Int) -> Bool {
-        switch op {
-        case .eq: return order == 0
-        case .ne: return order != 0
-        case .gt: return order > 0
-        case .ge: return order >= 0
-        case .lt: return order < 0
-        case .le: return order <= 0
-        default: return false
+            return holds(mask(op), order)
         }
     }
 
@@ -221,7 +320,7 @@ struct Compiler {
 
     /// `member op literal` (or `literal op member`): fetch the JSON value and compare it with a
     /// pre-converted literal, skipping the general value machinery for the common shapes.
-    mutating func fastComparison(_ op: BinaryOperator, _ lhs: FilterExpression, _ rhs: FilterExpression) throws(ODataError) -> Test? {
+    mutating func fastComparison(_ op: BinaryOperator, _ lhs: FilterExpression, _ rhs: FilterExpression) throws(ODataError) -> TestBox? {
         var member = lhs
         var literal = rhs
         var swapped = false
@@ -231,67 +330,131 @@ struct Compiler {
             swapped = true
         }
         let op = swapped ? Compiler.mirrored(op) : op
-        guard case .member(let path) = member, case .literal(let lit) = literal, let fetch = try fetchPath(path) else {
-            return nil
+        guard case .member(let path) = member, case .literal(let lit) = literal else { return nil }
+        if let slot = rootSlot(path) {
+            return TestBox(run: fastComparison(op, slot, Value(lit)))
         }
-        let constant = Value(lit)
+        return TestBox(run: fastComparison(op, PathFetcher(try fetchPath(path)), Value(lit)))
+    }
+
+    /// A slot for a plain member of the entity itself (`Price`), nil for any other path.
+    func rootSlot(_ path: [String]) -> MemberSlot? {
+        guard path.count == 1, let name = path.first, !name.contains("."), !name.hasPrefix("$"), !scope.contains(name)
+        else { return nil }
+        return MemberSlot(name)
+    }
+
+    /// Generic over the fetcher so each closure captures one class reference and calls it
+    /// directly (a captured closure inside a closure costs retains on every call).
+    func fastComparison<F: Fetcher>(_ op: BinaryOperator, _ fetcher: F, _ constant: Value) -> Test {
+        let fetch = fetcher
         let nullResult: Tri = op == .ne ? .true : .false
+        let mask = Compiler.mask(op)
         switch constant {
         case .null:
-            return { ctx in
-                let isNull = fetch(ctx).map { $0 == .null } ?? true
+            return { root, extras in
+                let isNull = fetch(root, extras).map { $0 == .null } ?? true
                 if op == .eq { return Tri(isNull) }
                 if op == .ne { return Tri(!isNull) }
                 return .false
             }
         case .int(let k):
             let dk = Double(k)
-            return { ctx in
-                switch fetch(ctx) {
-                case .int(let x)?: return Tri(Compiler.holds(op, x < k ? -1 : (x == k ? 0 : 1)))
+            return { root, extras in
+                switch fetch(root, extras) {
+                case .int(let x)?: return Compiler.holds(mask, Compiler.order(x, k))
                 case .double(let x)?:
                     guard let order = Value.compareDoubles(x, dk) else { return nullResult }
-                    return Tri(Compiler.holds(op, order))
+                    return Compiler.holds(mask, order)
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
             }
         case .double(let k):
-            return { ctx in
-                switch fetch(ctx) {
+            return { root, extras in
+                switch fetch(root, extras) {
                 case .int(let x)?:
                     guard let order = Value.compareDoubles(Double(x), k) else { return nullResult }
-                    return Tri(Compiler.holds(op, order))
+                    return Compiler.holds(mask, order)
                 case .double(let x)?:
                     guard let order = Value.compareDoubles(x, k) else { return nullResult }
-                    return Tri(Compiler.holds(op, order))
+                    return Compiler.holds(mask, order)
+                case nil, .null?: return nullResult
+                case let other?: return Compiler.compare(op, Value(other), constant)
+                }
+            }
+        case .string(let k) where op == .eq || op == .ne:
+            let wanted: Tri = op == .eq ? .true : .false
+            let unwanted: Tri = op == .eq ? .false : .true
+            return { root, extras in
+                switch fetch(root, extras) {
+                case .string(let x)?: return x == k ? wanted : unwanted
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
             }
         case .string(let k):
-            return { ctx in
-                switch fetch(ctx) {
-                case .string(let x)?: return Tri(Compiler.holds(op, Value.compareStrings(x, k)))
+            return { root, extras in
+                switch fetch(root, extras) {
+                case .string(let x)?: return Compiler.holds(mask, Value.compareStrings(x, k))
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
             }
         case .dateTimeOffset(let k):
-            return { ctx in
-                switch fetch(ctx) {
+            return { root, extras in
+                switch fetch(root, extras) {
                 case .string(let x)?:
                     guard let d = Temporal.dateTimeOffset(x) else { return nullResult }
-                    return Tri(Compiler.holds(op, DateTimeOffset.compare(d, k)))
+                    return Compiler.holds(mask, DateTimeOffset.compare(d, k))
                 case nil, .null?: return nullResult
                 case let other?: return Compiler.compare(op, Value(other), constant)
                 }
             }
         default:
-            return { ctx in
-                guard let v = fetch(ctx) else { return nullResult }
+            return { root, extras in
+                guard let v = fetch(root, extras) else { return nullResult }
                 return Compiler.compare(op, Value(v), constant)
             }
+        }
+    }
+
+    /// `member in (literal, …)`: integers and strings checked without building values.
+    mutating func fastIn(_ lhs: FilterExpression, _ items: [FilterExpression]) throws(ODataError) -> TestBox? {
+        guard case .member(let path) = lhs else { return nil }
+        var ints: [Int64] = []
+        var strings: [String] = []
+        for item in items {
+            switch item {
+            case .literal(.int(let i)): ints.append(i)
+            case .literal(.string(let s)): strings.append(s)
+            default: return nil
+            }
+        }
+        guard ints.isEmpty || strings.isEmpty else { return nil }
+        if let slot = rootSlot(path) { return fastIn(slot, ints, strings) }
+        return fastIn(PathFetcher(try fetchPath(path)), ints, strings)
+    }
+
+    func fastIn<F: Fetcher>(_ fetch: F, _ ints: [Int64], _ strings: [String]) -> TestBox {
+        let intList = ints
+        let stringList = strings
+        if !intList.isEmpty {
+            let doubles = intList.map(Double.init)
+            return TestBox { root, extras in
+                switch fetch(root, extras) {
+                case .int(let x)?: return Tri(intList.contains(x))
+                case .double(let x)?: return Tri(doubles.contains(x))
+                case .string(let s)?:
+                    guard case .int(let x)? = Value.number(s) else { return .false }
+                    return Tri(intList.contains(x))
+                default: return .false
+                }
+            }
+        }
+        return TestBox { root, extras in
+            guard case .string(let x)? = fetch(root, extras) else { return .false }
+            return Tri(stringList.contains(x))
         }
     }
 
@@ -308,12 +471,10 @@ struct Compiler {
     }
 
     mutating func compileLambda(_ lambda: Lambda) throws(ODataError) -> Test {
-        guard let collection = try fetchPath(lambda.path, forCollection: true) else {
-            throw error("cannot apply \(lambda.kind.rawValue) to '\(lambda.path.joined(separator: "/"))'")
-        }
+        let collection = try fetchPath(lambda.path)
         guard let variable = lambda.variable, let predicate = lambda.predicate else {
-            return { ctx in
-                guard case .array(let elements)? = collection(ctx) else { return .false }
+            return { root, extras in
+                guard case .array(let elements)? = collection(root, extras) else { return .false }
                 return Tri(!elements.isEmpty)
             }
         }
@@ -321,14 +482,15 @@ struct Compiler {
         let body = try test(predicate)
         scope.removeLast()
         let isAny = lambda.kind == .any
-        return { ctx in
-            guard case .array(let elements)? = collection(ctx) else { return isAny ? .false : .true }
-            var inner = ctx
-            inner.variables.append(.null)
-            let slot = inner.variables.count - 1
+        return { root, extras in
+            guard case .array(let elements)? = collection(root, extras) else { return isAny ? .false : .true }
+            let extras = extras ?? EvaluationExtras(navigation: nil)
+            extras.variables.append(.null)
+            defer { extras.variables.removeLast() }
+            let slot = extras.variables.count - 1
             for element in elements {
-                inner.variables[slot] = element
-                let result = body(inner)
+                extras.variables[slot] = element
+                let result = body(root, extras)
                 if isAny && result == .true { return .true }
                 if !isAny && result != .true { return .false }
             }
@@ -339,44 +501,44 @@ struct Compiler {
     // MARK: Paths
 
     /// A closure fetching a member path's JSON value; nil (no closure) when the path is not plain.
-    mutating func fetchPath(_ path: [String], forCollection: Bool = false) throws(ODataError) -> Fetch? {
+    mutating func fetchPath(_ path: [String]) throws(ODataError) -> Fetch {
         var segments = path[...]
         let base: Fetch
-        guard let first = segments.first else { return nil }
+        guard let first = segments.first else { throw error("empty member path") }
         if first == "$it" {
             segments = segments.dropFirst()
-            base = { ctx in .object(ctx.root) }
+            base = { root, extras in .object(root) }
         } else if first == "$this" {
             segments = segments.dropFirst()
-            base = { ctx in ctx.this }
+            base = { root, extras in EvaluationContext.this(root, extras) }
         } else if let index = scope.lastIndex(of: first) {
             segments = segments.dropFirst()
-            base = { ctx in ctx.variables[index] }
+            base = { root, extras in extras!.variables[index] }
         } else {
             // The common case: a member of the entity itself.
             if segments.count == 1 && !first.contains(".") && first != "$count" {
                 let slot = MemberSlot(first)
-                return { ctx in
-                    if let value = slot.lookup(ctx.root) { return value }
-                    return ctx.navigation?.related(ctx.root, navigationProperty: slot.name)
+                return { root, extras in
+                    if let value = slot.lookup(root) { return value }
+                    return extras?.navigation?.related(root, navigationProperty: slot.name)
                 }
             }
-            base = { ctx in .object(ctx.root) }
+            base = { root, extras in .object(root) }
         }
         var fetch = base
         for segment in segments {
             let previous = fetch
             if segment == "$count" {
-                fetch = { ctx in
-                    guard case .array(let elements)? = previous(ctx) else { return nil }
+                fetch = { root, extras in
+                    guard case .array(let elements)? = previous(root, extras) else { return nil }
                     return .int(Int64(elements.count))
                 }
             } else if segment.contains(".") {
                 // A type cast: keep the value when its @odata.type names the type (or has none).
                 let typeName = segment
                 let shortName = "#" + segment
-                fetch = { ctx in
-                    guard let value = previous(ctx) else { return nil }
+                fetch = { root, extras in
+                    guard let value = previous(root, extras) else { return nil }
                     if case .object(let object) = value, case .string(let type)? = object["@odata.type"],
                         type != shortName && type != typeName
                     {
@@ -386,10 +548,10 @@ struct Compiler {
                 }
             } else {
                 let slot = MemberSlot(segment)
-                fetch = { ctx in
-                    guard case .object(let object)? = previous(ctx) else { return nil }
+                fetch = { root, extras in
+                    guard case .object(let object)? = previous(root, extras) else { return nil }
                     if let value = slot.lookup(object) { return value }
-                    return ctx.navigation?.related(object, navigationProperty: slot.name)
+                    return extras?.navigation?.related(object, navigationProperty: slot.name)
                 }
             }
         }
@@ -402,33 +564,33 @@ struct Compiler {
         switch expression {
         case .literal(let literal):
             let constant = Value(literal)
-            return { _ in constant }
+            return { _, _ in constant }
         case .member(let path):
-            guard let fetch = try fetchPath(path) else { throw error("empty member path") }
-            return { ctx in fetch(ctx).map(Value.init) ?? .null }
+            let fetch = try fetchPath(path)
+            return { root, extras in fetch(root, extras).map(Value.init) ?? .null }
         case .alias:
-            return { _ in .null }
+            return { _, _ in .null }
         case .list(let items):
-            let values = try items.map { (item) throws(ODataError) in try value(item) }
-            return { ctx in .list(values.map { $0(ctx) }) }
+            let values = try items.map { (item) throws(ODataError) in EvaluateBox(run: try value(item)) }
+            return { root, extras in .list(values.map { $0.run(root, extras) }) }
         case .typeName(let name):
             throw error("type name '\(name)' is only allowed as an argument of cast or isof")
         case .unary(.negate, let operand):
             let o = try value(operand)
-            return { ctx in Arithmetic.negate(o(ctx)) }
+            return { root, extras in Arithmetic.negate(o(root, extras)) }
         case .binary(let op, let lhs, let rhs)
         where op == .add || op == .sub || op == .mul || op == .div || op == .divby || op == .mod:
             let l = try value(lhs)
             let r = try value(rhs)
-            return { ctx in Arithmetic.apply(op, l(ctx), r(ctx)) }
+            return { root, extras in Arithmetic.apply(op, l(root, extras), r(root, extras)) }
         case .unary(.not, _), .binary, .lambda:
             let t = try test(expression)
-            return { ctx in t(ctx).value }
+            return { root, extras in t(root, extras).value }
         case .function(let name, let arguments):
             return try function(name, arguments)
         case .root(let path, let members):
-            return { ctx in
-                guard var current = ctx.navigation?.resource(at: path) else { return .null }
+            return { root, extras in
+                guard var current = extras?.navigation?.resource(at: path) else { return .null }
                 for member in members {
                     guard case .object(let object) = current, let next = object[member] else { return .null }
                     current = next

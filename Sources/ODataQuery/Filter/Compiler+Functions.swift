@@ -20,6 +20,10 @@ extension Compiler {
     }
 
     mutating func function(_ name: String, _ arguments: [FilterExpression]) throws(ODataError) -> Evaluate {
+        // Trees built in code skip the parser's checks: check the argument count again.
+        if let arity = ExpressionParser.canonicalFunctions[name], !arity.contains(arguments.count) {
+            throw error("function '\(name)' takes \(arity.lowerBound)…\(arity.upperBound) arguments, got \(arguments.count)")
+        }
         if name == "cast" || name == "isof" { return try typeFunction(name, arguments) }
         if name.hasPrefix("geo.") {
             throw error("function '\(name)' is not supported in evaluation")
@@ -36,8 +40,8 @@ extension Compiler {
                 throw self.error("invalid pattern in matchesPattern: '\(pattern)'")
             }
             let box = RegexBox(regex)
-            return { ctx in
-                guard case .string(let text) = s(ctx) else { return .null }
+            return { root, extras in
+                guard case .string(let text) = s(root, extras) else { return .null }
                 return .bool((try? box.regex.firstMatch(in: text)) != nil)
             }
         }
@@ -45,24 +49,24 @@ extension Compiler {
         switch args.count {
         case 0:
             let constant = try Compiler.nullary(name)
-            return { _ in constant }
+            return { _, _ in constant }
         case 1:
             let a = args[0]
             guard let f = Compiler.unary[name] else { throw error("unknown function '\(name)'") }
-            return { ctx in f(a(ctx)) }
+            return { root, extras in f(a(root, extras)) }
         case 2:
             let a = args[0]
             let b = args[1]
             if name == "substring" {
-                return { ctx in Compiler.substring(a(ctx), b(ctx), nil) }
+                return { root, extras in Compiler.substring(a(root, extras), b(root, extras), nil) }
             }
             guard let f = Compiler.binary[name] else { throw error("unknown function '\(name)'") }
-            return { ctx in f(a(ctx), b(ctx)) }
+            return { root, extras in f(a(root, extras), b(root, extras)) }
         default:
             let a = args[0]
             let b = args[1]
             let c = args[2]
-            return { ctx in Compiler.substring(a(ctx), b(ctx), c(ctx)) }
+            return { root, extras in Compiler.substring(a(root, extras), b(root, extras), c(root, extras)) }
         }
     }
 
@@ -80,11 +84,11 @@ extension Compiler {
         guard entry.arity.contains(arguments.count) else {
             throw error("function '\(name)' takes \(entry.arity.lowerBound)…\(entry.arity.upperBound) arguments, got \(arguments.count)")
         }
-        let args = try arguments.map { (argument) throws(ODataError) in try value(argument) }
+        let args = try arguments.map { (argument) throws(ODataError) in EvaluateBox(run: try value(argument)) }
         let evaluate = entry.evaluate
-        return { ctx in
+        return { root, extras in
             let call = FunctionCall(
-                entity: ctx.root, this: ctx.this, arguments: args.map { $0(ctx).json }, navigation: ctx.navigation)
+                entity: root, this: EvaluationContext.this(root, extras), arguments: args.map { $0.run(root, extras).json }, navigation: extras?.navigation)
             return Value(evaluate(call))
         }
     }
@@ -108,7 +112,7 @@ extension Compiler {
         var end = chars.count
         if let length {
             guard case .int(let n) = length, n >= 0 else { return .null }
-            end = Int(clamping: min(Int64(chars.count), Int64(begin) + n))
+            end = begin + Int(clamping: min(Int64(chars.count - begin), n))
         }
         return .string(String(chars[begin..<end]))
     }
@@ -290,12 +294,12 @@ extension Compiler {
         if arguments.count == 2 {
             operand = try value(arguments[0])
         } else {
-            operand = { ctx in Value(ctx.this) }
+            operand = { root, extras in Value(EvaluationContext.this(root, extras)) }
         }
         if name == "isof" {
-            return { ctx in .bool(Compiler.isOf(operand(ctx), type)) }
+            return { root, extras in .bool(Compiler.isOf(operand(root, extras), type)) }
         }
-        return { ctx in Compiler.cast(operand(ctx), type) }
+        return { root, extras in Compiler.cast(operand(root, extras), type) }
     }
 
     static func isOf(_ v: Value, _ type: String) -> Bool {
@@ -314,8 +318,8 @@ extension Compiler {
             switch v {
             case .int(let i): return range.contains(i) ? .int(i) : .null
             case .double(let d):
-                guard d.rounded() == d, d >= Double(range.lowerBound), d <= Double(range.upperBound) else { return .null }
-                return .int(Int64(d))
+                guard let i = Int64(exactly: d), range.contains(i) else { return .null }
+                return .int(i)
             case .string(let s):
                 guard let i = Int64(s), range.contains(i) else { return .null }
                 return .int(i)

@@ -265,6 +265,9 @@ struct ExpressionParser {
             if token.kind == .openParen && !token.spaceBefore {
                 throw error("unexpected '(' after '\(segment)'", at: token.start)
             }
+            guard path.count < ExpressionParser.maximumDepth else {
+                throw error("path longer than \(ExpressionParser.maximumDepth) segments", at: segmentToken.start)
+            }
             path.append(segment)
         }
         return (.member(path), 1)

@@ -34,6 +34,19 @@ public struct FunctionCall {
     public let arguments: [JSONValue]
     /// The navigation resolver of this evaluation, if any.
     public let navigation: (any NavigationResolver)?
+
+    /// Creates a call (the evaluator does; tests of custom functions may too).
+    /// - Parameters:
+    ///   - entity: the entity being filtered.
+    ///   - this: the current instance.
+    ///   - arguments: the evaluated arguments.
+    ///   - navigation: the navigation resolver, if any.
+    public init(entity: JSONObject, this: JSONValue, arguments: [JSONValue], navigation: (any NavigationResolver)?) {
+        self.entity = entity
+        self.this = this
+        self.arguments = arguments
+        self.navigation = navigation
+    }
 }
 
 /// Functions beyond the canonical ones that expressions may call by name, such as the offline

@@ -110,7 +110,8 @@ enum Temporal {
     static func scanDate(_ s: inout Scanner) -> Int64? {
         let negative = s.take(UInt8(ascii: "-"))
         let start = s.index
-        guard let yearDigits = s.number(), s.index - start >= 4 else { return nil }
+        // Four to nine year digits: enough for any calendar, and the day arithmetic cannot overflow.
+        guard let yearDigits = s.number(), s.index - start >= 4, s.index - start <= 9 else { return nil }
         if s.index - start > 4 && s.bytes[start] == UInt8(ascii: "0") { return nil }
         let year = negative ? -yearDigits : yearDigits
         guard s.take(UInt8(ascii: "-")), let month = s.digits(2), s.take(UInt8(ascii: "-")), let day = s.digits(2)
@@ -204,8 +205,7 @@ enum Temporal {
                     nanos = fraction
                 }
                 if s.take(UInt8(ascii: "S")) {
-                    guard add(whole, 1_000_000_000) else { return nil }
-                    total += nanos
+                    guard add(whole, 1_000_000_000), add(nanos, 1) else { return nil }
                     anyTime = true
                 } else {
                     s.index = before

@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Exclusive ownership of a store directory: an in-process registry plus `flock(LOCK_EX | LOCK_NB)` on a

@@ -11,25 +11,157 @@ struct CacheCrypto: @unchecked Sendable {
     var sealer: Sealer?
     let indexKey: SymmetricKey
     var generation: UInt64
+    /// HMAC-SHA256 (RFC 2104) with the key's inner and outer pads already absorbed, so that a lookup
+    /// hashes only its message: `H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ message))`.
+    private let innerHash: SHA256
+    private let outerHash: SHA256
 
+    init(sealer: Sealer?, indexKey: SymmetricKey, generation: UInt64) {
+        self.sealer = sealer
+        self.indexKey = indexKey
+        self.generation = generation
+        // A 32-byte key is shorter than SHA-256's 64-byte block, so it is zero-padded, not hashed.
+        var block = indexKey.withUnsafeBytes { [UInt8]($0) }
+        block += [UInt8](repeating: 0, count: SHA256.blockByteCount - block.count)
+        var inner = SHA256()
+        var outer = SHA256()
+        inner.update(data: block.map { $0 ^ 0x36 })
+        outer.update(data: block.map { $0 ^ 0x5C })
+        innerHash = inner
+        outerHash = outer
+    }
+
+    /// The LMDB key of a URL: HMAC-SHA256 over the partition (length-prefixed) and the literal URL.
     func entryKey(for url: String, partition: String?) -> [UInt8] {
-        var hmac = HMAC<SHA256>(key: indexKey)
-        var prefix = ByteWriter(capacity: 8)
-        prefix.appendString(partition ?? "")
-        hmac.update(data: prefix.data)
+        var inner = innerHash
+        var partitionText = partition ?? ""
+        partitionText.withUTF8 { utf8 in
+            withUnsafeBytes(of: UInt32(utf8.count).bigEndian) { inner.update(bufferPointer: $0) }
+            inner.update(bufferPointer: UnsafeRawBufferPointer(utf8))
+        }
         var copy = url
-        copy.withUTF8 { hmac.update(data: UnsafeRawBufferPointer($0)) }
-        return Array(hmac.finalize())
+        copy.withUTF8 { inner.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        var outer = outerHash
+        inner.finalize().withUnsafeBytes { outer.update(bufferPointer: $0) }
+        return outer.finalize().withUnsafeBytes { [UInt8]($0) }
     }
 
-    func seal(_ plaintext: Data, key: [UInt8]) throws(CacheError) -> Data {
-        guard let sealer else { return plaintext }
-        return try sealer.seal(plaintext, authenticating: key)
+    /// Seals an entry as two boxes: the payload (the LMDB key as authenticated data) and the metadata
+    /// (the LMDB key and the payload's tag as authenticated data, which binds the two together).
+    ///
+    /// Payloads up to `SealedEntry.combinedLimit` bytes are sealed with their metadata in one box
+    /// instead (one AES-GCM operation per lookup); larger ones are sealed on their own, so that a big
+    /// body is never copied into a second, combined buffer.
+    func seal(_ entry: CacheEntry, key: [UInt8]) throws(CacheError) -> SealedEntry {
+        let meta = EntryCodec.encodeMeta(entry)
+        if entry.payload.count <= SealedEntry.combinedLimit {
+            var plaintext = Data(capacity: entry.payload.count + meta.count + 4)
+            plaintext.append(entry.payload)
+            plaintext.append(meta)
+            withUnsafeBytes(of: UInt32(meta.count).bigEndian) { plaintext.append(contentsOf: $0) }
+            let box = try sealer.map { sealer throws(CacheError) in try sealer.seal(plaintext, authenticating: key) } ?? plaintext
+            return SealedEntry(format: SealedEntry.combinedFormat, meta: Data(), payload: box)
+        }
+        guard let sealer else { return SealedEntry(format: SealedEntry.splitFormat, meta: meta, payload: entry.payload) }
+        let payload = try sealer.seal(entry.payload, authenticating: key)
+        let sealedMeta = try sealer.seal(meta, authenticating: key + payload.suffix(16))
+        return SealedEntry(format: SealedEntry.splitFormat, meta: sealedMeta, payload: payload)
     }
 
-    func open(_ stored: UnsafeRawBufferPointer, key: [UInt8]) throws(CacheError) -> Data {
-        guard let sealer else { return Data(stored) }
-        return try sealer.open(stored, authenticating: key)
+    /// Opens a stored value made by `seal(_:key:)`; `nil` when it fails authentication or decoding.
+    func open(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> CacheEntry? {
+        guard let parts = SealedEntry.split(stored) else { return nil }
+        let payload: Data
+        let entryMeta: (status: Int, storedAt: Date, headers: [CacheEntry.Header])?
+        if parts.format == SealedEntry.combinedFormat {
+            let plaintext: Data
+            if let sealer {
+                guard let opened = try? sealer.open(parts.payload, authenticating: key) else { return nil }
+                plaintext = opened
+            } else {
+                plaintext = Data(parts.payload)
+            }
+            // `payload ‖ meta ‖ UInt32(meta count)`; `prefix` of a zero-based Data shares its storage.
+            let count = plaintext.count
+            guard count >= 4 else { return nil }
+            let metaCount = plaintext.withUnsafeBytes { Int(UInt32(bigEndian: $0.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))) }
+            guard metaCount <= count - 4 else { return nil }
+            entryMeta = plaintext.withUnsafeBytes { EntryCodec.decodeMeta(UnsafeRawBufferPointer(rebasing: $0[(count - 4 - metaCount)..<(count - 4)])) }
+            payload = plaintext.prefix(count - 4 - metaCount)
+        } else if let sealer {
+            guard parts.payload.count >= Sealer.overhead,
+                  let meta = try? sealer.open(parts.meta, authenticating: key + parts.payload.suffix(16)),
+                  let opened = try? sealer.open(parts.payload, authenticating: key)
+            else { return nil }
+            entryMeta = meta.withUnsafeBytes { EntryCodec.decodeMeta($0) }
+            payload = opened
+        } else {
+            entryMeta = EntryCodec.decodeMeta(parts.meta)
+            payload = Data(parts.payload)
+        }
+        guard let entryMeta else { return nil }
+        var entry = CacheEntry(status: entryMeta.status, trustedHeaders: entryMeta.headers, payload: payload, storedAt: entryMeta.storedAt)
+        // The stored size is the value plus the fixed bookkeeping (see `OpenCache.put`).
+        entry.size = stored.count + OpenCache.perEntryOverhead
+        return entry
+    }
+}
+
+/// A sealed entry as stored: `UInt8 format, UInt32 meta count, meta box, payload box`. In the
+/// combined format the meta box is empty and the payload box holds `payload ‖ meta ‖ UInt32(meta count)`.
+struct SealedEntry: Sendable {
+    static let splitFormat: UInt8 = 1
+    static let combinedFormat: UInt8 = 2
+    /// The largest payload sealed together with its metadata.
+    static let combinedLimit = 64 << 10
+    let format: UInt8
+    let meta: Data
+    let payload: Data
+
+    var byteCount: Int { 5 + meta.count + payload.count }
+
+    /// Writes the stored layout into `buffer` (exactly `byteCount` bytes), straight into the LMDB map.
+    func write(into buffer: UnsafeMutableRawBufferPointer) {
+        guard buffer.count == byteCount, let base = buffer.baseAddress else { return }
+        base.storeBytes(of: format, as: UInt8.self)
+        base.storeBytes(of: UInt32(meta.count).bigEndian, toByteOffset: 1, as: UInt32.self)
+        meta.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5).copyMemory(from: origin, byteCount: $0.count) } }
+        payload.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5 + meta.count).copyMemory(from: origin, byteCount: $0.count) } }
+    }
+
+    static func split(_ stored: UnsafeRawBufferPointer) -> (format: UInt8, meta: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer)? {
+        guard stored.count >= 5, stored[0] == splitFormat || stored[0] == combinedFormat else { return nil }
+        let metaCount = Int(UInt32(bigEndian: stored.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
+        guard metaCount <= stored.count - 5 else { return nil }
+        return (stored[0], UnsafeRawBufferPointer(rebasing: stored[5..<(5 + metaCount)]),
+                UnsafeRawBufferPointer(rebasing: stored[(5 + metaCount)...]))
+    }
+}
+
+/// A 32-byte entry key as four words: hashed faster than an array of bytes.
+struct TouchKey: Hashable, Sendable {
+    let words: (UInt64, UInt64, UInt64, UInt64)
+
+    init(_ bytes: [UInt8]) {
+        words = bytes.withUnsafeBytes { raw in
+            raw.count == 32
+                ? (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                   raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                : (0, 0, 0, 0)
+        }
+    }
+
+    var bytes: [UInt8] {
+        withUnsafeBytes(of: words) { Array($0) }
+    }
+
+    static func == (lhs: TouchKey, rhs: TouchKey) -> Bool { lhs.words == rhs.words }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
     }
 }
 
@@ -74,7 +206,7 @@ final class OpenCache: Sendable {
     let lock: DirectoryLock
     let crypto: Mutex<CacheCrypto>
     /// Lookups not yet written to the LRU index: key → (tick, time in ms).
-    let touches = Mutex<[[UInt8]: (tick: UInt64, milliseconds: Int64)]>([:])
+    let touches = Mutex<[TouchKey: (tick: UInt64, milliseconds: Int64)]>([:])
     let nextTick: Atomic<UInt64>
     let currentBytes: Atomic<Int>
     let lastSync = Mutex<ContinuousClock.Instant>(.now)
@@ -116,12 +248,13 @@ final class OpenCache: Sendable {
             touches.removeAll(keepingCapacity: true)
             return taken
         }
-        for (key, touch) in pending {
+        for (touchKey, touch) in pending {
+            let key = touchKey.bytes
             guard let raw = try txn.value(forKey: key, in: info), var record = EntryInfo(raw), touch.tick > record.tick else { continue }
             try txn.removeValue(forKey: record.tick.bigEndianBytes, in: lru)
             record.tick = touch.tick
             record.lastUsedMilliseconds = touch.milliseconds
-            try txn.setValue(record.tick.bigEndianBytes, forKey: key, in: lru)
+            try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
             try txn.setValue(record.bytes, forKey: key, in: info)
         }
     }
@@ -157,11 +290,11 @@ final class OpenCache: Sendable {
     }
 
     /// Stores a sealed value with its bookkeeping; evicts first when the budget requires it.
-    func put(sealed: Data, key: [UInt8], now: Date, configuration: CacheConfiguration, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int, size: Int) {
+    func put(sealed: SealedEntry, key: [UInt8], now: Date, configuration: CacheConfiguration, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int, size: Int) {
         try flushTouches(txn)
         var total = try readBytes(txn)
         total -= try removeEntry(key, txn)
-        let size = sealed.count + Self.perEntryOverhead
+        let size = sealed.byteCount + Self.perEntryOverhead
         var evicted = (count: 0, bytes: 0)
         if total + size > configuration.sizeLimit {
             // Down to the low-water mark; an entry larger than that only needs room under the limit.
@@ -169,8 +302,8 @@ final class OpenCache: Sendable {
             evicted = try evict(toFit: size, target: target, total: &total, txn)
         }
         let record = EntryInfo(tick: takeTick(), size: size, lastUsedMilliseconds: Int64(now.timeIntervalSince1970 * 1000))
-        try txn.setValue(count: sealed.count, forKey: key, in: entries) { buffer in
-            _ = sealed.copyBytes(to: buffer)
+        try txn.setValue(count: sealed.byteCount, forKey: key, in: entries) { buffer in
+            sealed.write(into: buffer)
         }
         try txn.setValue(record.bytes, forKey: key, in: info)
         try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)

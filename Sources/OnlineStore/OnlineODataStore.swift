@@ -1,0 +1,459 @@
+import Foundation
+import Synchronization
+public import CurlHTTP
+public import ODataCore
+public import TechnicalCache
+import HTTPTypes
+
+/// An online OData store: requests go through libcurl to the back end; reads can use an
+/// encrypted, persistent technical cache in *active* mode (cached copy first, then the server's,
+/// revalidated with `If-None-Match` / `If-Modified-Since`) or *passive* mode (the cache alone).
+///
+/// The callbacks each execution makes follow SPEC's state tables exactly; see ``CallbackPlan``.
+///
+/// ## Topics
+/// - ``open()``, ``close()``, ``setMode(_:)``
+/// - ``execute(_:listener:)``, ``execute(batch:listener:)``, ``executeSynchronously(_:)``
+/// - ``closeCache()``, ``reopenCache(encryptionKey:)``, ``resetCache()``
+public final class OnlineODataStore: Sendable {
+    /// The service root every request path is relative to.
+    public let serviceRoot: String
+    /// The options the store was created with.
+    public let options: OnlineStoreOptions
+
+    private let delegate: (any OnlineODataStoreDelegate)?
+    private let transport: any HTTPTransport
+    private let ownsTransport: Bool
+    private let cache: ResponseCache?
+    private let state = Mutex(State())
+    private let counters = Mutex(OnlineStoreStatistics())
+
+    private struct State {
+        var isOpen = false
+        var mode: StoreMode = .active
+        var running: [UUID: @Sendable () -> Void] = [:]
+        var inFlight: [String: Task<TransportResponse, any Error>] = [:]
+    }
+
+    /// Creates a store; nothing is opened until ``open()``.
+    /// - Parameters:
+    ///   - serviceRoot: the absolute http(s) URL of the OData service.
+    ///   - options: the options.
+    ///   - delegate: receives the outcome of ``open()``.
+    ///   - transport: the HTTP transport; the default is a `CurlTransport` with `options.transport`.
+    /// - Throws: ``ODataError`` `.invalidURL` for a bad service root; a transport set-up error.
+    public init(serviceRoot: String, options: OnlineStoreOptions = OnlineStoreOptions(),
+                delegate: (any OnlineODataStoreDelegate)? = nil, transport: (any HTTPTransport)? = nil) throws {
+        _ = try ODataRequest.join(serviceRoot: serviceRoot, relative: "")
+        self.serviceRoot = serviceRoot
+        self.options = options
+        self.delegate = delegate
+        if let transport {
+            self.transport = transport
+            ownsTransport = false
+        } else {
+            self.transport = try CurlTransport(configuration: options.transport)
+            ownsTransport = true
+        }
+        if options.useCache {
+            let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: options.cachePartition,
+                                                   keyDerivation: options.cacheKeyDerivation)
+            cache = try ResponseCache(directory: options.storeDirectory.appendingPathComponent(options.storeName + ".cache").path,
+                                      configuration: configuration)
+        } else {
+            cache = nil
+        }
+    }
+
+    deinit {
+        if ownsTransport, let curl = transport as? CurlTransport { curl.shutdown() }
+    }
+
+    // MARK: - Lifecycle
+
+    /// Opens the store and its cache. Opening an open store is harmless and reports nothing new.
+    /// - Throws: a cache error (wrong key, cache in use by another process…); the delegate hears it too.
+    public func open() async throws {
+        if isOpen { return }
+        do {
+            if let cache, !cache.isOpen {
+                try cache.open(encryption: initialEncryption)
+            }
+            let opened = state.withLock { state -> Bool in
+                if state.isOpen { return false }
+                state.isOpen = true
+                return true
+            }
+            if opened { delegate?.onlineStoreOpenFinished(self) }
+        } catch {
+            delegate?.onlineStoreOpenFailed(self, error: error)
+            throw error
+        }
+    }
+
+    /// Closes the store: running requests end with a failure, the cache is closed.
+    public func close() {
+        let cancels = state.withLock { state -> [@Sendable () -> Void] in
+            state.isOpen = false
+            defer { state.running = [:] }
+            return Array(state.running.values)
+        }
+        for cancel in cancels { cancel() }
+        cache?.close()
+    }
+
+    /// Whether the store is open.
+    public var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    /// The store's mode; the default is ``StoreMode/active``.
+    public var mode: StoreMode { state.withLock { $0.mode } }
+
+    /// Switches between active and passive mode.
+    /// - Parameter mode: the new mode.
+    /// - Throws: ``ODataError`` `.invalidState` when passive mode is asked of a store without a cache.
+    public func setMode(_ mode: StoreMode) throws {
+        if mode == .passive, cache == nil {
+            throw ODataError(.invalidState, "passive mode needs the technical cache, which is disabled for this store")
+        }
+        state.withLock { $0.mode = mode }
+    }
+
+    // MARK: - Cache lifecycle
+
+    /// Whether the store was created with a technical cache.
+    public var isCacheEnabled: Bool { cache != nil }
+
+    /// Whether the technical cache is open.
+    public var isCacheOpen: Bool { cache?.isOpen ?? false }
+
+    /// Closes the cache while the store stays open (for example while the process is idle).
+    /// Running requests that use it finish without it.
+    public func closeCache() {
+        cache?.close()
+    }
+
+    /// Reopens the cache with its key.
+    /// - Parameter encryptionKey: the passphrase; `nil` uses the options' key (or the generated one).
+    /// - Throws: ``ODataError`` `.invalidState` without a cache; a cache error for a wrong key.
+    public func reopenCache(encryptionKey: String? = nil) throws {
+        guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
+        if cache.isOpen { return }
+        try cache.open(encryption: encryptionKey.map { .key($0) } ?? initialEncryption)
+    }
+
+    /// Wipes the cache. Allowed only while the cache is closed.
+    /// - Throws: ``ODataError`` `.invalidState` without a cache; a cache error while it is open.
+    public func resetCache() throws {
+        guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
+        try cache.reset()
+    }
+
+    /// Counters of requests, network use and the cache.
+    public var statistics: OnlineStoreStatistics {
+        var result = counters.withLock { $0 }
+        if let cache { result.cache = cache.statistics }
+        return result
+    }
+
+    private var initialEncryption: CacheEncryption {
+        if options.disableCacheEncryption { return .disabled }
+        if let key = options.cacheEncryptionKey { return .key(key) }
+        return .keyStore(cache?.defaultKeyStore ?? FileKeyStore(path: options.storeDirectory.appendingPathComponent(options.storeName + ".key").path))
+    }
+
+    // MARK: - Executing requests
+
+    /// Executes a request asynchronously; callbacks go to `listener` and to the execution's events.
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - listener: receives the callbacks, if given.
+    /// - Returns: the execution, for its status, events, result and cancellation.
+    @discardableResult
+    public func execute(_ request: ODataRequest, listener: (any ODataRequestListener)? = nil) -> RequestExecution {
+        let execution = RequestExecution(request: request, listener: listener)
+        start(execution) { store in await store.run(single: execution) }
+        return execution
+    }
+
+    /// Executes a `$batch` asynchronously (multipart). Its cache response is assembled from the
+    /// cached parts; the server's read parts update the cache, each under its own URL.
+    /// - Parameters:
+    ///   - batch: the batch.
+    ///   - listener: receives the callbacks, if given.
+    /// - Returns: the execution; its responses carry the multipart batch response.
+    @discardableResult
+    public func execute(batch: BatchRequest, listener: (any ODataRequestListener)? = nil) -> RequestExecution {
+        let request = ODataRequest(method: .post, resourcePath: "$batch", useCache: batch.parts.contains { Self.isCachedRead($0) })
+        let execution = RequestExecution(request: request, listener: listener)
+        start(execution) { store in await store.run(batch: batch, execution: execution) }
+        return execution
+    }
+
+    /// Executes a request and waits for it, blocking the calling thread. As documented, this never
+    /// uses the technical cache. For threads of your own only: never call it from async code, where
+    /// it would block one of the few threads of Swift's cooperative pool.
+    /// - Parameter request: the request.
+    /// - Returns: the server's response.
+    /// - Throws: the failure.
+    public func executeSynchronously(_ request: ODataRequest) throws -> ODataResponse {
+        var uncached = request
+        uncached.useCache = false
+        let execution = execute(uncached)
+        let box = Mutex<Result<ODataResponse?, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                let response = try await execution.result()
+                box.withLock { $0 = .success(response) }
+            } catch {
+                box.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        let result = box.withLock { $0 } ?? .failure(ODataError(.invalidState, "the request did not finish"))
+        guard let response = try result.get() else { throw ODataError(.invalidState, "the request finished without a response") }
+        return response
+    }
+
+    private func start(_ execution: RequestExecution, _ body: @escaping @Sendable (OnlineODataStore) async -> Void) {
+        let id = UUID()
+        let task = Task { [self] in
+            await body(self)
+            _ = state.withLock { $0.running.removeValue(forKey: id) }
+        }
+        let cancel: @Sendable () -> Void = { task.cancel() }
+        state.withLock { $0.running[id] = cancel }
+        execution.setCancellationHandler(cancel)
+    }
+
+    private static func isCachedRead(_ part: BatchRequest.Part) -> Bool {
+        if case .request(let request) = part { return request.isCacheable }
+        return false
+    }
+
+    private func plan(for kind: RequestKind) -> CallbackPlan {
+        let (open, mode) = state.withLock { ($0.isOpen, $0.mode) }
+        let cacheState: CacheState = cache == nil ? .disabled : (cache!.isOpen ? .open : .closed)
+        return CallbackPlan.plan(mode: mode, storeIsOpen: open, cache: cacheState, kind: kind)
+    }
+
+    private func fail(_ execution: RequestExecution, _ error: any Error, _ response: ODataResponse? = nil) {
+        execution.report(.failed(error, response))
+        execution.report(.finished(response))
+    }
+
+    private func run(single execution: RequestExecution) async {
+        let request = execution.request
+        execution.report(.started)
+        counters.withLock { $0.requests += 1 }
+        let plan = plan(for: request.isCacheable ? .cachedRead : .other)
+        if case .failure(let reason) = plan { return fail(execution, ODataError(.invalidState, reason)) }
+        let url: String
+        do { url = try request.url(serviceRoot: serviceRoot) } catch { return fail(execution, error) }
+
+        var cached: CacheEntry?
+        if plan.readsCache {
+            cached = lookup(url)
+            counters.withLock { cached == nil ? ($0.cacheMisses += 1) : ($0.cacheHits += 1) }
+            execution.report(.cacheResponse(cached.map { Self.response(from: $0, revalidated: false) }))
+        }
+        if plan == .cacheOnly {
+            // Passive mode: what the cache said is the result; nil is not a failure.
+            let response: ODataResponse? = cached.map { Self.response(from: $0, revalidated: false) }
+            execution.report(.finished(response))
+            return
+        }
+        if let cached, let maxAge = options.maxAge, plan.readsCache,
+           Date().timeIntervalSince(cached.storedAt) < Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18 {
+            let response = Self.response(from: cached, revalidated: false)
+            counters.withLock { $0.servedFresh += 1 }
+            execution.report(.serverResponse(response))
+            execution.report(.finished(response))
+            return
+        }
+
+        var headers = options.defaultHeaderFields
+        for field in request.headerFields { headers[fields: field.name] = request.headerFields[fields: field.name] }
+        let cacheRequest = CacheRequest(method: request.method.rawValue, headers: Self.cacheHeaders(request.headerFields), useCache: request.useCache)
+        if plan.readsCache, case .revalidate(let conditional) = CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active) {
+            for header in conditional {
+                if let name = HTTPField.Name(header.name) { headers[name] = header.value }
+            }
+        }
+        let transportRequest = TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body)
+        let reply: TransportResponse
+        do {
+            reply = try await send(transportRequest, coalescing: request.method == .get && options.coalescesIdenticalReads)
+        } catch {
+            if !isOpen { return fail(execution, ODataError(.invalidState, "the store was closed while the request ran")) }
+            return fail(execution, error)
+        }
+        if Task.isCancelled || !isOpen {
+            return fail(execution, isOpen ? CancellationError() : ODataError(.invalidState, "the store was closed while the request ran"))
+        }
+
+        let response: ODataResponse
+        if reply.status == 304, let cached {
+            counters.withLock { $0.notModified += 1 }
+            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headerFields: reply.headerFields, payload: Data(), stored: cached) : nil
+            response = Self.response(from: refreshed ?? cached, revalidated: true)
+        } else {
+            response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
+            if plan.readsCache {
+                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headerFields: reply.headerFields, payload: reply.body, stored: cached)
+            }
+        }
+        if response.isSuccess {
+            execution.report(.serverResponse(response))
+            execution.report(.finished(response))
+        } else {
+            fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(reply.status)", statusCode: reply.status), response)
+        }
+    }
+
+    private func run(batch: BatchRequest, execution: RequestExecution) async {
+        execution.report(.started)
+        counters.withLock { $0.requests += 1 }
+        let plan = plan(for: execution.request.useCache ? .cachedRead : .other)
+        if case .failure(let reason) = plan { return fail(execution, ODataError(.invalidState, reason)) }
+        let urls: [String?]
+        let encoded: (body: Data, contentType: String)
+        let batchURL: String
+        do {
+            urls = try batch.parts.map { part throws -> String? in
+                if case .request(let request) = part, request.isCacheable { return try request.url(serviceRoot: serviceRoot) }
+                return nil
+            }
+            encoded = try MultipartBatch.encode(batch)
+            batchURL = try ODataRequest.join(serviceRoot: serviceRoot, relative: "$batch")
+        } catch {
+            return fail(execution, error)
+        }
+        if plan.readsCache {
+            var parts: [BatchResponse.Part] = []
+            for url in urls {
+                if let url, let entry = lookup(url) {
+                    parts.append(.response(Self.response(from: entry, revalidated: false), contentID: nil))
+                } else {
+                    parts.append(.response(Self.notCached, contentID: nil))
+                }
+            }
+            let assembled = MultipartBatch.encode(BatchResponse(parts: parts))
+            let response = ODataResponse(statusCode: 200, headerFields: [.contentType: assembled.contentType], payload: assembled.body, isFromCache: true)
+            execution.report(.cacheResponse(response))
+            if plan == .cacheOnly {
+                execution.report(.finished(response))
+                return
+            }
+        }
+        var headers = options.defaultHeaderFields
+        headers[.contentType] = encoded.contentType
+        let reply: TransportResponse
+        do {
+            reply = try await send(TransportRequest(method: "POST", url: batchURL, headerFields: headers, body: encoded.body), coalescing: false)
+        } catch {
+            return fail(execution, isOpen ? error : ODataError(.invalidState, "the store was closed while the request ran"))
+        }
+        let response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
+        guard response.isSuccess else {
+            return fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(reply.status)", statusCode: reply.status), response)
+        }
+        if plan.readsCache, let contentType = reply.headerFields[.contentType],
+           let decoded = try? MultipartBatch.decodeResponse(reply.body, contentType: contentType), decoded.parts.count == urls.count {
+            for (part, url) in zip(decoded.parts, urls) {
+                guard let url, case .response(let partResponse, _) = part else { continue }
+                _ = await updateCache(url: url, request: CacheRequest(method: "GET"), status: partResponse.statusCode,
+                                      headerFields: partResponse.headerFields, payload: partResponse.payload, stored: nil)
+            }
+        }
+        execution.report(.serverResponse(response))
+        execution.report(.finished(response))
+    }
+
+    /// A batch part that was never cached: `504` as for an unsatisfiable `only-if-cached` (RFC 9111 §5.2.1.7).
+    private static let notCached = ODataResponse(statusCode: 504, headerFields: [HTTPField.Name("Cache-Status")!: "ODataStores; fwd=miss; detail=not-cached"], isFromCache: true)
+
+    /// The cache's entry for a URL; a closed or failing cache is a miss (the cache is best-effort).
+    private func lookup(_ url: String) -> CacheEntry? {
+        (try? cache?.entry(for: url)) ?? nil
+    }
+
+    /// Carries out what ``CachePolicy`` says the server's answer does to the stored entry.
+    /// A cache closed meanwhile is left alone. - Returns: the refreshed entry after a 304.
+    private func updateCache(url: String, request: CacheRequest, status: Int, headerFields: HTTPFields, payload: Data, stored: CacheEntry?) async -> CacheEntry? {
+        guard let cache, cache.isOpen else { return nil }
+        let headers = Self.cacheHeaders(headerFields)
+        switch CachePolicy.action(for: request, status: status, headers: headers, hasStoredEntry: stored != nil, mode: .active) {
+        case .store:
+            _ = try? await cache.store(CacheEntry(status: status, headers: headers, payload: payload), for: url)
+        case .refresh:
+            return (try? await cache.refresh(for: url, with304Headers: headers)) ?? nil
+        case .remove:
+            _ = try? await cache.removeEntry(for: url)
+        case .leave:
+            break
+        }
+        return nil
+    }
+
+    private static func cacheHeaders(_ fields: HTTPFields) -> [CacheEntry.Header] {
+        fields.map { CacheEntry.Header(name: $0.name.rawName, value: $0.value) }
+    }
+
+    private func send(_ request: TransportRequest, coalescing: Bool) async throws -> TransportResponse {
+        let key = request.url + "\n" + request.headerFields.map { "\($0.name.canonicalName):\($0.value)" }.joined(separator: "\n")
+        let (task, isLeader): (Task<TransportResponse, any Error>, Bool) = state.withLock { state in
+            if coalescing, let existing = state.inFlight[key] { return (existing, false) }
+            let transport = self.transport
+            let task = Task { try await transport.send(request) }
+            if coalescing { state.inFlight[key] = task }
+            return (task, true)
+        }
+        if !isLeader { counters.withLock { $0.coalesced += 1 } }
+        defer { if isLeader && coalescing { _ = state.withLock { $0.inFlight.removeValue(forKey: key) } } }
+        let reply = try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            if !coalescing { task.cancel() }
+        }
+        try Task.checkCancellation()
+        if isLeader {
+            counters.withLock {
+                $0.networkRequests += 1
+                $0.bytesReceived += reply.metrics.headerBytes + reply.metrics.bodyBytes
+            }
+        }
+        return reply
+    }
+
+    private static func response(from entry: CacheEntry, revalidated: Bool) -> ODataResponse {
+        var fields = HTTPFields()
+        for header in entry.headers {
+            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+        }
+        return ODataResponse(statusCode: entry.status, headerFields: fields, payload: entry.payload, isFromCache: true, isRevalidated: revalidated)
+    }
+}
+
+/// Counters of an ``OnlineODataStore``.
+public struct OnlineStoreStatistics: Sendable, Hashable {
+    /// Executions started.
+    public var requests = 0
+    /// Requests that went to the network.
+    public var networkRequests = 0
+    /// Identical reads that shared another request's network round trip.
+    public var coalesced = 0
+    /// Header and body bytes received on the wire.
+    public var bytesReceived = 0
+    /// Revalidations answered with `304 Not Modified`.
+    public var notModified = 0
+    /// Cache lookups that found an entry.
+    public var cacheHits = 0
+    /// Cache lookups that found nothing.
+    public var cacheMisses = 0
+    /// Reads answered within ``OnlineStoreOptions/maxAge`` without the server.
+    public var servedFresh = 0
+    /// The technical cache's own counters, when the store has one.
+    public var cache: CacheStatistics?
+}

@@ -1,1 +1,0 @@
-// OnlineStore: see README.md for what this module does; its issue builds it out.

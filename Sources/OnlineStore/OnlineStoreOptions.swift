@@ -1,0 +1,62 @@
+import Foundation
+public import CurlHTTP
+public import HTTPTypes
+public import TechnicalCache
+
+/// The options of an ``OnlineODataStore``; every property says its default.
+public struct OnlineStoreOptions: Sendable {
+    /// Whether the store has a technical cache. The default is `true`.
+    public var useCache: Bool = true
+    /// The passphrase the cache's key is derived from. The default is `nil`: a random key is
+    /// generated and kept in a key file (0600) in the store directory.
+    public var cacheEncryptionKey: String?
+    /// Switches cache encryption off. Only for data that is not confidential. The default is `false`.
+    public var disableCacheEncryption: Bool = false
+    /// The most bytes the cache may hold (payloads, headers and metadata); least recently used
+    /// entries go first. The default is 64 MiB.
+    public var cacheSizeLimit: Int = 64 << 20
+    /// The directory the store keeps its files in. The default is `~/.cache/odatastores`
+    /// (or the system's temporary directory when there is no home).
+    public var storeDirectory: URL = OnlineStoreOptions.defaultDirectory
+    /// The store's name; its cache lives in `<storeDirectory>/<storeName>.cache`. The default is `"online"`.
+    public var storeName: String = "online"
+    /// A partition (user or tenant) so that two users of one cache never see each other's entries.
+    /// The default is `nil` (one partition).
+    public var cachePartition: String?
+    /// How the cache key is derived from ``cacheEncryptionKey``. The default is
+    /// `KeyDerivation.standard` (PBKDF2-HMAC-SHA256, 600,000 rounds); tests may lower the cost.
+    public var cacheKeyDerivation: KeyDerivation = .standard
+    /// In active mode, an entry younger than this is delivered without asking the server (the
+    /// server callback then carries the cached response). The default is `nil`: always revalidate.
+    public var maxAge: Duration?
+    /// Identical GETs in flight at the same time share one network request. The default is `true`.
+    public var coalescesIdenticalReads: Bool = true
+    /// Header fields sent with every request (for example `Authorization`). The default is
+    /// `Accept: application/json`.
+    public var defaultHeaderFields: HTTPFields = [.accept: "application/json"]
+    /// The HTTP transport's options. The default is `CurlConfiguration()`.
+    public var transport: CurlConfiguration = CurlConfiguration()
+
+    /// Creates the default options.
+    public init() {}
+
+    /// `~/.cache/odatastores`, or the temporary directory without a home.
+    public static var defaultDirectory: URL {
+        if let home = ProcessInfo.processInfo.environment["HOME"], !home.isEmpty {
+            return URL(fileURLWithPath: home).appendingPathComponent(".cache/odatastores", isDirectory: true)
+        }
+        return FileManager.default.temporaryDirectory.appendingPathComponent("odatastores", isDirectory: true)
+    }
+}
+
+/// Receives the outcome of ``OnlineODataStore/open()``.
+public protocol OnlineODataStoreDelegate: Sendable {
+    /// The store opened.
+    /// - Parameter store: the store.
+    func onlineStoreOpenFinished(_ store: OnlineODataStore)
+    /// The store could not open.
+    /// - Parameters:
+    ///   - store: the store.
+    ///   - error: why.
+    func onlineStoreOpenFailed(_ store: OnlineODataStore, error: any Error)
+}

@@ -1,0 +1,242 @@
+import Foundation
+import HTTPTypes
+import Testing
+@testable import CurlHTTP
+
+/// CurlTransport against a real nginx on 127.0.0.1 serving static JSON files.
+@Suite(.nginx)
+struct NginxTransportTests {
+    @Test func getSmallJSONOverHTTP11() async throws {
+        let server = try nginx()
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        let response = try await transport.send(TransportRequest(url: server.url("small.json")))
+        #expect(response.status == 200)
+        #expect(response.body == NginxServer.files["small.json"])
+        #expect(response.headerFields[.contentType] == "application/json")
+        #expect(response.headerFields[.server]?.hasPrefix("nginx") == true)
+        #expect(response.metrics.httpVersion == .http1_1)
+        #expect(response.metrics.newConnections == 1)
+        #expect(!response.metrics.connectionReused)
+        #expect(response.metrics.headerBytes > 100)
+        #expect(response.metrics.bodyBytes > 0)
+        #expect(response.metrics.totalTime > .zero)
+    }
+
+    @Test func largeBodyWithoutCompressionArrivesWhole() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.acceptEncoding = nil
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let expected = try #require(NginxServer.files["large.json"])
+        #expect(expected.count > 1024 * 1024)
+        let response = try await transport.send(TransportRequest(url: server.url("large.json")))
+        #expect(response.status == 200)
+        #expect(response.headerFields[.contentEncoding] == nil)
+        #expect(response.body == expected)
+        #expect(response.metrics.bodyBytes == expected.count)
+        #expect(response.headerFields[.contentLength] == String(expected.count))
+    }
+
+    @Test func gzipIsNegotiatedAndDecoded() async throws {
+        let server = try nginx()
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        let expected = try #require(NginxServer.files["large.json"])
+        let response = try await transport.send(TransportRequest(url: server.url("large.json")))
+        #expect(response.status == 200)
+        #expect(response.headerFields[.contentEncoding] == "gzip")
+        #expect(response.body == expected)
+        // On the wire the body was much smaller than the decoded document.
+        #expect(response.metrics.bodyBytes > 0)
+        #expect(response.metrics.bodyBytes < expected.count / 3)
+    }
+
+    @Test func ifNoneMatchGives304WithEmptyBody() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.acceptEncoding = nil  // nginx weakens the ETag of gzipped responses
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let first = try await transport.send(TransportRequest(url: server.url("medium.json")))
+        let etag = try #require(first.headerFields[.eTag])
+        var fields = HTTPFields()
+        fields[.ifNoneMatch] = etag
+        let second = try await transport.send(TransportRequest(url: server.url("medium.json"), headerFields: fields))
+        #expect(second.status == 304)
+        #expect(second.body.isEmpty)
+        #expect(second.metrics.bodyBytes == 0)
+        #expect(second.headerFields[.eTag] == etag)
+        #expect(second.metrics.connectionReused)
+
+        fields[.ifNoneMatch] = "\"not-the-etag\""
+        let third = try await transport.send(TransportRequest(url: server.url("medium.json"), headerFields: fields))
+        #expect(third.status == 200)
+        #expect(third.body == NginxServer.files["medium.json"])
+    }
+
+    @Test func missingFileIsAResponseNotAnError() async throws {
+        let server = try nginx()
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        let response = try await transport.send(TransportRequest(url: server.url("missing.json")))
+        #expect(response.status == 404)
+        #expect(!response.body.isEmpty)
+    }
+
+    @Test func headReturnsHeadersWithoutBody() async throws {
+        let server = try nginx()
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        let response = try await transport.send(TransportRequest(method: "HEAD", url: server.url("small.json")))
+        #expect(response.status == 200)
+        #expect(response.body.isEmpty)
+        #expect(response.headerFields[.eTag] != nil)
+    }
+
+    @Test func sequentialRequestsReuseOneConnection() async throws {
+        let server = try nginx()
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        var newConnections = 0
+        for _ in 0..<20 {
+            let response = try await transport.send(TransportRequest(url: server.url("small.json?t=sequential")))
+            #expect(response.status == 200)
+            newConnections += response.metrics.newConnections
+        }
+        #expect(newConnections == 1)
+        let connections = Set(await server.accessLog(containing: "t=sequential", atLeast: 20).map(\.connection))
+        #expect(connections.count == 1)
+        // One easy handle served all twenty transfers.
+        #expect(transport.counts.handlesCreated == 1)
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func thousandConcurrentRequestsShareFewConnections(eventLoops: Int) async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.maxConnectionsPerHost = 8
+        configuration.eventLoopCount = eventLoops
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let small = try #require(NginxServer.files["small.json"])
+        let medium = try #require(NginxServer.files["medium.json"])
+
+        let results = try await withThrowingTaskGroup(of: (Int, TransportResponse).self) { group in
+            for index in 0..<1000 {
+                group.addTask {
+                    let name = index.isMultiple(of: 2) ? "small.json" : "medium.json"
+                    let response = try await transport.send(
+                        TransportRequest(url: server.url("\(name)?t=concurrent\(eventLoops)&i=\(index)")))
+                    return (index, response)
+                }
+            }
+            var all: [(Int, TransportResponse)] = []
+            for try await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.count == 1000)
+        var newConnections = 0
+        for (index, response) in results {
+            #expect(response.status == 200)
+            #expect(response.body == (index.isMultiple(of: 2) ? small : medium), "request \(index)")
+            newConnections += response.metrics.newConnections
+        }
+        #expect(newConnections >= 1)
+        #expect(newConnections <= 8, "connections opened: \(newConnections)")
+        let logged = await server.accessLog(containing: "t=concurrent\(eventLoops)&", atLeast: 1000)
+        #expect(logged.count == 1000)
+        #expect(Set(logged.map(\.connection)).count == newConnections)
+        let counts = transport.counts
+        #expect(counts.active == 0)
+        #expect(counts.queued == 0)
+        #expect(counts.completed == 1000)
+        #expect(counts.pooled <= configuration.maxPooledHandles)
+    }
+
+    @Test func bodyOverTheLimitIsTooLarge() async throws {
+        let server = try nginx()
+        for encoding in [nil, ""] as [String?] {
+            var configuration = CurlConfiguration()
+            configuration.maxResponseBodySize = 64 * 1024
+            configuration.acceptEncoding = encoding
+            let transport = try CurlTransport(configuration: configuration)
+            defer { transport.shutdown() }
+            await #expect(throws: CurlError.self) {
+                _ = try await transport.send(TransportRequest(url: server.url("large.json")))
+            }
+            do {
+                _ = try await transport.send(TransportRequest(url: server.url("large.json")))
+                Issue.record("expected tooLarge")
+            } catch CurlError.Kind.tooLarge {
+                // expected, with or without gzip
+            }
+            // The same transport still works for a body within the limit.
+            let ok = try await transport.send(TransportRequest(url: server.url("small.json")))
+            #expect(ok.status == 200)
+            #expect(transport.counts.active == 0)
+        }
+    }
+
+    @Test func tlsIsVerifiedByDefault() async throws {
+        let server = try nginx()
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        let error = try await #require(throws: CurlError.self) {
+            _ = try await transport.send(TransportRequest(url: server.tlsURL("small.json")))
+        }
+        #expect(error.kind == .tls, "\(error)")
+        #expect(error.curlCode == 60)  // CURLE_PEER_FAILED_VERIFICATION
+        #expect(transport.counts.active == 0)
+    }
+
+    @Test func trustedCertificateGivesMultiplexedHTTP2() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.caFile = server.certificatePath
+        configuration.eventLoopCount = 1
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let first = try await transport.send(TransportRequest(url: server.tlsURL("small.json")))
+        #expect(first.status == 200)
+        #expect(first.metrics.httpVersion == .http2)
+        #expect(first.body == NginxServer.files["small.json"])
+        #expect(first.headerFields[.contentType] == "application/json")
+        // Fifty concurrent requests share the one HTTP/2 connection as streams.
+        let newConnections = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    let response = try await transport.send(TransportRequest(url: server.tlsURL("medium.json?h2=\(index)")))
+                    #expect(response.status == 200)
+                    #expect(response.body == NginxServer.files["medium.json"])
+                    #expect(response.metrics.httpVersion == .http2)
+                    return response.metrics.newConnections
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(newConnections == 0, "the first connection should have been reused")
+    }
+
+    @Test func tlsOptionsHTTP1AndNoVerification() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.verifyPeer = false
+        configuration.http2OverTLS = false
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let response = try await transport.send(TransportRequest(url: server.tlsURL("small.json")))
+        #expect(response.status == 200)
+        #expect(response.metrics.httpVersion == .http1_1)
+
+        var missingCA = CurlConfiguration()
+        missingCA.caFile = server.directory.appendingPathComponent("no-such-ca.pem").path
+        let strict = try CurlTransport(configuration: missingCA)
+        defer { strict.shutdown() }
+        let error = try await #require(throws: CurlError.self) {
+            _ = try await strict.send(TransportRequest(url: server.tlsURL("small.json")))
+        }
+        #expect(error.kind == .tls, "\(error)")
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import HTTPTypes
+import ODataCore
+import ODataFixtures
+import Synchronization
+import TechnicalCache
+import Testing
+@testable import OnlineStore
+
+@Suite struct BehaviourTests {
+    @Test func activeReadsRevalidateWithA304AndFewBytes() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            let request = ODataRequest.get("Orders", .top(60))
+            let (first, firstExecution) = await record(store, request)
+            #expect(first.entries == activeSuccess)
+            #expect(first.cacheResponses.withLock { $0 } .count == 1)
+            #expect(first.cacheResponses.withLock { $0[0] } == nil, "nothing cached before the first read")
+            let full = try #require(try await firstExecution.result())
+            #expect(!full.isFromCache && full.statusCode == 200)
+            let bytesAfterFirst = store.statistics.bytesReceived
+
+            let (second, secondExecution) = await record(store, request)
+            #expect(second.entries == activeSuccess)
+            let cached = try #require(second.cacheResponses.withLock { $0[0] })
+            #expect(cached.isFromCache && cached.payload == full.payload)
+            let revalidated = try #require(try await secondExecution.result())
+            #expect(revalidated.isRevalidated && revalidated.payload == full.payload)
+            #expect(store.statistics.notModified == 1)
+            let bytesOfRevalidation = store.statistics.bytesReceived - bytesAfterFirst
+            #expect(bytesOfRevalidation * 10 < bytesAfterFirst, "304: \(bytesOfRevalidation) bytes vs full read \(bytesAfterFirst)")
+            #expect(harness.server.counters.requests(method: "GET", path: "Orders") == 2)
+        }
+    }
+
+    @Test func theFinishedResponseIsTheVeryServerResponseObject() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            let (success, _) = await record(store, .get("Customers('ALFKI')"))
+            #expect(success.object("finished") != nil && success.object("finished") == success.object("server"))
+            let (failure, _) = await record(store, .get("Customers('NOPE0')"))
+            #expect(failure.entries == activeFailure)
+            #expect(failure.object("finished") != nil && failure.object("finished") == failure.object("failed"))
+        }
+    }
+
+    @Test func passiveModeAnswersFromTheCacheWithoutTheNetwork() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            _ = await record(store, .get("Customers('ALFKI')"))
+            try store.setMode(.passive)
+            harness.server.resetCounters()
+            let (hit, hitExecution) = await record(store, .get("Customers('ALFKI')"))
+            #expect(hit.entries == passiveSuccess)
+            #expect(try await hitExecution.result()?.isFromCache == true)
+            let (miss, missExecution) = await record(store, .get("Customers('ANATR')"))
+            #expect(miss.entries == passiveSuccess, "nothing cached is not a failure in passive mode")
+            #expect(try await missExecution.result() == nil)
+            #expect(miss.cacheResponses.withLock { $0 }.count == 1 && miss.cacheResponses.withLock { $0[0] } == nil)
+            #expect(harness.server.counters.totalRequests == 0, "passive mode opens no connection")
+            let statistics = store.statistics.cache
+            #expect(statistics?.writes == 1, "passive mode changes no entry")
+        }
+    }
+
+    @Test func anEmptyPayloadIsNotNoResponse() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            // ALFKI's Region is null: the producer answers 204 with no body, which is cached as an empty payload.
+            let (_, execution) = await record(store, .get("Customers('ALFKI')/Region"))
+            let server = try #require(try await execution.result())
+            #expect(server.statusCode == 204 && server.payload.isEmpty)
+            try store.setMode(.passive)
+            let (recorder, _) = await record(store, .get("Customers('ALFKI')/Region"))
+            let cached = try #require(recorder.cacheResponses.withLock { $0[0] }, "an empty payload is a cached response, not nil")
+            #expect(cached.payload.isEmpty && cached.statusCode == 204)
+            let (never, _) = await record(store, .get("Customers('ANATR')/Region"))
+            #expect(never.cacheResponses.withLock { $0[0] } == nil)
+        }
+    }
+
+    @Test(arguments: [404, 410])
+    func goneResourcesAreEvictedAndOtherFailuresLeaveTheEntry(status: Int) async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            let request = ODataRequest.get("Customers('ALFKI')")
+            _ = await record(store, request)
+            let serverError = try harness.server.faults.add(FaultRule(.fail(status: 503, code: "DOWN", message: "maintenance"), method: "GET", path: "Customers*", times: 1))
+            let (failed, _) = await record(store, request)
+            #expect(failed.entries == activeFailure)
+            #expect(failed.cacheResponses.withLock { $0[0] } != nil, "a 503 leaves the entry")
+            _ = harness.server.faults.remove(serverError)
+            _ = try harness.server.faults.add(FaultRule(.fail(status: status, code: "GONE", message: "gone"), method: "GET", path: "Customers*", times: 1))
+            let (gone, goneExecution) = await record(store, request)
+            #expect(gone.entries == activeFailure)
+            await #expect(throws: ODataServiceError.self) { try await goneExecution.result() }
+            try store.setMode(.passive)
+            let (after, _) = await record(store, request)
+            #expect(after.cacheResponses.withLock { $0[0] } == nil, "\(status) removed the entry")
+        }
+    }
+
+    @Test func identicalConcurrentReadsShareOneServerRequest() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            _ = try harness.server.faults.add(FaultRule(.latency(.milliseconds(300)), method: "GET", path: "Products"))
+            let recorders = (0..<50).map { _ in CallbackRecorder() }
+            let executions = recorders.map { store.execute(.get("Products"), listener: $0) }
+            for execution in executions { _ = try await execution.result() }
+            for recorder in recorders { #expect(recorder.entries == activeSuccess) }
+            #expect(harness.server.counters.requests(method: "GET", path: "Products") == 1)
+            #expect(store.statistics.coalesced == 49)
+        }
+    }
+
+    @Test func closingTheStoreWhileRequestsRunEndsEachClearly() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            _ = try harness.server.faults.add(FaultRule(.latency(.milliseconds(200)), method: "GET"))
+            let executions = (0..<100).map { store.execute(.get("Customers", .top($0 + 1))) }
+            try await Task.sleep(for: .milliseconds(50))
+            store.close()
+            for execution in executions {
+                _ = try? await execution.result()
+                #expect(execution.status == .failed || execution.status == .completed)
+            }
+            #expect(executions.contains { $0.status == .failed })
+            let (after, _) = await record(store, .get("Customers"))
+            #expect(after.entries == immediateFailure)
+        }
+    }
+
+    @Test func closingTheCacheWhileRequestsRunDoesNotCrash() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            _ = try harness.server.faults.add(FaultRule(.latency(.milliseconds(100)), method: "GET"))
+            let executions = (0..<100).map { store.execute(.get("Customers", .skip($0))) }
+            try await Task.sleep(for: .milliseconds(30))
+            store.closeCache()
+            for execution in executions {
+                _ = try? await execution.result()
+                #expect(execution.status == .completed || execution.status == .failed)
+            }
+            try store.reopenCache()
+            #expect(store.isCacheOpen)
+        }
+    }
+
+    @Test func cacheLifecycleOnTheStore() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            try await store.open() // harmless
+            _ = await record(store, .get("Customers('ALFKI')"))
+            #expect(throws: (any Error).self) { try store.resetCache() }
+            store.closeCache()
+            #expect(!store.isCacheOpen)
+            #expect(throws: (any Error).self) { try store.reopenCache(encryptionKey: "wrong key") }
+            try store.reopenCache()
+            try store.setMode(.passive)
+            let (kept, _) = await record(store, .get("Customers('ALFKI')"))
+            #expect(kept.cacheResponses.withLock { $0[0] } != nil, "reopen keeps entries")
+            store.closeCache()
+            try store.resetCache()
+            try store.reopenCache()
+            let (wiped, _) = await record(store, .get("Customers('ALFKI')"))
+            #expect(wiped.cacheResponses.withLock { $0[0] } == nil, "reset wipes")
+        }
+    }
+
+    @Test func partitionsNeverSeeEachOthersEntries() async throws {
+        try await Harness.run { harness in
+            let alice = try await harness.openStore { $0.cachePartition = "alice"; $0.storeName = "shared" }
+            _ = await record(alice, .get("Customers('ALFKI')"))
+            alice.close()
+            let bob = try await harness.openStore { $0.cachePartition = "bob"; $0.storeName = "shared" }
+            try bob.setMode(.passive)
+            let (bobs, _) = await record(bob, .get("Customers('ALFKI')"))
+            #expect(bobs.cacheResponses.withLock { $0[0] } == nil)
+            bob.close()
+            let aliceAgain = try await harness.openStore { $0.cachePartition = "alice"; $0.storeName = "shared" }
+            try aliceAgain.setMode(.passive)
+            let (alices, _) = await record(aliceAgain, .get("Customers('ALFKI')"))
+            #expect(alices.cacheResponses.withLock { $0[0] } != nil)
+        }
+    }
+
+    @Test func aFreshEntryWithinMaxAgeSkipsTheServer() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore { $0.maxAge = .seconds(60) }
+            _ = await record(store, .get("Customers('ALFKI')"))
+            harness.server.resetCounters()
+            let (recorder, execution) = await record(store, .get("Customers('ALFKI')"))
+            #expect(recorder.entries == activeSuccess)
+            #expect(try await execution.result()?.isFromCache == true)
+            #expect(harness.server.counters.totalRequests == 0)
+        }
+    }
+
+    @Test func batchesAssembleTheirCacheResponseAndUpdateEachPart() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            _ = await record(store, .get("Customers('ALFKI')"))
+            let batch = BatchRequest(parts: [.request(.get("Customers('ALFKI')")), .request(.get("Customers('ANATR')"))])
+            let (recorder, execution) = await record(store, batch: batch)
+            #expect(recorder.entries == activeSuccess)
+            let assembled = try #require(recorder.cacheResponses.withLock { $0[0] })
+            let contentType = try #require(assembled.headerFields[.contentType])
+            let parts = try MultipartBatch.decodeResponse(assembled.payload, contentType: contentType).allResponses
+            #expect(parts.map(\.statusCode) == [200, 504], "the never-cached part is reported as such")
+            let server = try #require(try await execution.result())
+            #expect(server.statusCode == 200)
+            // The server's read parts were stored, each under its own URL.
+            try store.setMode(.passive)
+            let (single, _) = await record(store, .get("Customers('ANATR')"))
+            let stored = try #require(single.cacheResponses.withLock { $0[0] })
+            #expect(try stored.entity().properties["CustomerID"] == "ANATR")
+        }
+    }
+
+    @Test func theBlockingAPIBypassesTheCache() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            // A blocking call belongs on a thread of its own, never on Swift's cooperative pool.
+            let response: ODataResponse = try await withCheckedThrowingContinuation { continuation in
+                Thread { continuation.resume(with: Result { try store.executeSynchronously(.get("Customers('ALFKI')")) }) }.start()
+            }
+            #expect(response.statusCode == 200 && !response.isFromCache)
+            #expect(store.statistics.cache?.writes == 0)
+        }
+    }
+
+    @Test func openReportsToTheDelegateOnce() async throws {
+        final class Delegate: OnlineODataStoreDelegate {
+            let events = Mutex<[String]>([])
+            func onlineStoreOpenFinished(_ store: OnlineODataStore) { events.withLock { $0.append("finished") } }
+            func onlineStoreOpenFailed(_ store: OnlineODataStore, error: any Error) { events.withLock { $0.append("failed") } }
+        }
+        try await Harness.run { harness in
+            let delegate = Delegate()
+            let store = try OnlineODataStore(serviceRoot: harness.server.serviceRoot, options: harness.options(), delegate: delegate)
+            try await store.open()
+            try await store.open()
+            #expect(delegate.events.withLock { $0 } == ["finished"])
+            store.close()
+            let other = try OnlineODataStore(serviceRoot: harness.server.serviceRoot, options: harness.options { $0.cacheEncryptionKey = "wrong" }, delegate: delegate)
+            await #expect(throws: (any Error).self) { try await other.open() }
+            #expect(delegate.events.withLock { $0 } == ["finished", "failed"])
+            #expect(throws: ODataError.self) { try OnlineODataStore(serviceRoot: "not a url") }
+        }
+    }
+}
