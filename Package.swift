@@ -20,6 +20,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -59,7 +60,10 @@ let package = Package(
         .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "TechnicalCache"]),
         .target(
             name: "OfflineStore",
-            dependencies: ["ODataCore", "CurlHTTP", "LMDB", "TechnicalCache", "ODataQuery"]
+            dependencies: [
+                "ODataCore", "CurlHTTP", "LMDB", "TechnicalCache", "ODataQuery",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
 
         // The fixture producer: a non-product library for tests plus its executable.
@@ -83,7 +87,14 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "odata-demo", dependencies: ["OnlineStore", "ODataFixtures"]),
-        .executableTarget(name: "ilodata", dependencies: ["OfflineStore"]),
+        .executableTarget(
+            name: "ilodata",
+            dependencies: [
+                "OfflineStore", "ODataCore", "TechnicalCache",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),

@@ -49,6 +49,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        .executableTarget(
+            name: "OfflineBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "OfflineStore", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )
 

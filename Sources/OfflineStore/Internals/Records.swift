@@ -1,0 +1,174 @@
+import Foundation
+import ODataCore
+
+/// The local state of a stored entity relative to the back end.
+enum EntityState: String, Sendable {
+    /// As downloaded.
+    case downloaded = "d"
+    /// Created locally, not uploaded.
+    case created = "c"
+    /// Changed locally, not uploaded.
+    case updated = "u"
+    /// Deleted locally, not uploaded (kept as a tombstone so undo can restore it).
+    case deleted = "x"
+}
+
+/// One stored entity: its set, canonical key, properties (with `@odata.etag`), local state, the
+/// downloaded original (for undo) and navigation links kept from `$expand`.
+struct EntityRecord: Sendable, Hashable {
+    var set: String
+    var key: String
+    var order: Int64
+    var state: EntityState
+    var entity: JSONObject
+    var original: JSONObject?
+    var links: JSONObject
+    /// Set when an uploaded request on this entity failed (until its ErrorArchive entry is deleted).
+    var inErrorState = false
+    /// Set when the failed request was a delete: the entity is visible again.
+    var isDeleteError = false
+
+    static let inErrorStateAnnotation = "@com.sap.vocabularies.Offline.v1.inErrorState"
+    static let isDeleteErrorAnnotation = "@com.sap.vocabularies.Offline.v1.isDeleteError"
+
+    var reference: String { self.set + self.key }
+
+    /// The JSON an entity is read as: `@odata.id` (its local reference), `@odata.etag`, then its properties.
+    var json: JSONObject {
+        var object = JSONObject()
+        object.append(.string(reference), forKey: "@odata.id")
+        if let etag = entity["@odata.etag"] { object.append(etag, forKey: "@odata.etag") }
+        if inErrorState { object.append(.bool(true), forKey: Self.inErrorStateAnnotation) }
+        if isDeleteError { object.append(.bool(true), forKey: Self.isDeleteErrorAnnotation) }
+        for (name, value) in entity where name != "@odata.etag" { object.append(value, forKey: name) }
+        return object
+    }
+    var isVisible: Bool { state != .deleted }
+
+    func encoded() -> [UInt8] {
+        var object = JSONObject()
+        object.append(.string(set), forKey: "s")
+        object.append(.string(key), forKey: "k")
+        object.append(.int(order), forKey: "o")
+        object.append(.string(state.rawValue), forKey: "st")
+        object.append(.object(entity), forKey: "e")
+        if let original { object.append(.object(original), forKey: "g") }
+        if !links.isEmpty { object.append(.object(links), forKey: "n") }
+        if inErrorState { object.append(.bool(true), forKey: "er") }
+        if isDeleteError { object.append(.bool(true), forKey: "de") }
+        return JSON.serialize(.object(object))
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(OfflineODataError) -> EntityRecord {
+        guard let value = try? JSON.parse(bytes), let object = value.objectValue,
+              let set = object["s"]?.stringValue, let key = object["k"]?.stringValue, let order = object["o"]?.intValue,
+              let state = object["st"]?.stringValue.flatMap(EntityState.init(rawValue:)), let entity = object["e"]?.objectValue
+        else { throw OfflineODataError(.storage, "a stored entity record is malformed") }
+        return EntityRecord(set: set, key: key, order: order, state: state, entity: entity,
+                            original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject(),
+                            inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false)
+    }
+}
+
+/// One queued request, as kept in the request queue and shown by the `RequestQueue` entity set.
+struct QueuedRequest: Sendable, Hashable {
+    var id: Int64
+    var method: String
+    /// The URL relative to the service root, as it will be sent.
+    var url: String
+    var body: String?
+    var customTag: String?
+    var headers: JSONObject
+    /// `Set(key)` of the entity the request affects (its local, possibly temporary, key).
+    var entity: String
+    var createdAt: String
+
+    func encoded() -> [UInt8] {
+        JSON.serialize(.object(jsonObject(internal: true)))
+    }
+
+    /// The entity `RequestQueue` shows; `internal` adds the members kept for upload.
+    func jsonObject(internal: Bool = false) -> JSONObject {
+        var object = JSONObject()
+        object.append(.int(id), forKey: "RequestID")
+        object.append(.string(method), forKey: "Method")
+        object.append(.string(url), forKey: "URL")
+        object.append(body.map(JSONValue.string) ?? .null, forKey: "Body")
+        object.append(customTag.map(JSONValue.string) ?? .null, forKey: "CustomTag")
+        object.append(.string("pending"), forKey: "Status")
+        object.append(.string(entity), forKey: "AffectedEntity")
+        object.append(.string(createdAt), forKey: "CreatedAt")
+        if `internal` { object.append(.object(headers), forKey: "Headers") }
+        return object
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(OfflineODataError) -> QueuedRequest {
+        guard let value = try? JSON.parse(bytes), let object = value.objectValue,
+              let id = object["RequestID"]?.intValue, let method = object["Method"]?.stringValue,
+              let url = object["URL"]?.stringValue, let entity = object["AffectedEntity"]?.stringValue
+        else { throw OfflineODataError(.storage, "a queued request record is malformed") }
+        return QueuedRequest(id: id, method: method, url: url, body: object["Body"]?.stringValue,
+                             customTag: object["CustomTag"]?.stringValue, headers: object["Headers"]?.objectValue ?? JSONObject(),
+                             entity: entity, createdAt: object["CreatedAt"]?.stringValue ?? "")
+    }
+}
+
+/// The store's configuration record: service root, defining queries, completion of the initial
+/// download, delta links, the CSDL, and counters.
+struct StoreConfiguration: Sendable, Hashable {
+    var serviceRoot: String
+    var definingQueries: [OfflineODataDefiningQuery]
+    var downloadComplete: Bool
+    var deltaLinks: [String: String]
+    var metadata: String
+    var user: String?
+
+    func encoded() -> [UInt8] {
+        var object = JSONObject()
+        object.append(.string(serviceRoot), forKey: "serviceRoot")
+        object.append(.array(definingQueries.map { query in
+            .object(["name": .string(query.name), "query": .string(query.query), "streams": .bool(query.automaticallyRetrievesStreams)])
+        }), forKey: "definingQueries")
+        object.append(.bool(downloadComplete), forKey: "complete")
+        object.append(.object(JSONObject(deltaLinks.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) })), forKey: "deltaLinks")
+        object.append(.string(metadata), forKey: "metadata")
+        object.append(user.map(JSONValue.string) ?? .null, forKey: "user")
+        return JSON.serialize(.object(object))
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(OfflineODataError) -> StoreConfiguration {
+        guard let value = try? JSON.parse(bytes), let object = value.objectValue,
+              let root = object["serviceRoot"]?.stringValue, let queries = object["definingQueries"]?.arrayValue
+        else { throw OfflineODataError(.storage, "the store's configuration record is malformed") }
+        var links: [String: String] = [:]
+        for (name, link) in object["deltaLinks"]?.objectValue ?? JSONObject() { links[name] = link.stringValue }
+        return StoreConfiguration(
+            serviceRoot: root,
+            definingQueries: queries.compactMap { item in
+                guard let name = item["name"]?.stringValue, let query = item["query"]?.stringValue else { return nil }
+                return OfflineODataDefiningQuery(name: name, query: query, automaticallyRetrievesStreams: item["streams"]?.boolValue ?? false)
+            },
+            downloadComplete: object["complete"]?.boolValue ?? false,
+            deltaLinks: links,
+            metadata: object["metadata"]?.stringValue ?? "",
+            user: object["user"]?.stringValue)
+    }
+}
+
+/// Counters that only grow: request IDs, entity order, temporary keys.
+struct StoreCounters: Sendable, Hashable {
+    var nextRequestID: Int64 = 1
+    var nextOrder: Int64 = 1
+    var nextTemporaryKey: Int64 = 1
+
+    func encoded() -> [UInt8] {
+        JSON.serialize(.object(["r": .int(nextRequestID), "o": .int(nextOrder), "t": .int(nextTemporaryKey)]))
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(OfflineODataError) -> StoreCounters {
+        guard let object = (try? JSON.parse(bytes))?.objectValue, let r = object["r"]?.intValue, let o = object["o"]?.intValue,
+              let t = object["t"]?.intValue
+        else { throw OfflineODataError(.storage, "the store's counter record is malformed") }
+        return StoreCounters(nextRequestID: r, nextOrder: o, nextTemporaryKey: t)
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import ODataCore
+
+/// A resource path addressed to the local store: an entity set, optionally a key predicate, then
+/// navigation properties (each optionally with a key): `Customers('ALFKI')/Orders(10643)`.
+struct LocalPath: Sendable, Hashable {
+    struct Segment: Sendable, Hashable {
+        var name: String
+        /// The key predicate's values: a single unnamed value (`nil` name) or named values.
+        var key: [(name: String?, value: JSONValue)]?
+
+        static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.name == rhs.name && lhs.key?.map { "\($0.name ?? "")=\($0.value)" } == rhs.key?.map { "\($0.name ?? "")=\($0.value)" }
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(name) }
+    }
+
+    var segments: [Segment]
+
+    /// Parses `Set`, `Set(key)`, `Set(key)/Nav`, `Set(key)/Nav(key)`…
+    ///
+    /// - Throws: `OfflineODataError.invalidRequest` naming the offending piece.
+    static func parse(_ text: String) throws(OfflineODataError) -> LocalPath {
+        var path = text
+        if path.hasPrefix("/") { path.removeFirst() }
+        if path.hasSuffix("/") { path.removeLast() }
+        path = path.removingPercentEncoding ?? path
+        guard !path.isEmpty else { throw OfflineODataError(.invalidRequest, "the resource path is empty") }
+        var segments: [Segment] = []
+        var index = path.startIndex
+        while index < path.endIndex {
+            var nameEnd = index
+            while nameEnd < path.endIndex, path[nameEnd] != "(", path[nameEnd] != "/" { nameEnd = path.index(after: nameEnd) }
+            let name = String(path[index..<nameEnd])
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." || $0 == "$" }) else {
+                throw OfflineODataError(.invalidRequest, "'\(name)' in '\(text)' is not a valid path segment")
+            }
+            var segment = Segment(name: name, key: nil)
+            index = nameEnd
+            if index < path.endIndex, path[index] == "(" {
+                // Find the closing parenthesis outside string literals.
+                var cursor = path.index(after: index)
+                var inString = false
+                var close: String.Index?
+                while cursor < path.endIndex {
+                    let character = path[cursor]
+                    if character == "'" {
+                        let next = path.index(after: cursor)
+                        if inString, next < path.endIndex, path[next] == "'" { cursor = path.index(after: next); continue }
+                        inString.toggle()
+                    } else if character == ")" && !inString {
+                        close = cursor
+                        break
+                    }
+                    cursor = path.index(after: cursor)
+                }
+                guard let close else { throw OfflineODataError(.invalidRequest, "unclosed key predicate in '\(text)'") }
+                segment.key = try parseKey(String(path[path.index(after: index)..<close]), in: text)
+                index = path.index(after: close)
+            }
+            segments.append(segment)
+            if index < path.endIndex {
+                guard path[index] == "/" else { throw OfflineODataError(.invalidRequest, "unexpected '\(path[index])' in '\(text)'") }
+                index = path.index(after: index)
+            }
+        }
+        return LocalPath(segments: segments)
+    }
+
+    private static func parseKey(_ text: String, in path: String) throws(OfflineODataError) -> [(name: String?, value: JSONValue)] {
+        var parts: [String] = []
+        var current = ""
+        var inString = false
+        for character in text {
+            if character == "'" { inString.toggle() }
+            if character == "," && !inString {
+                parts.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        parts.append(current)
+        var result: [(name: String?, value: JSONValue)] = []
+        for part in parts {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            if let equals = trimmed.firstIndex(of: "="), !trimmed.hasPrefix("'") {
+                let name = String(trimmed[..<equals]).trimmingCharacters(in: .whitespaces)
+                result.append((name, try literal(String(trimmed[trimmed.index(after: equals)...]), in: path)))
+            } else {
+                result.append((nil, try literal(trimmed, in: path)))
+            }
+        }
+        if result.count > 1 && result.contains(where: { $0.name == nil }) {
+            throw OfflineODataError(.invalidRequest, "a composite key in '\(path)' must name every property")
+        }
+        return result
+    }
+
+    private static func literal(_ raw: String, in path: String) throws(OfflineODataError) -> JSONValue {
+        let text = raw.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { throw OfflineODataError(.invalidRequest, "empty key value in '\(path)'") }
+        if text.hasPrefix("'") {
+            guard text.count >= 2, text.hasSuffix("'") else { throw OfflineODataError(.invalidRequest, "unterminated string key \(text) in '\(path)'") }
+            return .string(String(text.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'"))
+        }
+        if let int = Int64(text) { return .int(int) }
+        if let double = Double(text), text.contains(".") { return .double(double) }
+        if text == "true" || text == "false" { return .bool(text == "true") }
+        if text.count == 36, UUID(uuidString: text) != nil { return .string(text) }
+        throw OfflineODataError(.invalidRequest, "key value \(text) in '\(path)' is not a literal")
+    }
+}
+
+/// Canonical key rendering: `('ALFKI')`, `(10248)`, `(OrderID=10248,ProductID=11)` in the
+/// key order of the entity type.
+enum CanonicalKey {
+    static func render(_ entity: JSONObject, type: ServiceModel.EntityType) throws(OfflineODataError) -> String {
+        var values: [(String, JSONValue)] = []
+        for name in type.key {
+            guard let value = entity[name], !value.isNull else {
+                throw OfflineODataError(.invalidRequest, "the entity has no value for its key property '\(name)'")
+            }
+            values.append((name, value))
+        }
+        return render(values, type: type)
+    }
+
+    static func render(_ values: [(String, JSONValue)], type: ServiceModel.EntityType) -> String {
+        if values.count == 1 { return "(" + literal(values[0].1, type: type.propertyTypes[values[0].0]) + ")" }
+        return "(" + values.map { "\($0.0)=" + literal($0.1, type: type.propertyTypes[$0.0]) }.joined(separator: ",") + ")"
+    }
+
+    /// Matches a parsed key predicate against the type's key and renders it canonically.
+    static func render(predicate: [(name: String?, value: JSONValue)], type: ServiceModel.EntityType, set: String) throws(OfflineODataError) -> String {
+        var values: [(String, JSONValue)] = []
+        if predicate.count == 1, predicate[0].name == nil {
+            guard type.key.count == 1 else {
+                throw OfflineODataError(.invalidRequest, "'\(set)' has a composite key (\(type.key.joined(separator: ", "))); name every key property")
+            }
+            values = [(type.key[0], coerce(predicate[0].value, type: type.propertyTypes[type.key[0]]))]
+        } else {
+            for name in type.key {
+                guard let match = predicate.first(where: { $0.name == name }) else {
+                    throw OfflineODataError(.invalidRequest, "the key of '\(set)' lacks '\(name)'")
+                }
+                values.append((name, coerce(match.value, type: type.propertyTypes[name])))
+            }
+            guard predicate.count == type.key.count else {
+                throw OfflineODataError(.invalidRequest, "the key predicate for '\(set)' names properties that are not its key (\(type.key.joined(separator: ", ")))")
+            }
+        }
+        return render(values, type: type)
+    }
+
+    static func coerce(_ value: JSONValue, type: String?) -> JSONValue {
+        switch (value, type) {
+        case (.int(let int), "Edm.Double"?), (.int(let int), "Edm.Decimal"?), (.int(let int), "Edm.Single"?): return .double(Double(int))
+        default: return value
+        }
+    }
+
+    static func literal(_ value: JSONValue, type: String?) -> String {
+        switch value {
+        case .string(let text):
+            if type == "Edm.Guid" || type == "Edm.DateTimeOffset" || type == "Edm.Date" { return text }
+            return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        case .int(let int): return String(int)
+        case .double(let double): return double == double.rounded() && abs(double) < 1e15 ? String(Int64(double)) : String(double)
+        case .bool(let bool): return bool ? "true" : "false"
+        case .null: return "null"
+        case .array, .object: return JSON.string(value)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import ODataCore
+import ODataQuery
+
+/// Reads of the local store: resolving paths and navigation over stored records, and running
+/// query options through `ODataQuery` (the same evaluator the fixture producer uses).
+struct LocalQuery: NavigationResolver {
+    let store: EntityStore
+    let model: ServiceModel
+
+    static let requestQueueSet = "RequestQueue"
+    static let errorArchiveSet = "ErrorArchive"
+
+    /// The custom functions local filters may call: `inErrorState()` is true for an entity whose
+    /// uploaded request failed (until its ErrorArchive entry is deleted).
+    static let functions: FunctionTable = {
+        var table = FunctionTable()
+        try? table.register("inErrorState", arity: 0...0) { call in
+            .bool(call.entity[EntityRecord.inErrorStateAnnotation]?.boolValue == true)
+        }
+        return table
+    }()
+
+    /// Checks a `$filter` value's syntax (for defining queries).
+    static func checkFilter(_ text: String) throws(OfflineODataError) {
+        do { _ = try FilterExpression.parse(text) } catch {
+            throw OfflineODataError(.invalidRequest, "$filter '\(text)' is malformed: \(error.message)")
+        }
+    }
+
+    /// Parses query options with ODataQuery.
+    static func options(_ options: [ParsedQuery.Option]) throws(OfflineODataError) -> QueryOptions {
+        let raw = options.filter { $0.name != "$skiptoken" }
+            .map { PercentEncoding.encodeQueryName($0.name) + "=" + PercentEncoding.encodeQueryValue($0.value) }
+            .joined(separator: "&")
+        do { return try QueryOptions.parse(raw) } catch {
+            throw OfflineODataError(.invalidRequest, "a query option is malformed: \(error.message)")
+        }
+    }
+
+    /// Runs options over entities.
+    static func apply(_ options: QueryOptions, to entities: [JSONObject], navigation: LocalQuery?) throws(OfflineODataError) -> QueryResult {
+        do { return try QueryEvaluator.apply(options, to: entities, navigation: navigation, functions: functions) } catch {
+            throw OfflineODataError(.invalidRequest, "the query cannot be evaluated: \(error.message)")
+        }
+    }
+
+    // MARK: Records and their JSON
+
+    /// The JSON an entity is read as.
+    static func json(_ record: EntityRecord) -> JSONObject {
+        record.json
+    }
+
+    /// The visible records of a set in their natural order (key order, as a producer gives them).
+    func visibleRecords(in set: String) throws -> [EntityRecord] {
+        guard let type = model.entityType(ofSet: set) else { return [] }
+        return try store.visibleRecords(in: set, type: type).records
+    }
+
+    /// The JSON of the visible entities of a set, in natural order (cached by the store).
+    func visibleEntities(in set: String) throws -> [JSONObject] {
+        guard let type = model.entityType(ofSet: set) else { return [] }
+        return try store.visibleRecords(in: set, type: type).json
+    }
+
+    func record(reference: String) throws -> EntityRecord? {
+        guard let open = reference.firstIndex(of: "(") else { return nil }
+        let record = try store.record(set: String(reference[..<open]), key: String(reference[open...]))
+        return record?.isVisible == true ? record : nil
+    }
+
+    /// The records a navigation property of `record` leads to, with the target set.
+    func related(_ record: EntityRecord, navigation name: String) throws -> (set: String, records: [EntityRecord], isCollection: Bool)? {
+        guard let type = model.entityType(ofSet: record.set), let navigation = type.navigation[name],
+              let targetSet = model.targetSet(from: record.set, navigation: name), let targetType = model.entityType(ofSet: targetSet)
+        else { return nil }
+        // This side holds the foreign key: build the target's key.
+        if !navigation.constraints.isEmpty {
+            var values: [(String, JSONValue)] = []
+            for (property, referenced) in navigation.constraints {
+                guard let value = record.entity[property], !value.isNull else { return (targetSet, [], navigation.isCollection) }
+                values.append((referenced, value))
+            }
+            if Set(values.map(\.0)) == Set(targetType.key) {
+                let ordered = targetType.key.compactMap { key in values.first { $0.0 == key } }
+                let target = try store.record(set: targetSet, key: CanonicalKey.render(ordered, type: targetType))
+                return (targetSet, target.flatMap { $0.isVisible ? [$0] : nil } ?? [], navigation.isCollection)
+            }
+        }
+        // The other side holds the foreign key: find the targets that point here.
+        if let partnerName = navigation.partner, let partner = targetType.navigation[partnerName], !partner.constraints.isEmpty {
+            let matches = try visibleRecords(in: targetSet).filter { candidate in
+                partner.constraints.allSatisfy { property, referenced in
+                    guard let value = candidate.entity[property], !value.isNull else { return false }
+                    return value == record.entity[referenced]
+                }
+            }
+            return (targetSet, matches, navigation.isCollection)
+        }
+        // Otherwise the links kept from `$expand`.
+        let references = record.links[name]?.arrayValue?.compactMap(\.stringValue) ?? []
+        var targets: [EntityRecord] = []
+        for reference in references {
+            if let target = try self.record(reference: reference) { targets.append(target) }
+        }
+        return (targetSet, targets, navigation.isCollection)
+    }
+
+    // MARK: NavigationResolver
+
+    func related(_ entity: JSONObject, navigationProperty: String) -> JSONValue? {
+        guard let reference = entity["@odata.id"]?.stringValue, let record = try? record(reference: reference),
+              let (_, records, isCollection) = try? related(record, navigation: navigationProperty)
+        else { return nil }
+        if isCollection { return .array(records.map { .object(Self.json($0)) }) }
+        return records.first.map { .object(Self.json($0)) } ?? .null
+    }
+}

@@ -1,0 +1,27 @@
+/// A query whose result the offline store downloads and keeps: `Customers`,
+/// `Orders?$filter=ShipCountry eq 'France'`, `Customers?$expand=Orders`.
+///
+/// The query is relative to the service root, names an entity set first and may carry
+/// `$filter`, `$expand`, `$select`, `$orderby`, `$top` and `$skip`. It is checked when it is
+/// added to a provider (``OfflineODataProvider/add(definingQuery:)``).
+public struct OfflineODataDefiningQuery: Sendable, Hashable {
+    /// A name unique within a provider.
+    public let name: String
+    /// The query, relative to the service root.
+    public let query: String
+    /// Whether media streams of the downloaded entities are downloaded too (kept for part 2;
+    /// streams are not downloaded yet).
+    public let automaticallyRetrievesStreams: Bool
+
+    /// Creates a defining query.
+    ///
+    /// - Parameters:
+    ///   - name: A name unique within a provider.
+    ///   - query: The query relative to the service root, for example `Orders?$expand=Order_Details`.
+    ///   - automaticallyRetrievesStreams: Whether media streams are downloaded too. The default is `false`.
+    public init(name: String, query: String, automaticallyRetrievesStreams: Bool = false) {
+        self.name = name
+        self.query = query
+        self.automaticallyRetrievesStreams = automaticallyRetrievesStreams
+    }
+}

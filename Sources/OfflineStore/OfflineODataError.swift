@@ -1,0 +1,74 @@
+/// An error of the offline store: a state the call is not allowed in, a refused open, a bad
+/// defining query or request, a failed download.
+///
+/// Compare ``code`` with the static members (`error.code == .storeLocked`); ``message`` says what
+/// exactly was wrong. ``previousUser`` is set for ``Code/userSwitchUploadFailed`` (SAP error -10425).
+public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of an ``OfflineODataError``.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        /// The numeric code SAP's offline store uses for this kind, when there is one.
+        public let number: Int
+        private init(_ name: String, _ number: Int) {
+            self.name = name
+            self.number = number
+        }
+
+        /// The store is not open (or already closed).
+        public static let notOpen = Code("notOpen", -10001)
+        /// The store is already open in this process or another one.
+        public static let storeLocked = Code("storeLocked", -10002)
+        /// The store files belong to another service root.
+        public static let serviceRootMismatch = Code("serviceRootMismatch", -10003)
+        /// The encryption key does not open the store.
+        public static let wrongKey = Code("wrongKey", -10004)
+        /// The store's encryption setting (on/off) differs from the parameters.
+        public static let encryptionMismatch = Code("encryptionMismatch", -10005)
+        /// A parameter cannot be used.
+        public static let invalidParameters = Code("invalidParameters", -10006)
+        /// A defining query is malformed or duplicated.
+        public static let invalidDefiningQuery = Code("invalidDefiningQuery", -10007)
+        /// The initial download failed; the store stays empty and the next open starts over.
+        public static let downloadFailed = Code("downloadFailed", -10008)
+        /// The back end's `$metadata` could not be read or understood.
+        public static let invalidMetadata = Code("invalidMetadata", -10009)
+        /// A local request cannot be executed (unknown entity set, bad key, bad body…).
+        public static let invalidRequest = Code("invalidRequest", -10010)
+        /// The entity addressed by a local request does not exist.
+        public static let entityNotFound = Code("entityNotFound", -10011)
+        /// An entity with the same key exists already.
+        public static let entityExists = Code("entityExists", -10012)
+        /// The offline store has no technical cache and no passive mode.
+        public static let unsupported = Code("unsupported", -10013)
+        /// The stored data could not be read (corrupt or tampered record, LMDB failure).
+        public static let storage = Code("storage", -10014)
+        /// Pending requests of the previous user could not all be uploaded (SAP: -10425).
+        public static let userSwitchUploadFailed = Code("userSwitchUploadFailed", -10425)
+
+        /// The kind's name, for logs.
+        public var description: String { name }
+    }
+
+    /// The kind of error.
+    public let code: Code
+    /// What was wrong, for a person.
+    public let message: String
+    /// The previous user whose pending requests blocked a user switch.
+    public let previousUser: String?
+
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: The kind.
+    ///   - message: What was wrong.
+    ///   - previousUser: The previous user, for ``Code/userSwitchUploadFailed``.
+    public init(_ code: Code, _ message: String, previousUser: String? = nil) {
+        self.code = code
+        self.message = message
+        self.previousUser = previousUser
+    }
+
+    /// `code (number): message`.
+    public var description: String { "\(code) (\(code.number)): \(message)" }
+
+}

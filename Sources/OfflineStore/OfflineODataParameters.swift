@@ -1,0 +1,112 @@
+public import CurlHTTP
+public import TechnicalCache
+
+/// The settings of an ``OfflineODataProvider``.
+///
+/// One store lives in the directory `storePath/storeName`. It is encrypted: with
+/// ``storeEncryptionKey`` when given, else with a random key kept by ``keyStore`` (by default a
+/// 0600 key file next to the store); plaintext only when ``disableDefaultEncryptionKey`` is set
+/// and no key is given.
+public struct OfflineODataParameters: Sendable {
+    /// The store's name: the directory under ``storePath`` that holds it. The default is `"offline"`.
+    public var storeName: String
+    /// The directory that holds stores. The default is the current directory.
+    public var storePath: String
+    /// The passphrase the store key is derived from (PBKDF2 or scrypt, see ``keyDerivation``).
+    /// The default is `nil`: a random key from ``keyStore``.
+    public var storeEncryptionKey: String?
+    /// Whether a store without ``storeEncryptionKey`` is stored in plaintext instead of under a
+    /// random default key. The default is `false` (encrypted).
+    public var disableDefaultEncryptionKey: Bool
+    /// Where the random default key is kept. The default (`nil`) is a ``FileKeyStore`` at
+    /// `storePath/storeName.key` (mode 0600).
+    public var keyStore: (any KeyStore)?
+    /// How the passphrase becomes a key. The default is ``KeyDerivation/standard``.
+    public var keyDerivation: KeyDerivation
+    /// The number of entities per page of a local read; a longer result carries an
+    /// `@odata.nextLink` that the store resolves itself. The default is `0` (no paging).
+    public var pageSize: Int
+    /// Whether queued requests carry `Repeatability-Request-ID` / `Repeatability-First-Sent`.
+    /// The default is `false`.
+    public var enableRepeatableRequests: Bool
+    /// Whether opening a store with another user's pending requests uploads them first.
+    /// The default is `false`.
+    public var forceUploadOnUserSwitch: Bool
+    /// The user working with the store now. The default is `nil`.
+    public var currentUser: String?
+    /// HTTP headers (for example `Authorization`) to send per user name. The default is empty.
+    public var credentials: [String: [String: String]]
+    /// Extra headers sent with every back-end request. The default is empty.
+    public var httpHeaders: [String: String]
+    /// The HTTP transport; `nil` (the default) makes a ``CurlTransport``.
+    public var transport: (any HTTPTransport)?
+    /// How often an upload re-sends a request after a transport failure, 408, 429 or 5xx before it
+    /// reports the failure. The default is `3`.
+    public var uploadRetries: Int = 3
+    /// The pause before the first re-send; it doubles for each further one. The default is 100 ms.
+    public var uploadRetryDelay: Duration = .milliseconds(100)
+
+    /// Creates parameters; every argument has the default documented on its property.
+    ///
+    /// - Parameters:
+    ///   - storeName: The store's name.
+    ///   - storePath: The directory holding stores.
+    ///   - storeEncryptionKey: The passphrase, or `nil` for a random default key.
+    ///   - disableDefaultEncryptionKey: Store plaintext when no key is given.
+    ///   - keyStore: Where the default key is kept.
+    ///   - keyDerivation: The KDF and its cost.
+    ///   - pageSize: Entities per local page, `0` for no paging.
+    ///   - enableRepeatableRequests: Whether to send repeatability headers.
+    ///   - forceUploadOnUserSwitch: Whether to upload another user's requests first.
+    ///   - currentUser: The current user.
+    ///   - credentials: Headers per user.
+    ///   - httpHeaders: Headers for every request.
+    ///   - transport: The HTTP transport.
+    public init(
+        storeName: String = "offline",
+        storePath: String = ".",
+        storeEncryptionKey: String? = nil,
+        disableDefaultEncryptionKey: Bool = false,
+        keyStore: (any KeyStore)? = nil,
+        keyDerivation: KeyDerivation = .standard,
+        pageSize: Int = 0,
+        enableRepeatableRequests: Bool = false,
+        forceUploadOnUserSwitch: Bool = false,
+        currentUser: String? = nil,
+        credentials: [String: [String: String]] = [:],
+        httpHeaders: [String: String] = [:],
+        transport: (any HTTPTransport)? = nil
+    ) {
+        self.storeName = storeName
+        self.storePath = storePath
+        self.storeEncryptionKey = storeEncryptionKey
+        self.disableDefaultEncryptionKey = disableDefaultEncryptionKey
+        self.keyStore = keyStore
+        self.keyDerivation = keyDerivation
+        self.pageSize = pageSize
+        self.enableRepeatableRequests = enableRepeatableRequests
+        self.forceUploadOnUserSwitch = forceUploadOnUserSwitch
+        self.currentUser = currentUser
+        self.credentials = credentials
+        self.httpHeaders = httpHeaders
+        self.transport = transport
+    }
+
+    /// Checks the parameters.
+    func validate() throws(OfflineODataError) {
+        guard !storeName.isEmpty, !storeName.contains("/"), storeName != ".", storeName != ".." else {
+            throw OfflineODataError(.invalidParameters, "storeName '\(storeName)' must be a non-empty file name without '/'")
+        }
+        guard !storePath.isEmpty else { throw OfflineODataError(.invalidParameters, "storePath is empty") }
+        guard uploadRetries >= 0 else { throw OfflineODataError(.invalidParameters, "uploadRetries must not be negative, got \(uploadRetries)") }
+        guard pageSize >= 0 else { throw OfflineODataError(.invalidParameters, "pageSize must not be negative, got \(pageSize)") }
+        if let key = storeEncryptionKey, key.isEmpty {
+            throw OfflineODataError(.invalidParameters, "storeEncryptionKey is empty; pass nil for the default key")
+        }
+    }
+
+    /// The store's directory.
+    var storeDirectory: String {
+        (storePath.hasSuffix("/") ? storePath : storePath + "/") + storeName
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import ODataCore
+
+extension OfflineODataProvider {
+    private static func bodyObject(_ body: Data?) throws(OfflineODataError) -> JSONObject {
+        guard let body, !body.isEmpty else { throw OfflineODataError(.invalidRequest, "the request needs a JSON body") }
+        let value: JSONValue
+        do { value = try JSON.parse(body) } catch {
+            throw OfflineODataError(.invalidRequest, "the request body is not JSON: \(error.message)")
+        }
+        guard let object = value.objectValue else { throw OfflineODataError(.invalidRequest, "the request body must be a JSON object") }
+        return object
+    }
+
+    private static func timestamp() -> String {
+        Date().formatted(.iso8601)
+    }
+
+    /// The headers every queued request carries; with repeatable requests a
+    /// `Repeatability-Request-ID` and `Repeatability-First-Sent`, stored before the first send so
+    /// that a re-send after a lost answer carries the same ones.
+    private func queuedHeaders(_ headers: JSONObject = JSONObject()) -> JSONObject {
+        var headers = headers
+        if parameters.enableRepeatableRequests {
+            headers.append(.string(UUID().uuidString.lowercased()), forKey: "Repeatability-Request-ID")
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            headers.append(.string(formatter.string(from: Date())), forKey: "Repeatability-First-Sent")
+        }
+        return headers
+    }
+
+    /// Checks a body's members against the entity type and turns `Nav@odata.bind` into
+    /// foreign-key values. Returns the structural properties.
+    private func properties(of body: JSONObject, set: String, type: ServiceModel.EntityType) throws(OfflineODataError) -> JSONObject {
+        var properties = JSONObject()
+        for (name, value) in body {
+            if name.hasPrefix("@") { continue }
+            if name.hasSuffix("@odata.bind") {
+                let navigationName = String(name.dropLast("@odata.bind".count))
+                guard let navigation = type.navigation[navigationName] else {
+                    throw OfflineODataError(.invalidRequest, "'\(navigationName)' is not a navigation property of \(set)")
+                }
+                guard !navigation.isCollection, let reference = value.stringValue else {
+                    throw OfflineODataError(.invalidRequest, "binding '\(name)' must be one entity reference (collections are not bound locally)")
+                }
+                guard !navigation.constraints.isEmpty, let targetSet = model.targetSet(from: set, navigation: navigationName),
+                      let targetType = model.entityType(ofSet: targetSet)
+                else { throw OfflineODataError(.invalidRequest, "'\(navigationName)' has no referential constraint to bind locally") }
+                let path = try LocalPath.parse(reference.hasPrefix(serviceRoot) ? String(reference.dropFirst(serviceRoot.count)) : reference)
+                guard path.segments.count == 1, path.segments[0].name == targetSet, let key = path.segments[0].key else {
+                    throw OfflineODataError(.invalidRequest, "'\(reference)' is not an entity of \(targetSet)")
+                }
+                let canonical = try CanonicalKey.render(predicate: key, type: targetType, set: targetSet)
+                guard let store, let target = try? store.record(set: targetSet, key: canonical), target.isVisible else {
+                    throw OfflineODataError(.entityNotFound, "\(targetSet)\(canonical) (bound by '\(name)') is not in the local store")
+                }
+                for (property, referenced) in navigation.constraints { properties[property] = target.entity[referenced] ?? .null }
+                continue
+            }
+            if name.contains("@") { continue }
+            if type.navigation[name] != nil {
+                throw OfflineODataError(.invalidRequest, "'\(name)': deep inserts and updates are not supported locally; use '\(name)@odata.bind'")
+            }
+            guard let declared = type.propertyTypes[name] else {
+                throw OfflineODataError(.invalidRequest, "'\(name)' is not a property of \(set)")
+            }
+            properties[name] = CanonicalKey.coerce(value, type: declared)
+        }
+        return properties
+    }
+
+    /// The target of a change: an entity set, or one entity, possibly reached by navigation.
+    private func changeTarget(_ parsed: ParsedQuery, store: EntityStore) throws -> (set: String, record: EntityRecord?, parent: (EntityRecord, String)?) {
+        let segments = parsed.path.segments
+        guard let first = segments.first, let type = model.entityType(ofSet: first.name) else {
+            if segments.first?.name == LocalQuery.requestQueueSet {
+                throw OfflineODataError(.invalidRequest, "RequestQueue is read-only; use cancelPendingRequests() to undo local changes")
+            }
+            throw OfflineODataError(.invalidRequest, "'\(segments.first?.name ?? parsed.rawPath)' is not an entity set of this store")
+        }
+        guard segments.count <= 2 else { throw OfflineODataError(.invalidRequest, "'\(parsed.rawPath)' is too deep for a local change") }
+        guard let key = first.key else {
+            guard segments.count == 1 else { throw OfflineODataError(.invalidRequest, "'\(parsed.rawPath)' needs a key before the navigation") }
+            return (first.name, nil, nil)
+        }
+        let canonical = try CanonicalKey.render(predicate: key, type: type, set: first.name)
+        guard let record = try store.record(set: first.name, key: canonical), record.isVisible else {
+            throw OfflineODataError(.entityNotFound, "\(first.name)\(canonical) is not in the local store")
+        }
+        guard segments.count == 2 else { return (first.name, record, nil) }
+        let navigation = segments[1]
+        let query = LocalQuery(store: store, model: model)
+        guard let related = try query.related(record, navigation: navigation.name) else {
+            throw OfflineODataError(.invalidRequest, "'\(navigation.name)' is not a navigation property of \(first.name)")
+        }
+        if let navigationKey = navigation.key, let targetType = model.entityType(ofSet: related.set) {
+            let targetKey = try CanonicalKey.render(predicate: navigationKey, type: targetType, set: related.set)
+            guard let match = related.records.first(where: { $0.key == targetKey }) else {
+                throw OfflineODataError(.entityNotFound, "\(related.set)\(targetKey) is not related to \(record.reference)")
+            }
+            return (related.set, match, nil)
+        }
+        if related.isCollection { return (related.set, nil, (record, navigation.name)) }
+        guard let single = related.records.first else {
+            throw OfflineODataError(.entityNotFound, "\(record.reference)/\(navigation.name) leads to no entity")
+        }
+        return (related.set, single, nil)
+    }
+
+    func create(_ parsed: ParsedQuery, body: Data?, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+        let target = try changeTarget(parsed, store: store)
+        guard target.record == nil else { throw OfflineODataError(.invalidRequest, "POST creates in a collection; '\(parsed.rawPath)' is one entity") }
+        let set = target.set
+        guard let type = model.entityType(ofSet: set) else { throw OfflineODataError(.invalidRequest, "unknown set \(set)") }
+        let object = try Self.bodyObject(body)
+        var properties = try properties(of: object, set: set, type: type)
+        // Creating through a collection navigation sets the foreign key to the parent.
+        if let (parent, navigationName) = target.parent, let parentType = model.entityType(ofSet: parent.set),
+           let partnerName = parentType.navigation[navigationName]?.partner, let partner = type.navigation[partnerName] {
+            for (property, referenced) in partner.constraints { properties[property] = parent.entity[referenced] ?? .null }
+        }
+        var counters = self.counters
+        for name in type.key where properties[name] == nil || properties[name]?.isNull == true {
+            let temporary = counters.nextTemporaryKey
+            counters.nextTemporaryKey += 1
+            switch type.propertyTypes[name] ?? "Edm.String" {
+            case "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Byte", "Edm.SByte", "Edm.Decimal":
+                properties[name] = .int(-temporary)
+            case "Edm.Guid":
+                properties[name] = .string(UUID().uuidString.lowercased())
+            case "Edm.String":
+                properties[name] = .string("LOCAL-\(temporary)")
+            default:
+                throw OfflineODataError(.invalidRequest, "the key property '\(name)' of \(set) has no value and no temporary key can be made for its type")
+            }
+        }
+        // Put the properties in declaration order, so local entities look like downloaded ones.
+        var ordered = JSONObject()
+        for name in type.propertyOrder { if let value = properties[name] { ordered.append(value, forKey: name) } }
+        let key = try CanonicalKey.render(ordered, type: type)
+        let existing = try store.record(set: set, key: key)
+        if let existing, existing.isVisible {
+            throw OfflineODataError(.entityExists, "\(set)\(key) exists already in the local store")
+        }
+        let record = EntityRecord(set: set, key: key, order: counters.nextOrder, state: .created, entity: ordered,
+                                  original: existing?.original, links: JSONObject())
+        counters.nextOrder += 1
+        let request = QueuedRequest(id: counters.nextRequestID, method: "POST", url: parsed.relativeURL(),
+                                    body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
+                                    headers: queuedHeaders(), entity: record.reference, createdAt: Self.timestamp())
+        counters.nextRequestID += 1
+        let finalCounters = counters
+        try await store.write { changes in
+            try changes.put(record)
+            try changes.enqueue(request)
+            try changes.putCounters(finalCounters)
+        }
+        self.counters = finalCounters
+        var payload = JSONObject()
+        payload.append(.string(serviceRoot + "$metadata#" + set + "/$entity"), forKey: "@odata.context")
+        for (name, value) in LocalQuery.json(record) { payload.append(value, forKey: name) }
+        return Self.jsonResponse(.object(payload), status: 201)
+    }
+
+    func update(_ parsed: ParsedQuery, body: Data?, replace: Bool, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+        let target = try changeTarget(parsed, store: store)
+        guard var record = target.record, let type = model.entityType(ofSet: target.set) else {
+            throw OfflineODataError(.invalidRequest, "\(replace ? "PUT" : "PATCH") needs one entity; '\(parsed.rawPath)' is a collection")
+        }
+        let object = try Self.bodyObject(body)
+        let properties = try properties(of: object, set: target.set, type: type)
+        for name in type.key {
+            if let value = properties[name], value != record.entity[name] {
+                throw OfflineODataError(.invalidRequest, "the key property '\(name)' of \(record.reference) cannot change")
+            }
+        }
+        var entity = record.entity
+        if replace {
+            for name in type.propertyOrder where !type.key.contains(name) { entity[name] = properties[name] ?? .null }
+        } else {
+            for (name, value) in properties { entity[name] = value }
+        }
+        if record.state == .downloaded {
+            record.original = record.entity
+            record.state = .updated
+        }
+        record.entity = entity
+        var counters = self.counters
+        var headers = JSONObject()
+        if let etag = record.original?["@odata.etag"]?.stringValue ?? record.entity["@odata.etag"]?.stringValue {
+            headers.append(.string(etag), forKey: "If-Match")
+        }
+        let request = QueuedRequest(id: counters.nextRequestID, method: replace ? "PUT" : "PATCH", url: PercentEncoding.encodePath(record.reference),
+                                    body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
+                                    headers: queuedHeaders(headers), entity: record.reference, createdAt: Self.timestamp())
+        counters.nextRequestID += 1
+        let finalRecord = record
+        let finalCounters = counters
+        try await store.write { changes in
+            try changes.put(finalRecord)
+            try changes.enqueue(request)
+            try changes.putCounters(finalCounters)
+        }
+        self.counters = finalCounters
+        return ODataResponse(statusCode: 204)
+    }
+
+    func delete(_ parsed: ParsedQuery, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+        if let first = parsed.path.segments.first, first.name == LocalQuery.errorArchiveSet {
+            return try await deleteErrorEntry(parsed, store: store)
+        }
+        let target = try changeTarget(parsed, store: store)
+        guard var record = target.record else {
+            throw OfflineODataError(.invalidRequest, "DELETE needs one entity; '\(parsed.rawPath)' is a collection")
+        }
+        if record.state == .downloaded { record.original = record.entity }
+        var headers = JSONObject()
+        if let etag = record.original?["@odata.etag"]?.stringValue ?? record.entity["@odata.etag"]?.stringValue {
+            headers.append(.string(etag), forKey: "If-Match")
+        }
+        record.state = .deleted
+        var counters = self.counters
+        let request = QueuedRequest(id: counters.nextRequestID, method: "DELETE", url: PercentEncoding.encodePath(record.reference),
+                                    body: nil, customTag: customTag, headers: queuedHeaders(headers), entity: record.reference,
+                                    createdAt: Self.timestamp())
+        counters.nextRequestID += 1
+        let finalRecord = record
+        let finalCounters = counters
+        try await store.write { changes in
+            try changes.put(finalRecord)
+            try changes.enqueue(request)
+            try changes.putCounters(finalCounters)
+        }
+        self.counters = finalCounters
+        return ODataResponse(statusCode: 204)
+    }
+
+    /// Deletes an ErrorArchive entry and releases its entity from error state.
+    private func deleteErrorEntry(_ parsed: ParsedQuery, store: EntityStore) async throws -> ODataResponse {
+        let segments = parsed.path.segments
+        guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
+            throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
+        }
+        guard let entry = try store.errorEntries().first(where: { $0["RequestID"]?.intValue == id }) else {
+            throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
+        }
+        let others = try store.errorEntries().filter {
+            $0["RequestID"]?.intValue != id && $0["AffectedEntityReference"] == entry["AffectedEntityReference"]
+        }
+        var record: EntityRecord?
+        if let reference = entry["AffectedEntityReference"]?.stringValue, let open = reference.firstIndex(of: "("),
+           var touched = try store.record(set: String(reference[..<open]), key: String(reference[open...])), others.isEmpty {
+            touched.inErrorState = false
+            touched.isDeleteError = false
+            record = touched
+        }
+        let finalRecord = record
+        try await store.write { changes in
+            try changes.removeError(id)
+            if let finalRecord { try changes.put(finalRecord) }
+        }
+        return ODataResponse(statusCode: 204)
+    }
+}

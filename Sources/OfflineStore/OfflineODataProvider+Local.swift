@@ -1,0 +1,222 @@
+import Foundation
+import HTTPTypes
+public import ODataCore
+import ODataQuery
+
+extension OfflineODataProvider {
+    /// Executes a request against the local store: reads are answered from it, creates, updates
+    /// and deletes change it at once and are appended to the request queue.
+    ///
+    /// Reads support `$filter`, `$orderby`, `$select`, `$expand`, `$top`, `$skip`, `$count`, key
+    /// lookups, navigation paths, `/$count`, and the `RequestQueue` entity set. With
+    /// ``OfflineODataParameters/pageSize`` set, a longer collection carries an `@odata.nextLink`
+    /// for ``execute(nextLink:)``.
+    ///
+    /// - Parameter request: The request; its path is relative to the service root.
+    /// - Returns: A 200 response with OData V4 JSON for reads, 201 with the entity for creates,
+    ///   204 for updates and deletes, 204 for a single-valued navigation that leads nowhere.
+    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` naming what was wrong,
+    ///   `.entityNotFound`, `.entityExists`, `.storage`.
+    public func execute(_ request: ODataRequest) async throws -> ODataResponse {
+        let store = try openStore()
+        let parsed = try ParsedQuery(request: request)
+        switch request.method {
+        case .get:
+            return try read(parsed, store: store, model: model)
+        case .post:
+            return try await create(parsed, body: request.body, customTag: request.customTag, store: store)
+        case .patch, .put:
+            return try await update(parsed, body: request.body, replace: request.method == .put, customTag: request.customTag, store: store)
+        case .delete:
+            return try await delete(parsed, customTag: request.customTag, store: store)
+        default:
+            throw OfflineODataError(.invalidRequest, "the offline store does not execute \(request.method.rawValue) requests")
+        }
+    }
+
+    /// Reads the page a local `@odata.nextLink` names.
+    ///
+    /// - Parameter nextLink: The link from an earlier local read.
+    /// - Returns: The next page.
+    /// - Throws: As ``execute(_:)``; `.invalidRequest` for a link that is not under the service root.
+    public func execute(nextLink: String) async throws -> ODataResponse {
+        let store = try openStore()
+        return try read(try ParsedQuery(nextLink, serviceRoot: serviceRoot), store: store, model: model)
+    }
+
+    // MARK: Reads
+
+    private enum Target {
+        case entity(String, JSONObject)
+        case collection(String, [JSONObject])
+        case nothing
+    }
+
+    /// Answers a local read without entering the actor: reads run concurrently with each other
+    /// and with writes (LMDB readers never wait for the writer).
+    ///
+    /// - Parameter request: A `GET` request; its path is relative to the service root.
+    /// - Returns: The same response ``execute(_:)`` gives for a read.
+    /// - Throws: `OfflineODataError.notOpen` on a closed store, `.invalidRequest` for a request that
+    ///   is not a `GET` or is malformed, `.entityNotFound`, `.storage`.
+    public nonisolated func read(_ request: ODataRequest) throws -> ODataResponse {
+        guard request.method == .get else {
+            throw OfflineODataError(.invalidRequest, "read(_:) runs GET requests; use execute(_:) for \(request.method.rawValue)")
+        }
+        guard let (store, model) = readSnapshot.current else { throw OfflineODataError(.notOpen, "the offline store is not open") }
+        return try read(try ParsedQuery(request: request), store: store, model: model)
+    }
+
+    private nonisolated func read(_ parsed: ParsedQuery, store: EntityStore, model: ServiceModel) throws -> ODataResponse {
+        let query = LocalQuery(store: store, model: model)
+        var segments = parsed.path.segments
+        let countOnly = segments.last?.name == "$count"
+        if countOnly { segments.removeLast() }
+        guard !segments.isEmpty else { throw OfflineODataError(.invalidRequest, "'\(parsed.rawPath)' names no entity set") }
+        let target = try resolve(segments, query: query, store: store)
+        let options = try LocalQuery.options(parsed.options)
+        switch target {
+        case .nothing:
+            return ODataResponse(statusCode: 204)
+        case .entity(let set, let entity):
+            guard !countOnly else { throw OfflineODataError(.invalidRequest, "/$count needs a collection") }
+            var single = QueryOptions()
+            single.select = options.select
+            single.expand = options.expand
+            let result = try LocalQuery.apply(single, to: [entity], navigation: query)
+            var object = JSONObject()
+            object.append(.string(serviceRoot + "$metadata#" + set + "/$entity"), forKey: "@odata.context")
+            for (name, value) in result.entities.first ?? entity { object.append(value, forKey: name) }
+            return Self.jsonResponse(.object(object), status: 200)
+        case .collection(let set, let entities):
+            if countOnly {
+                var counting = options
+                counting.count = true
+                counting.select = nil
+                counting.expand = nil
+                let count = try LocalQuery.apply(counting, to: entities, navigation: query).count ?? 0
+                var fields = HTTPFields()
+                fields[.contentType] = "text/plain"
+                return ODataResponse(statusCode: 200, headerFields: fields, payload: Data(String(count).utf8))
+            }
+            let offset = try parsed.value(of: "$skiptoken").map { token throws(OfflineODataError) -> Int in
+                guard let value = Int(token), value >= 0 else {
+                    throw OfflineODataError(.invalidRequest, "the $skiptoken '\(token)' was not made by this store")
+                }
+                return value
+            } ?? 0
+            var paged = options
+            let pageSize = parameters.pageSize
+            var remaining = Int.max
+            if pageSize > 0 || offset > 0 {
+                paged.skip = (options.skip ?? 0) + offset
+                remaining = options.top.map { max(0, $0 - offset) } ?? Int.max
+                paged.top = pageSize > 0 ? min(remaining, pageSize + 1) : (options.top.map { _ in remaining })
+            }
+            var result = try LocalQuery.apply(paged, to: entities, navigation: query)
+            var nextLink: String?
+            if pageSize > 0, result.entities.count > pageSize {
+                result.entities.removeLast(result.entities.count - pageSize)
+                if remaining > pageSize {
+                    nextLink = serviceRoot + parsed.relativeURL(replacing: [.init(name: "$skiptoken", value: String(offset + pageSize))])
+                }
+            }
+            var object = JSONObject()
+            object.append(.string(serviceRoot + "$metadata#" + set), forKey: "@odata.context")
+            if let count = result.count { object.append(.int(Int64(count)), forKey: "@odata.count") }
+            object.append(.array(result.entities.map(JSONValue.object)), forKey: "value")
+            if let nextLink { object.append(.string(nextLink), forKey: "@odata.nextLink") }
+            return Self.jsonResponse(.object(object), status: 200)
+        }
+    }
+
+    private nonisolated func resolve(_ segments: [LocalPath.Segment], query: LocalQuery, store: EntityStore) throws -> Target {
+        let model = query.model
+        let first = segments[0]
+        if first.name == LocalQuery.requestQueueSet {
+            let entries = try store.queuedRequests().map { $0.jsonObject() }
+            guard segments.count <= 1 else { throw OfflineODataError(.invalidRequest, "RequestQueue has no navigation properties") }
+            guard let key = first.key else { return .collection(first.name, entries) }
+            guard key.count == 1, let id = key[0].value.intValue, key[0].name == nil || key[0].name == "RequestID" else {
+                throw OfflineODataError(.invalidRequest, "a RequestQueue key is the integer RequestID")
+            }
+            guard let entry = entries.first(where: { $0["RequestID"]?.intValue == id }) else {
+                throw OfflineODataError(.entityNotFound, "no queued request has the RequestID \(id)")
+            }
+            return .entity(first.name, entry)
+        }
+        if first.name == LocalQuery.errorArchiveSet {
+            let entries = try store.errorEntries()
+            guard let key = first.key else {
+                guard segments.count == 1 else { throw OfflineODataError(.invalidRequest, "address one ErrorArchive entry before '\(segments[1].name)'") }
+                return .collection(first.name, entries)
+            }
+            guard key.count == 1, let id = key[0].value.intValue, key[0].name == nil || key[0].name == "RequestID" else {
+                throw OfflineODataError(.invalidRequest, "an ErrorArchive key is the integer RequestID")
+            }
+            guard let entry = entries.first(where: { $0["RequestID"]?.intValue == id }) else {
+                throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
+            }
+            guard segments.count > 1 else { return .entity(first.name, entry) }
+            guard segments.count == 2, segments[1].name == "AffectedEntity", segments[1].key == nil else {
+                throw OfflineODataError(.invalidRequest, "ErrorArchive entries have one navigation property, AffectedEntity")
+            }
+            guard let reference = entry["AffectedEntityReference"]?.stringValue, let record = try query.record(reference: reference) else {
+                return .nothing
+            }
+            return .entity(record.set, record.json)
+        }
+        guard let type = model.entityType(ofSet: first.name) else {
+            throw OfflineODataError(.invalidRequest, "'\(first.name)' is not an entity set of this store")
+        }
+        var set = first.name
+        var current: EntityRecord?
+        var collection: [EntityRecord]?
+        if first.key == nil && segments.count == 1 {
+            return .collection(set, try query.visibleEntities(in: set))
+        }
+        if let key = first.key {
+            let canonical = try CanonicalKey.render(predicate: key, type: type, set: set)
+            guard let record = try store.record(set: set, key: canonical), record.isVisible else {
+                throw OfflineODataError(.entityNotFound, "\(set)\(canonical) is not in the local store")
+            }
+            current = record
+        } else {
+            collection = try query.visibleRecords(in: set)
+        }
+        for segment in segments.dropFirst() {
+            guard let record = current else {
+                throw OfflineODataError(.invalidRequest, "'\(segment.name)' follows a collection; address a single entity first")
+            }
+            guard let related = try query.related(record, navigation: segment.name) else {
+                throw OfflineODataError(.invalidRequest, "'\(segment.name)' is not a navigation property of \(set)")
+            }
+            set = related.set
+            if let key = segment.key {
+                guard let targetType = model.entityType(ofSet: set) else { throw OfflineODataError(.invalidRequest, "unknown set \(set)") }
+                let canonical = try CanonicalKey.render(predicate: key, type: targetType, set: set)
+                guard let match = related.records.first(where: { $0.key == canonical }) else {
+                    throw OfflineODataError(.entityNotFound, "\(set)\(canonical) is not related to \(record.reference) by \(segment.name)")
+                }
+                current = match
+                collection = nil
+            } else if related.isCollection {
+                current = nil
+                collection = related.records
+            } else {
+                guard let single = related.records.first else { return .nothing }
+                current = single
+                collection = nil
+            }
+        }
+        if let current { return .entity(set, LocalQuery.json(current)) }
+        return .collection(set, (collection ?? []).map(LocalQuery.json))
+    }
+
+    static func jsonResponse(_ value: JSONValue, status: Int) -> ODataResponse {
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json;odata.metadata=minimal"
+        fields[HTTPField.Name("OData-Version")!] = "4.0"
+        return ODataResponse(statusCode: status, headerFields: fields, payload: Data(JSON.serialize(value)))
+    }
+}

@@ -1,0 +1,225 @@
+import CurlHTTP
+import Foundation
+import HTTPTypes
+import ODataCore
+
+/// The outcome of an ``OfflineODataProvider/upload()``.
+public struct OfflineODataUploadResult: Sendable, Hashable {
+    /// Requests sent to the back end.
+    public var sent: Int
+    /// Requests the back end accepted.
+    public var succeeded: Int
+    /// Requests that failed (also in the `ErrorArchive`), in queue order.
+    public var failed: [OfflineODataFailedRequest]
+
+    /// Creates a result.
+    ///
+    /// - Parameters:
+    ///   - sent: Requests sent.
+    ///   - succeeded: Requests accepted.
+    ///   - failed: Requests that failed.
+    public init(sent: Int = 0, succeeded: Int = 0, failed: [OfflineODataFailedRequest] = []) {
+        self.sent = sent
+        self.succeeded = succeeded
+        self.failed = failed
+    }
+}
+
+extension OfflineODataProvider {
+    /// Sends every queued request to the back end, one by one and in order. A failing request
+    /// never stops the upload: it is reported once to the delegate, written to the `ErrorArchive`,
+    /// and its entity goes into error state (a failed delete makes the entity visible again with
+    /// `isDeleteError`). A request on an entity whose create failed is not sent and fails too.
+    /// When a create succeeds, the server's key replaces the temporary key in the store and in
+    /// every later queued request.
+    ///
+    /// - Returns: How many requests were sent, accepted and failed.
+    /// - Throws: `OfflineODataError.notOpen`, `.invalidRequest` when an upload already runs,
+    ///   `.storage` when the store cannot be written (the request then stays queued).
+    public func upload() async throws -> OfflineODataUploadResult {
+        let store = try openStore()
+        guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }
+        setState(.uploading)
+        defer { setState(.open) }
+        var result = OfflineODataUploadResult()
+        var failedCreates: [String: Int64] = [:]
+        var lastID: Int64 = 0
+        while true {
+            let batch = try store.queuedRequests().filter { $0.id > lastID }
+            guard !batch.isEmpty else { break }
+            var renames: [(String, String)] = []
+            for var entry in batch {
+                lastID = entry.id
+                for (old, new) in renames { entry = Self.renamed(entry, from: old, to: new) }
+                if let failedID = failedCreates[entry.entity] {
+                    let failure = OfflineODataFailedRequest(
+                        requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
+                        statusCode: nil, serviceError: nil,
+                        message: "not sent: the request \(failedID) that created \(entry.entity) failed", affectedEntity: entry.entity)
+                    try await fail(entry, failure, domain: "Dependency", store: store)
+                    if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+                    result.failed.append(failure)
+                    continue
+                }
+                var fields = backEndHeaders()
+                if entry.body != nil { fields[.contentType] = "application/json" }
+                for (name, value) in entry.headers {
+                    if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
+                }
+                let response: TransportResponse
+                do {
+                    result.sent += 1
+                    response = try await send(TransportRequest(
+                        method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) }))
+                } catch {
+                    let failure = OfflineODataFailedRequest(
+                        requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
+                        statusCode: nil, serviceError: nil, message: "transport error: \(error)", affectedEntity: entry.entity)
+                    try await fail(entry, failure, domain: "Transport", store: store)
+                    if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+                    result.failed.append(failure)
+                    continue
+                }
+                if (200..<300).contains(response.status) {
+                    if let rename = try await succeed(entry, response: response, store: store) { renames.append(rename) }
+                    result.succeeded += 1
+                } else {
+                    let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
+                    let failure = OfflineODataFailedRequest(
+                        requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
+                        statusCode: response.status, serviceError: serviceError, message: serviceError.message, affectedEntity: entry.entity)
+                    try await fail(entry, failure, domain: "OData", store: store)
+                    if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+                    result.failed.append(failure)
+                }
+            }
+        }
+        return result
+    }
+
+    /// Sends a request, re-sending it (with the same headers, so the same repeatability ID) after
+    /// a transport failure, 408, 429 or 5xx, with a doubling pause, up to `uploadRetries` times.
+    private func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var attempt = 0
+        var delay = parameters.uploadRetryDelay
+        while true {
+            do {
+                let response = try await transport().send(request)
+                let retryable = response.status == 408 || response.status == 429 || (500..<600).contains(response.status)
+                if !retryable || attempt >= parameters.uploadRetries { return response }
+            } catch {
+                if attempt >= parameters.uploadRetries { throw error }
+            }
+            attempt += 1
+            try await Task.sleep(for: delay)
+            delay *= 2
+        }
+    }
+
+    static func renamed(_ entry: QueuedRequest, from old: String, to new: String) -> QueuedRequest {
+        var entry = entry
+        if entry.entity == old { entry.entity = new }
+        let encodedOld = PercentEncoding.encodePath(old)
+        if entry.url == encodedOld || entry.url.hasPrefix(encodedOld + "/") {
+            entry.url = PercentEncoding.encodePath(new) + entry.url.dropFirst(encodedOld.count)
+        }
+        return entry
+    }
+
+    /// Applies an accepted request to the store; returns `(temporary, server)` references when a
+    /// create changed the entity's key.
+    private func succeed(_ entry: QueuedRequest, response: TransportResponse, store: EntityStore) async throws -> (String, String)? {
+        let query = LocalQuery(store: store, model: model)
+        let later = try store.queuedRequests().filter { $0.id > entry.id }
+        let laterOnEntity = later.contains { $0.entity == entry.entity }
+        guard var record = try store.record(set: String(entry.entity.prefix { $0 != "(" }), key: String(entry.entity.drop { $0 != "(" })) else {
+            try await store.write { changes in try changes.dequeue(entry.id) }
+            return nil
+        }
+        _ = query
+        let etag = response.headerFields[.eTag]
+        switch entry.method {
+        case "POST":
+            guard let type = model.entityType(ofSet: record.set) else { break }
+            var serverEntity = JSONObject()
+            if let object = (try? JSON.parse(response.body))?.objectValue {
+                for (name, value) in object where !name.contains("@") && type.propertyTypes[name] != nil { serverEntity[name] = value }
+                if let bodyETag = object["@odata.etag"] { serverEntity["@odata.etag"] = bodyETag }
+            }
+            var entity = record.entity
+            for name in type.key { if let value = serverEntity[name] { entity[name] = value } }
+            if let tag = etag ?? serverEntity["@odata.etag"]?.stringValue { entity["@odata.etag"] = .string(tag) }
+            let newKey = (try? CanonicalKey.render(entity, type: type)) ?? record.key
+            let oldReference = record.reference
+            let oldKey = record.key
+            record.key = newKey
+            record.entity = entity
+            if record.state != .deleted { record.state = laterOnEntity ? .updated : .downloaded }
+            record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
+            let newReference = record.reference
+            let finalRecord = record
+            let rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }.filter { rewrittenEntry in
+                later.first { $0.id == rewrittenEntry.id } != rewrittenEntry
+            }
+            try await store.write { changes in
+                if oldKey != newKey { try changes.remove(set: finalRecord.set, key: oldKey) }
+                try changes.put(finalRecord)
+                for updated in rewritten { try changes.enqueue(updated) }
+                try changes.dequeue(entry.id)
+            }
+            return oldReference == newReference ? nil : (oldReference, newReference)
+        case "DELETE":
+            let deleted = record
+            try await store.write { changes in
+                if !laterOnEntity && deleted.state == .deleted { try changes.remove(set: deleted.set, key: deleted.key) }
+                try changes.dequeue(entry.id)
+            }
+        default:
+            if let etag { record.entity["@odata.etag"] = .string(etag) }
+            if !laterOnEntity && record.state != .deleted && !record.inErrorState {
+                record.state = .downloaded
+                record.original = nil
+            }
+            let finalRecord = record
+            try await store.write { changes in
+                try changes.put(finalRecord)
+                try changes.dequeue(entry.id)
+            }
+        }
+        return nil
+    }
+
+    /// Records a failed request: ErrorArchive entry, entity in error state, request dequeued — in
+    /// one transaction — then the delegate call.
+    private func fail(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: String, store: EntityStore) async throws {
+        var archived = JSONObject()
+        archived.append(.int(entry.id), forKey: "RequestID")
+        archived.append(.string(entry.method), forKey: "RequestMethod")
+        archived.append(.string(entry.url), forKey: "RequestURL")
+        archived.append(entry.body.map(JSONValue.string) ?? .null, forKey: "RequestBody")
+        archived.append(failure.statusCode.map { .int(Int64($0)) } ?? .null, forKey: "HTTPStatusCode")
+        archived.append(failure.serviceError.map { .string($0.code) } ?? .null, forKey: "Code")
+        archived.append(.string(failure.message), forKey: "Message")
+        archived.append(failure.serviceError?.innerError.map { .string(JSON.string($0)) } ?? .null, forKey: "InnerError")
+        archived.append(.string(domain), forKey: "Domain")
+        archived.append(entry.customTag.map(JSONValue.string) ?? .null, forKey: "CustomTag")
+        archived.append(.string(entry.entity), forKey: "AffectedEntityReference")
+        let finalArchive = archived
+        var record = try store.record(set: String(entry.entity.prefix { $0 != "(" }), key: String(entry.entity.drop { $0 != "(" }))
+        if var touched = record {
+            touched.inErrorState = true
+            if entry.method == "DELETE" {
+                touched.isDeleteError = true
+                if touched.state == .deleted { touched.state = touched.original == nil ? .created : .updated }
+            }
+            record = touched
+        }
+        let finalRecord = record
+        try await store.write { changes in
+            try changes.archiveError(finalArchive, id: entry.id)
+            if let finalRecord { try changes.put(finalRecord) }
+            try changes.dequeue(entry.id)
+        }
+        reportFailure(failure)
+    }
+}

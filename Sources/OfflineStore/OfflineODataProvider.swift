@@ -1,0 +1,281 @@
+import CurlHTTP
+import Foundation
+import Synchronization
+public import ODataCore
+
+/// An offline OData store: a local, encrypted copy of the entities that its defining queries
+/// select, read and changed locally, with the changes queued as requests for a later upload.
+///
+/// Create it with a service root and ``OfflineODataParameters``, add defining queries, then
+/// ``open()``: the first open downloads every defining query (following server-driven paging,
+/// with `$expand`ed relationships) into LMDB; later opens need no network. Requests run
+/// through ``execute(_:)`` with the same ``ODataRequest`` model as the online store and are
+/// answered with the same OData V4 JSON the back end gives.
+///
+/// One store directory (`storePath/storeName`) can be open only once at a time, in this process
+/// or any other (an exclusive `flock`).
+///
+/// ## Topics
+/// - ``add(definingQuery:)``
+/// - ``open()``
+/// - ``execute(_:)``
+/// - ``hasPendingUpload``
+/// - ``cancelPendingRequests()``
+/// - ``close()``
+public actor OfflineODataProvider {
+    /// The service root the store belongs to (ends with `/`).
+    public nonisolated let serviceRoot: String
+    /// The parameters the provider was created with.
+    public nonisolated let parameters: OfflineODataParameters
+    private weak var delegate: (any OfflineODataDelegate)?
+
+    var definingQueryList: [OfflineODataDefiningQuery] = []
+    private(set) var state: OfflineODataStoreState = .closed
+    var store: EntityStore?
+    private var lock: StoreLock?
+    var configuration: StoreConfiguration?
+    var counters = StoreCounters()
+    var model = ServiceModel()
+    private var ownTransport: CurlTransport?
+    /// The open store and its model, for reads that do not enter the actor.
+    nonisolated let readSnapshot = ReadSnapshot()
+
+    /// Creates a provider; nothing is opened or sent until ``open()``.
+    ///
+    /// - Parameters:
+    ///   - serviceRoot: The back end's service root, an absolute `http(s)` URL.
+    ///   - parameters: Store name, path, encryption, paging and upload settings.
+    ///   - delegate: Receives state changes and download progress; held weakly.
+    /// - Throws: `OfflineODataError.invalidParameters` for a service root that is not an absolute
+    ///   http(s) URL or unusable parameters.
+    public init(serviceRoot: String, parameters: OfflineODataParameters = OfflineODataParameters(),
+                delegate: (any OfflineODataDelegate)? = nil) throws {
+        do {
+            _ = try ODataRequest.join(serviceRoot: serviceRoot, relative: "")
+        } catch {
+            throw OfflineODataError(.invalidParameters, "the service root '\(serviceRoot)' is not an absolute http(s) URL without query")
+        }
+        try parameters.validate()
+        self.serviceRoot = serviceRoot.hasSuffix("/") ? serviceRoot : serviceRoot + "/"
+        self.parameters = parameters
+        self.delegate = delegate
+    }
+
+    /// The service root of an existing store, read from its (sealed) configuration.
+    ///
+    /// - Parameter parameters: The store's name, path and key.
+    /// - Returns: The service root, or `nil` when no complete store exists there.
+    /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open, `.wrongKey`,
+    ///   `.encryptionMismatch`, `.storage`.
+    public static func storedServiceRoot(parameters: OfflineODataParameters) throws -> String? {
+        try parameters.validate()
+        guard FileManager.default.fileExists(atPath: parameters.storeDirectory + "/data.mdb") else { return nil }
+        let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
+        defer { lock.release() }
+        let store = try EntityStore(directory: parameters.storeDirectory, parameters: parameters)
+        defer { store.close() }
+        guard let (configuration, _) = try store.configuration(), configuration.downloadComplete else { return nil }
+        return configuration.serviceRoot
+    }
+
+    // MARK: Defining queries
+
+    /// Adds a defining query; it is checked now, and downloaded at the first open.
+    ///
+    /// - Parameter definingQuery: The query.
+    /// - Throws: `OfflineODataError.invalidDefiningQuery` naming the query when its name is empty or
+    ///   taken, its path is not an entity set (with an optional key), or an option is malformed.
+    public func add(definingQuery: OfflineODataDefiningQuery) throws {
+        guard !definingQuery.name.isEmpty else {
+            throw OfflineODataError(.invalidDefiningQuery, "a defining query needs a name (query '\(definingQuery.query)')")
+        }
+        guard !definingQueryList.contains(where: { $0.name == definingQuery.name }) else {
+            throw OfflineODataError(.invalidDefiningQuery, "a defining query named '\(definingQuery.name)' exists already")
+        }
+        do {
+            _ = try ParsedQuery(definingQuery.query, serviceRoot: serviceRoot, checkDefiningQuery: true)
+        } catch {
+            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': \(error.message)")
+        }
+        if let model = store.map({ _ in self.model }), let set = try? ParsedQuery(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,
+           model.entitySets[set] == nil {
+            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': '\(set)' is not an entity set of the service")
+        }
+        definingQueryList.append(definingQuery)
+    }
+
+    /// Removes a defining query by name (its data goes at the next download; see part 2).
+    ///
+    /// - Parameter name: The defining query's name.
+    /// - Returns: Whether a query of that name was removed.
+    @discardableResult
+    public func remove(definingQuery name: String) -> Bool {
+        guard let index = definingQueryList.firstIndex(where: { $0.name == name }) else { return false }
+        definingQueryList.remove(at: index)
+        return true
+    }
+
+    /// The defining queries, in the order they were added.
+    public var definingQueries: [OfflineODataDefiningQuery] { definingQueryList }
+
+    /// The store's current state.
+    public var currentState: OfflineODataStoreState { state }
+
+    // MARK: Open and close
+
+    /// Opens the store; the first open performs the initial download.
+    ///
+    /// Opening an open store does nothing. A store whose initial download did not complete is
+    /// wiped and downloaded again. On failure the store is closed and no half-store remains.
+    ///
+    /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open elsewhere,
+    ///   `.wrongKey` (nothing erased), `.encryptionMismatch`, `.serviceRootMismatch`,
+    ///   `.invalidDefiningQuery` when none is given for a new store, `.downloadFailed` or
+    ///   `.invalidMetadata` when the initial download fails.
+    public func open() async throws {
+        guard state == .closed else { return }
+        setState(.opening)
+        do {
+            try FileManager.default.createDirectory(atPath: parameters.storePath, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
+            self.lock = lock
+            let store = try EntityStore(directory: parameters.storeDirectory, parameters: parameters)
+            self.store = store
+            if let (config, counters) = try store.configuration(), config.downloadComplete {
+                guard config.serviceRoot == serviceRoot else {
+                    throw OfflineODataError(.serviceRootMismatch, "the store at \(parameters.storeDirectory) belongs to \(config.serviceRoot), not \(serviceRoot)")
+                }
+                model = try ServiceModel.parse(Data(config.metadata.utf8))
+                configuration = config
+                self.counters = counters
+                for query in config.definingQueries where !definingQueryList.contains(where: { $0.name == query.name }) {
+                    definingQueryList.append(query)
+                }
+            } else {
+                try await initialDownload(store: store)
+            }
+            readSnapshot.set(store, model)
+            setState(.open)
+        } catch {
+            shutDown()
+            setState(.closed)
+            throw error
+        }
+    }
+
+    /// Closes the store and releases its lock; it can be opened again.
+    public func close() {
+        guard state != .closed else { return }
+        shutDown()
+        setState(.closed)
+    }
+
+    private func shutDown() {
+        readSnapshot.clear()
+        store?.close()
+        store = nil
+        lock?.release()
+        lock = nil
+        ownTransport?.shutdown()
+        ownTransport = nil
+        configuration = nil
+    }
+
+    func setState(_ newState: OfflineODataStoreState) {
+        state = newState
+        delegate?.offlineODataProvider(self, didChangeState: newState)
+    }
+
+    func reportFailure(_ failure: OfflineODataFailedRequest) {
+        delegate?.offlineODataProvider(self, requestDidFail: failure)
+    }
+
+    func reportProgress(_ progress: OfflineODataDownloadProgress) {
+        delegate?.offlineODataProvider(self, didUpdateDownloadProgress: progress)
+    }
+
+    func openStore() throws(OfflineODataError) -> EntityStore {
+        guard let store, state != .closed, state != .opening else {
+            throw OfflineODataError(.notOpen, "the offline store is not open")
+        }
+        return store
+    }
+
+    func transport() throws -> any HTTPTransport {
+        if let transport = parameters.transport { return transport }
+        if let ownTransport { return ownTransport }
+        let transport = try CurlTransport()
+        ownTransport = transport
+        return transport
+    }
+
+    // MARK: What the offline store does not have
+
+    /// The offline store has no technical cache and no passive mode: this always throws.
+    ///
+    /// - Parameter passive: The mode asked for.
+    /// - Throws: `OfflineODataError.unsupported`.
+    public func setPassiveMode(_ passive: Bool) throws {
+        throw OfflineODataError(.unsupported, "the offline store has no passive mode (it never uses the technical cache)")
+    }
+
+    /// The offline store has no technical cache: this always throws.
+    ///
+    /// - Throws: `OfflineODataError.unsupported`.
+    public func clearTechnicalCache() throws {
+        throw OfflineODataError(.unsupported, "the offline store has no technical cache")
+    }
+
+    // MARK: Pending requests
+
+    /// Whether requests wait in the queue for an upload.
+    ///
+    /// - Throws: `OfflineODataError.notOpen` on a closed store.
+    public var hasPendingUpload: Bool {
+        get throws {
+            try openStore().queueCount() > 0
+        }
+    }
+
+    /// The queued requests, in queue order, as the `RequestQueue` entity set shows them.
+    ///
+    /// - Returns: One entity per request (RequestID, Method, URL, Body, CustomTag, Status, AffectedEntity).
+    /// - Throws: `OfflineODataError.notOpen` on a closed store, `.storage` for an unreadable record.
+    public func pendingRequests() throws -> [ODataEntity] {
+        try openStore().queuedRequests().map { ODataEntity(properties: $0.jsonObject()) }
+    }
+
+    /// Undoes every local change: the queue empties, updated entities return to their downloaded
+    /// state, created ones disappear, deleted ones return.
+    ///
+    /// - Throws: `OfflineODataError.notOpen` on a closed store, `.storage` when the store cannot be written.
+    public func cancelPendingRequests() async throws {
+        let store = try openStore()
+        let touched = try store.allRecords().filter { $0.state != .downloaded }
+        try await store.write { changes in
+            for var record in touched {
+                if let original = record.original {
+                    record.entity = original
+                    record.original = nil
+                    record.state = .downloaded
+                    try changes.put(record)
+                } else {
+                    try changes.remove(set: record.set, key: record.key)
+                }
+            }
+            try changes.clearQueue()
+        }
+    }
+}
+
+/// The open store and model, readable without entering the provider's actor.
+final class ReadSnapshot: Sendable {
+    private let value = Mutex<(EntityStore, ServiceModel)?>(nil)
+
+    var current: (EntityStore, ServiceModel)? { value.withLock { $0 } }
+
+    func set(_ store: EntityStore, _ model: ServiceModel) { value.withLock { $0 = (store, model) } }
+
+    func clear() { value.withLock { $0 = nil } }
+}

@@ -1,0 +1,259 @@
+import ArgumentParser
+import Foundation
+import HTTPTypes
+import ODataCore
+import OfflineStore
+import TechnicalCache
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `ilodata`: opens an offline store and runs OData requests against it, one-shot or interactively.
+@main
+struct ILOData: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ilodata",
+        abstract: "Run OData requests against an offline store.",
+        discussion: """
+            Opens the offline store at --store-path/--store-name (creating it from --service-root and
+            --defining-query on the first run), then runs --command, or reads commands from standard
+            input when no command is given. Commands:
+              get <path?query>           read locally ($filter, $orderby, $select, $expand, $top, $skip, $count)
+              post <path> <json>         create an entity
+              patch <path> <json>        update an entity (merge)
+              put <path> <json>          replace an entity
+              delete <path>              delete an entity
+              queue                      show the request queue
+              pending                    whether requests wait for an upload
+              undo                       cancel every pending request (restores the downloaded state)
+              upload                     send the queued requests to the back end, in order
+              errors                     show the ErrorArchive (failed uploaded requests)
+              json on|off                print raw JSON instead of tables
+              help, quit
+            """
+    )
+
+    @Option(name: .long, help: "The directory that holds stores.")
+    var storePath: String
+
+    @Option(name: .long, help: "The store's name.")
+    var storeName: String = "offline"
+
+    @Option(name: .long, help: "The store's encryption key (else the default key file next to the store).")
+    var key: String?
+
+    @Flag(name: .long, help: "Create or open the store without encryption.")
+    var noEncryption = false
+
+    @Option(name: .long, help: "PBKDF2 rounds for a new store's key (the default is 600000).")
+    var kdfRounds: Int?
+
+    @Option(name: .long, help: "The service root; needed to create a store.")
+    var serviceRoot: String?
+
+    @Option(name: .long, parsing: .singleValue, help: "A defining query as name=query, for a new store (repeatable).")
+    var definingQuery: [String] = []
+
+    @Option(name: .long, help: "Entities per page of a local read (0: no paging).")
+    var pageSize: Int = 0
+
+    @Option(name: .long, help: "Run this one command and exit.")
+    var command: String?
+
+    @Flag(name: .long, help: "Print raw JSON instead of tables.")
+    var json = false
+
+    mutating func run() async throws {
+        var parameters = OfflineODataParameters(storeName: storeName, storePath: storePath, storeEncryptionKey: key,
+                                                disableDefaultEncryptionKey: noEncryption, pageSize: pageSize)
+        if let kdfRounds { parameters.keyDerivation = .pbkdf2(rounds: kdfRounds) }
+        let root: String
+        if let serviceRoot {
+            root = serviceRoot
+        } else if let stored = try OfflineODataProvider.storedServiceRoot(parameters: parameters) {
+            root = stored
+        } else {
+            throw ValidationError("no store at \(storePath)/\(storeName); give --service-root and --defining-query to create one")
+        }
+        let provider = try OfflineODataProvider(serviceRoot: root, parameters: parameters)
+        for item in definingQuery {
+            guard let equals = item.firstIndex(of: "=") else {
+                throw ValidationError("--defining-query must be name=query, got '\(item)'")
+            }
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: String(item[..<equals]), query: String(item[item.index(after: equals)...])))
+        }
+        try await provider.open()
+        var session = Session(provider: provider, json: json)
+        if let command {
+            let ok = await session.run(command)
+            await provider.close()
+            if !ok { throw ExitCode(1) }
+            return
+        }
+        let interactive = isatty(STDIN_FILENO) == 1
+        while true {
+            if interactive {
+                say("ilodata> ", terminator: "")
+            }
+            guard let line = readLine() else { break }
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed == "quit" || trimmed == "exit" { break }
+            if trimmed.isEmpty { continue }
+            _ = await session.run(trimmed)
+        }
+        await provider.close()
+    }
+}
+
+/// Runs the commands of one session.
+struct Session {
+    let provider: OfflineODataProvider
+    var json: Bool
+
+    /// Runs one command line; returns whether it succeeded.
+    mutating func run(_ line: String) async -> Bool {
+        let verb = String(line.prefix { $0 != " " }).lowercased()
+        let rest = String(line.dropFirst(verb.count)).trimmingCharacters(in: .whitespaces)
+        do {
+            switch verb {
+            case "get":
+                try show(try await provider.execute(try Self.request(.get, rest)))
+            case "post", "patch", "put":
+                guard let brace = rest.firstIndex(of: "{") else { throw UsageError("\(verb) needs a path and a JSON body") }
+                let path = rest[..<brace].trimmingCharacters(in: .whitespaces)
+                var request = try Self.request(verb == "post" ? .post : (verb == "put" ? .put : .patch), path)
+                request.body = Data(rest[brace...].utf8)
+                let response = try await provider.execute(request)
+                if verb == "post" {
+                    let created = try JSON.parse(response.payload)
+                    say("created \(created["@odata.id"]?.stringValue ?? "")")
+                    if json { say(JSON.string(created)) }
+                } else {
+                    say("updated \(path)")
+                }
+            case "delete":
+                _ = try await provider.execute(try Self.request(.delete, rest))
+                say("deleted \(rest)")
+            case "queue":
+                let entries = try await provider.pendingRequests().map(\.properties)
+                if json {
+                    say(JSON.string(.array(entries.map(JSONValue.object))))
+                } else {
+                    say(Table.render(entries, columns: ["RequestID", "Method", "URL", "Body", "CustomTag", "Status"]))
+                }
+            case "pending":
+                say(try await provider.hasPendingUpload ? "pending requests: yes" : "pending requests: no")
+            case "upload":
+                let result = try await provider.upload()
+                say("uploaded: \(result.sent) sent, \(result.succeeded) succeeded, \(result.failed.count) failed")
+                for failure in result.failed {
+                    say("failed \(failure.requestID) \(failure.method) \(failure.url): \(failure.statusCode.map(String.init) ?? "-") \(failure.message)")
+                }
+            case "errors":
+                try show(try await provider.execute(try Self.request(.get, "ErrorArchive")))
+            case "undo":
+                try await provider.cancelPendingRequests()
+                say("cancelled every pending request")
+            case "json":
+                json = rest != "off"
+                say("json output \(json ? "on" : "off")")
+            case "help":
+                say(ILOData.configuration.discussion)
+            default:
+                throw UsageError("unknown command '\(verb)'; try help")
+            }
+            return true
+        } catch {
+            say("error: \(error)")
+            return false
+        }
+    }
+
+    private func show(_ response: ODataResponse) throws {
+        if response.statusCode == 204 {
+            say("(no content)")
+            return
+        }
+        guard let value = try? JSON.parse(response.payload) else {
+            say(String(decoding: response.payload, as: UTF8.self))
+            return
+        }
+        if json {
+            say(JSON.string(value))
+            return
+        }
+        if let items = value["value"]?.arrayValue {
+            say(Table.render(items.compactMap(\.objectValue)))
+            var footer = "\(items.count) entities"
+            if let count = value["@odata.count"]?.intValue { footer += " of \(count)" }
+            say(footer)
+            if let next = value["@odata.nextLink"]?.stringValue { say("next: \(next)") }
+        } else if let object = value.objectValue {
+            say(Table.render([object]))
+        }
+    }
+
+    /// A request from a typed path with a readable query (spaces and quotes allowed).
+    static func request(_ method: HTTPRequestMethod, _ text: String) throws -> ODataRequest {
+        guard !text.isEmpty else { throw UsageError("a path is needed") }
+        let pieces = text.split(separator: "?", maxSplits: 1)
+        var options: [QueryOption] = []
+        if pieces.count == 2 {
+            for piece in pieces[1].split(separator: "&") {
+                let pair = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = String(pair[0])
+                let value = pair.count == 2 ? (String(pair[1]).removingPercentEncoding ?? String(pair[1])) : ""
+                options.append(.encoded(PercentEncoding.encodeQueryName(name) + "=" + PercentEncoding.encodeQueryValue(value)))
+            }
+        }
+        return ODataRequest(method: method, resourcePath: String(pieces[0]), queryOptions: options)
+    }
+}
+
+typealias HTTPRequestMethod = HTTPRequest.Method
+
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Plain-text tables.
+enum Table {
+    static func render(_ rows: [JSONObject], columns fixed: [String]? = nil) -> String {
+        var columns = fixed ?? []
+        if fixed == nil {
+            for row in rows { for name in row.keys where !name.contains("@") && !columns.contains(name) { columns.append(name) } }
+        }
+        guard !columns.isEmpty else { return "(empty)" }
+        let cells = rows.map { row in columns.map { cell(row[$0]) } }
+        let widths = columns.indices.map { index in min(40, max(columns[index].count, cells.map { $0[index].count }.max() ?? 0)) }
+        func line(_ values: [String]) -> String {
+            zip(values, widths).map { value, width in
+                let clipped = value.count > width ? String(value.prefix(width - 1)) + "…" : value
+                return clipped.padding(toLength: width, withPad: " ", startingAt: 0)
+            }.joined(separator: " | ")
+        }
+        var lines = [line(columns), widths.map { String(repeating: "-", count: $0) }.joined(separator: "-+-")]
+        lines += cells.map(line)
+        return lines.joined(separator: "\n")
+    }
+
+    static func cell(_ value: JSONValue?) -> String {
+        switch value {
+        case nil, .null?: return ""
+        case .string(let text)?: return text
+        case .int(let number)?: return String(number)
+        case .double(let number)?: return String(number)
+        case .bool(let flag)?: return flag ? "true" : "false"
+        case .array(let items)?: return "[\(items.count)]"
+        case .object?: return "{…}"
+        }
+    }
+}
+
+
+/// Writes to standard output at once (unbuffered), so a reader sees each line when it is done.
+func say(_ text: String?, terminator: String = "\n") {
+    FileHandle.standardOutput.write(Data(((text ?? "") + terminator).utf8))
+}

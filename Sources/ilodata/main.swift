@@ -1,2 +1,0 @@
-// `ilodata` is not built yet: its issue turns this into the real program.
-print("ilodata: not yet available in this version of ODataStores")

@@ -1,0 +1,226 @@
+import Foundation
+import ODataCore
+import ODataFixtures
+import Synchronization
+import Testing
+
+@testable import OfflineStore
+
+/// Runs the built `ilodata` binary as a child process, the way a user would.
+final class ILODataProcess: @unchecked Sendable {
+    static var binary: String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/ilodata").path
+    }
+
+    let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private final class Collected: Sendable {
+        let text = Mutex<String>("")
+    }
+
+    private let collected = Collected()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        let handle = output.fileHandleForReading
+        let collected = self.collected
+        handle.readabilityHandler = { handle in
+            let data = handle.availableData
+            if !data.isEmpty { collected.text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        }
+        try process.run()
+    }
+
+    var text: String { collected.text.withLock { $0 } }
+
+    func send(_ line: String) {
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    func closeInput() {
+        try? input.fileHandleForWriting.close()
+    }
+
+    /// Waits until the output satisfies `condition` (or ten seconds pass).
+    func waitFor(_ condition: (String) -> Bool) async -> Bool {
+        for _ in 0..<1000 {
+            if condition(text) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(text)
+    }
+
+    func waitForExit() async -> Int32 {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        try? await Task.sleep(for: .milliseconds(50))
+        output.fileHandleForReading.readabilityHandler = nil
+        return process.terminationStatus
+    }
+
+    /// Runs one command to completion and returns the exit code and output.
+    static func run(_ arguments: [String]) async throws -> (Int32, String) {
+        let child = try ILODataProcess(arguments)
+        child.closeInput()
+        let status = await child.waitForExit()
+        return (status, child.text)
+    }
+}
+
+@Suite(.serialized) struct ILODataTests {
+    static func storeArguments(_ directory: TemporaryDirectory) -> [String] {
+        ["--store-path", directory.path, "--store-name", "northwind", "--key", Northwind.key]
+    }
+
+    @Test func ilodataCreatesAStoreRunsOneShotCommandsAndAnInteractiveSession() async throws {
+        #expect(FileManager.default.isExecutableFile(atPath: ILODataProcess.binary), "build ilodata first (swift build --build-tests builds it)")
+        let server = try await FixtureServer.start()
+        let directory = try TemporaryDirectory()
+        let base = Self.storeArguments(directory) + ["--kdf-rounds", "1000"]
+        // Create from a service root and defining queries, one-shot read with a readable query.
+        let (status, text) = try await ILODataProcess.run(base + [
+            "--service-root", server.serviceRoot, "--defining-query", "customers=Customers?$expand=Orders",
+            "--defining-query", "shippers=Shippers",
+            "--command", "get Customers?$filter=Country eq 'Germany'&$orderby=City&$select=CustomerID,City&$count=true&$top=2",
+        ])
+        #expect(status == 0, "\(text)")
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("CustomerID") == true, "\(text)")
+        #expect(lines.contains { $0.hasPrefix("DRACD") && $0.contains("Aachen") }, "\(text)")
+        #expect(lines.last == "2 entities of 11", "\(text)")
+        await server.stop()
+
+        // Later runs need no network (the producer is stopped) and find the service root themselves.
+        let (jsonStatus, json) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--json", "--command", "get Customers('ALFKI')/Orders?$select=OrderID&$top=2"])
+        #expect(jsonStatus == 0)
+        let parsed = try JSON.parse(json)
+        #expect(parsed["value"]?.arrayValue?.compactMap { $0["OrderID"]?.intValue } == [10643, 10692])
+
+        // An interactive session through standard input.
+        let session = try ILODataProcess(Self.storeArguments(directory))
+        session.send(#"post Shippers {"CompanyName":"Night Ferry","Phone":"555"}"#)
+        session.send(#"patch Customers('ALFKI') {"City":"Kiel"}"#)
+        session.send("get Customers('ALFKI')?$select=CustomerID,City")
+        session.send("delete Shippers(2)")
+        session.send("queue")
+        session.send("frobnicate")
+        session.send("pending")
+        session.send("quit")
+        #expect(await session.waitForExit() == 0)
+        let out = session.text
+        #expect(out.contains("created Shippers(-1)"), "\(out)")
+        #expect(out.contains("ALFKI      | Kiel"), "\(out)")
+        #expect(out.contains("deleted Shippers(2)"), "\(out)")
+        #expect(out.contains("error: unknown command 'frobnicate'"), "\(out)")
+        #expect(out.contains("pending requests: yes"), "\(out)")
+        let queueLines = out.split(separator: "\n").filter { $0.hasPrefix("1 ") || $0.hasPrefix("2 ") || $0.hasPrefix("3 ") }
+        #expect(queueLines.count == 3, "\(out)")
+        #expect(queueLines.first?.contains("POST") == true)
+        #expect(queueLines.last?.contains("DELETE") == true)
+
+        // The session's changes are in the store.
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory))
+        try await provider.open()
+        #expect(try await provider.get("Customers('ALFKI')")["City"] == "Kiel")
+        #expect(try await provider.pendingRequests().map { $0.properties["Method"]?.stringValue ?? "" } == ["POST", "PATCH", "DELETE"])
+        await provider.close()
+
+        // Wrong key and bad input: typed errors, exit code 1, nothing changed.
+        let (wrongStatus, wrongText) = try await ILODataProcess.run(["--store-path", directory.path, "--store-name", "northwind", "--key", "nope", "--command", "queue"])
+        #expect(wrongStatus != 0)
+        #expect(wrongText.contains("wrongKey"), "\(wrongText)")
+        let (badStatus, badText) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--command", "get Customers?$filter=City eq"])
+        #expect(badStatus == 1)
+        #expect(badText.contains("error: invalidRequest"), "\(badText)")
+    }
+
+    @Test func aStoreOpenInAnotherProcessIsRefused() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        let holder = try ILODataProcess(Self.storeArguments(directory))
+        holder.send("pending")
+        #expect(await holder.waitFor { $0.contains("pending requests: no") })
+        let error = await #expect(throws: OfflineODataError.self) { try await provider.open() }
+        #expect(error?.code == .storeLocked)
+        let (status, text) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--command", "queue"])
+        #expect(status != 0)
+        #expect(text.contains("storeLocked"), "\(text)")
+        holder.send("quit")
+        #expect(await holder.waitForExit() == 0)
+        try await provider.open()
+        #expect(try await provider.getAll("Shippers").count == 3)
+        await provider.close()
+    }
+
+    @Test func aSIGKILLDuringABurstOfLocalWritesLosesNoCommittedWrite() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        let writer = try ILODataProcess(Self.storeArguments(directory))
+        for index in 1...400 {
+            if index % 3 == 0 {
+                writer.send("patch Customers('ALFKI') {\"Phone\":\"burst-\(index)\"}")
+            } else {
+                writer.send("post Shippers {\"CompanyName\":\"Burst \(index)\"}")
+            }
+        }
+        // Kill it in the middle of the burst.
+        let confirmedEnough = await writer.waitFor { $0.components(separatedBy: "\n").filter { $0.hasPrefix("created") || $0.hasPrefix("updated") }.count >= 60 }
+        #expect(confirmedEnough, "\(writer.text)")
+        kill(writer.process.processIdentifier, SIGKILL)
+        _ = await writer.waitForExit()
+        #expect(writer.process.terminationReason == .uncaughtSignal)
+        let confirmed = writer.text.components(separatedBy: "\n")
+        let created = confirmed.filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
+        #expect(created.count >= 40)
+
+        // Reopen: every confirmed write is there with its queue entry; writes and queue agree.
+        try await provider.open()
+        let queue = try await provider.pendingRequests().map(\.properties)
+        #expect(queue.count >= created.count + confirmed.filter { $0.hasPrefix("updated ") }.count)
+        #expect(queue.count < 400, "the kill landed mid-burst")
+        #expect(queue.compactMap { $0["RequestID"]?.intValue } == Array(1...Int64(queue.count)), "queue IDs are contiguous and in order")
+        for reference in created {
+            #expect(try await provider.get(reference)["CompanyName"]?.stringValue?.hasPrefix("Burst") == true, "\(reference)")
+        }
+        let posts = queue.filter { $0["Method"] == "POST" }
+        let localShippers = try await provider.getAll("Shippers?$filter=ShipperID%20lt%200")
+        #expect(localShippers.count == posts.count, "each committed create has exactly one queue entry")
+        #expect(Set(posts.compactMap { $0["AffectedEntity"]?.stringValue }) == Set(localShippers.compactMap { $0["@odata.id"]?.stringValue }))
+        if let lastPatch = queue.last(where: { $0["Method"] == "PATCH" }) {
+            let phone = try await provider.get("Customers('ALFKI')")["Phone"]?.stringValue ?? ""
+            #expect(lastPatch["Body"]?.stringValue?.contains(phone) == true, "the last committed update is the local state")
+        }
+        // The store stays writable.
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"After"}"#))
+        #expect(try await provider.pendingRequests().count == queue.count + 1)
+        await provider.close()
+    }
+
+    @Test func ilodataUploadsAndShowsTheErrorArchive() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        _ = try server.faults.add(FaultRule(.fail(status: 400, code: "BadPhone", message: "phone rejected"), method: "PATCH", path: "Customers('BLAUS')"))
+        let session = try ILODataProcess(Self.storeArguments(directory))
+        session.send(#"patch Customers('ALFKI') {"City":"Kiel"}"#)
+        session.send(#"patch Customers('BLAUS') {"Phone":"x"}"#)
+        session.send("upload")
+        session.send("errors")
+        session.send("pending")
+        session.send("quit")
+        #expect(await session.waitForExit() == 0)
+        let out = session.text
+        #expect(out.contains("uploaded: 2 sent, 1 succeeded, 1 failed"), "\(out)")
+        #expect(out.contains("failed 2 PATCH Customers('BLAUS'): 400 phone rejected"), "\(out)")
+        #expect(out.contains("BadPhone"), "\(out)")
+        #expect(out.contains("pending requests: no"), "\(out)")
+        #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ALFKI"]) }?["City"] == "Kiel")
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import LMDB
+import ODataCore
+import ODataFixtures
+import TechnicalCache
+import Testing
+
+@testable import OfflineStore
+
+@Suite struct SecurityTests {
+    @Test func aWrongKeyIsRefusedAndTheRightOneStillOpens() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"City":"Hamburg"}"#))
+        await provider.close()
+        await server.stop()
+        let wrong = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory, key: "not the key"))
+        let error = await #expect(throws: OfflineODataError.self) { try await wrong.open() }
+        #expect(error?.code == .wrongKey)
+        #expect(await wrong.currentState == .closed)
+        // Nothing was erased: the right key opens the same data and queue, without network.
+        let right = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory))
+        try await right.open()
+        #expect(try await right.get("Customers('ALFKI')")["City"] == "Hamburg")
+        #expect(try await right.pendingRequests().count == 1)
+        await right.close()
+        // A plaintext open of an encrypted store is refused too.
+        var plaintext = Northwind.parameters(directory, key: nil)
+        plaintext.disableDefaultEncryptionKey = true
+        let mismatch = await #expect(throws: OfflineODataError.self) {
+            try await OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: plaintext).open()
+        }
+        #expect(mismatch?.code == .encryptionMismatch)
+    }
+
+    @Test func noPlaintextOfAKnownValueReachesTheStoreFiles() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Zyxwvut Unique Freight"}"#))
+        await provider.close()
+        for needle in ["Alfreds Futterkiste", "ALFKI", "Obere Str. 57", "Zyxwvut Unique Freight", "Customers", "ShipCity"] {
+            #expect(try filesContain(directory.path, needle) == false, "'\(needle)' is readable in the store files")
+        }
+        // Owner-only files.
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path + "/northwind") {
+            let mode = try FileManager.default.attributesOfItem(atPath: directory.path + "/northwind/" + file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file) has mode \(String(mode ?? 0, radix: 8))")
+        }
+    }
+
+    @Test func theDefaultKeyIsRandomAndKeptAndPlaintextOnlyWhenAsked() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let queries = [OfflineODataDefiningQuery(name: "customers", query: "Customers")]
+        // Default key: a 0600 key file next to the store; the data is still unreadable.
+        var parameters = Northwind.parameters(directory, key: nil, name: "default")
+        let store = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await store.add(definingQuery: queries[0])
+        try await store.open()
+        await store.close()
+        let keyFile = directory.path + "/default.key"
+        let mode = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try filesContain(directory.path + "/default", "Alfreds Futterkiste") == false)
+        let again = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await again.open()
+        #expect(try await again.getAll("Customers").count == 91)
+        await again.close()
+        // Losing the key file makes the store unopenable, but not erased.
+        try FileManager.default.removeItem(atPath: keyFile)
+        let lost = await #expect(throws: OfflineODataError.self) {
+            try await OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters).open()
+        }
+        #expect(lost?.code == .wrongKey)
+        // Switched off explicitly: plaintext (the check above can see plaintext when it is there).
+        parameters = Northwind.parameters(directory, key: nil, name: "plain")
+        parameters.disableDefaultEncryptionKey = true
+        let plain = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await plain.add(definingQuery: queries[0])
+        try await plain.open()
+        await plain.close()
+        #expect(try filesContain(directory.path + "/plain", "Alfreds Futterkiste"))
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/plain.key") == false)
+    }
+
+    @Test func aSecondOpenOfTheSameStoreIsRefused() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        let second = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: provider.parameters)
+        let error = await #expect(throws: OfflineODataError.self) { try await second.open() }
+        #expect(error?.code == .storeLocked)
+        // The first store is unharmed; after it closes the second may open.
+        #expect(try await provider.getAll("Shippers").count == 3)
+        await provider.close()
+        try await second.open()
+        #expect(try await second.getAll("Shippers").count == 3)
+        // Opening an open store is harmless.
+        try await second.open()
+        await second.close()
+        // Another service root on the same files is refused.
+        let other = try OfflineODataProvider(serviceRoot: "http://127.0.0.1:9/other/", parameters: provider.parameters)
+        let mismatch = await #expect(throws: OfflineODataError.self) { try await other.open() }
+        #expect(mismatch?.code == .serviceRootMismatch)
+    }
+
+    @Test func aTamperedRecordIsDetected() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        let store = try EntityStore(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+        let key = store.entityKey(set: "Shippers", key: "(1)")
+        try await store.environment.write { (txn: LMDBTransaction) throws -> Void in
+            guard let database = try txn.openDatabase(named: "entities", create: false),
+                  var sealed = try txn.value(forKey: key, in: database) else { throw OfflineODataError(.storage, "missing") }
+            sealed[sealed.count / 2] ^= 0x40
+            try txn.setValue(sealed, forKey: key, in: database)
+        }
+        let error = #expect(throws: OfflineODataError.self) { try store.record(set: "Shippers", key: "(1)") }
+        #expect(error?.code == .storage)
+        #expect(try store.record(set: "Shippers", key: "(2)")?.entity["CompanyName"] == "United Package")
+        store.close()
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import ODataCore
+import ODataFixtures
+import Synchronization
+import Testing
+
+@testable import OfflineStore
+
+/// Records failed-request reports.
+final class FailureRecorder: OfflineODataDelegate {
+    let failures = Mutex<[OfflineODataFailedRequest]>([])
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+        failures.withLock { $0.append(failure) }
+    }
+}
+
+@Suite struct UploadTests {
+    @Test func tenRequestsThreeFailingCompleteWithErrorArchiveAndErrorState() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let recorder = FailureRecorder()
+        let provider = try await Northwind.provider(server, directory, delegate: recorder)
+        try await provider.open()
+        _ = try server.faults.add(FaultRule(.fail(status: 400, code: "InvalidCity", message: "City is not allowed"), method: "PATCH", path: "Customers('ANATR')"))
+        _ = try server.faults.add(FaultRule(.fail(status: 409, code: "HasOrders", message: "Employee has orders"), method: "DELETE", path: "Employees(2)"))
+        _ = try server.faults.add(FaultRule(.fail(status: 422, code: "NoPhone", message: "Phone required"), method: "POST", path: "Shippers"))
+        let requests: [(String, String, String?)] = [
+            ("PATCH", "Customers('ALFKI')", #"{"City":"Hamburg"}"#),                                  // 1 ok
+            ("PATCH", "Customers('ANATR')", #"{"City":"Nowhere"}"#),                                  // 2 fails 400
+            ("POST", "Orders", #"{"Customer@odata.bind":"Customers('ALFKI')","ShipCity":"Kiel"}"#),  // 3 ok, temp key
+            ("DELETE", "Employees(2)", nil),                                                          // 4 fails 409
+            ("POST", "Shippers", #"{"CompanyName":"No Phone"}"#),                                     // 5 fails 422
+            ("PATCH", "Shippers(-2)", #"{"CompanyName":"Still No Phone"}"#),                          // 6 depends on 5
+            ("PATCH", "Products(1)", #"{"UnitPrice":19.5}"#),                                         // 7 ok
+            ("DELETE", "Order_Details(OrderID=10248,ProductID=11)", nil),                             // 8 ok
+            ("PUT", "Categories(1)", #"{"CategoryName":"Drinks","Description":"All drinks"}"#),       // 9 ok
+            ("PATCH", "Orders(-1)", #"{"ShipCity":"Lübeck"}"#),                                       // 10 ok, on the new key
+        ]
+        for (method, url, body) in requests { _ = try await provider.execute(.local(method, url, body: body)) }
+        #expect(try await provider.pendingRequests().count == 10)
+        server.resetCounters()
+
+        let result = try await provider.upload()
+        #expect(try await provider.hasPendingUpload == false)
+        #expect(result.succeeded == 6)
+        #expect(result.sent == 9, "the dependent update is not sent")
+        let failures = recorder.failures.withLock { $0 }
+        #expect(failures.map(\.requestID) == [2, 4, 5, 6], "each failure reported once, in queue order")
+        #expect(failures.map(\.statusCode) == [400, 409, 422, nil])
+        #expect(failures[0].serviceError?.code == "InvalidCity")
+        #expect(failures[3].message.contains("request 5"))
+        #expect(server.counters.executions(method: "PATCH", path: "Shippers(-2)") == 0)
+
+        // The ErrorArchive holds the producer's status, code and message.
+        let archive = try await provider.getAll("ErrorArchive?$orderby=RequestID")
+        #expect(archive.map { $0["RequestID"]?.intValue ?? 0 } == [2, 4, 5, 6])
+        #expect(archive.map { $0["HTTPStatusCode"] ?? .null } == [400, 409, 422, .null])
+        #expect(archive.map { $0["Code"] ?? .null } == ["InvalidCity", "HasOrders", "NoPhone", .null])
+        #expect(archive[1]["Message"] == "Employee has orders")
+        #expect(archive[0]["RequestMethod"] == "PATCH")
+        #expect(archive[0]["RequestBody"] == #"{"City":"Nowhere"}"#)
+        let counted = try await provider.get("ErrorArchive?$filter=HTTPStatusCode%20ge%20400&$count=true&$top=1")
+        #expect(counted["@odata.count"] == 3)
+
+        // Entities in error state; the failed delete reappears with isDeleteError.
+        let inError = try await provider.getAll("Customers?$filter=inErrorState()").compactMap { $0["CustomerID"]?.stringValue }
+        #expect(inError == ["ANATR"])
+        let employee = try await provider.get("Employees(2)")
+        #expect(employee[EntityRecord.isDeleteErrorAnnotation] == true)
+        #expect(employee[EntityRecord.inErrorStateAnnotation] == true)
+        #expect(try await provider.get("ErrorArchive(4)/AffectedEntity")["EmployeeID"] == 2)
+        #expect(try await provider.get("ErrorArchive(2)/AffectedEntity")["City"] == "Nowhere")
+
+        // Successful requests reached the producer once each; the new order has the server's key.
+        #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ALFKI"]) }?["City"] == "Hamburg")
+        #expect(try server.read { try $0.entity(in: "Order_Details", key: ["OrderID": 10248, "ProductID": 11]) } == nil)
+        await #expect(throws: OfflineODataError.self) { try await provider.get("Order_Details(OrderID=10248,ProductID=11)") }
+        let localOrders = try await provider.getAll("Orders?$filter=ShipCity%20eq%20'L%C3%BCbeck'")
+        let newID = try #require(localOrders.first?["OrderID"]?.intValue)
+        #expect(newID > 11_077, "the temporary key was replaced by the server's")
+        #expect(try server.read { try $0.entity(in: "Orders", key: ["OrderID": .int(newID)]) }?["ShipCity"] == "Lübeck")
+        #expect(try await provider.getAll("Orders?$filter=OrderID%20lt%200").isEmpty)
+        #expect(server.counters.executions(method: "POST", path: "Orders") == 1)
+
+        // Deleting an entry releases its entity from error state.
+        _ = try await provider.execute(.local("DELETE", "ErrorArchive(2)"))
+        #expect(try await provider.getAll("Customers?$filter=inErrorState()").isEmpty)
+        #expect(try await provider.getAll("ErrorArchive").count == 3)
+        await provider.close()
+    }
+
+    @Test func createUpdateDeleteOfOneEntityAreThreeRequestsInOrder() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Short Lived","Phone":"1"}"#))
+        _ = try await provider.execute(.local("PATCH", "Shippers(-1)", body: #"{"Phone":"2"}"#))
+        _ = try await provider.execute(.local("DELETE", "Shippers(-1)"))
+        #expect(try await provider.pendingRequests().map { $0.properties["Method"]?.stringValue ?? "" } == ["POST", "PATCH", "DELETE"])
+        server.resetCounters()
+        let result = try await provider.upload()
+        #expect(result.sent == 3)
+        #expect(result.failed.isEmpty, "\(result.failed)")
+        #expect(server.counters.executions(method: "POST", path: "Shippers") == 1)
+        // The update and the delete went to the server's key, not the temporary one.
+        let shippers = try server.read { try $0.entities(in: "Shippers") }
+        #expect(shippers.count == 3, "created and deleted again on the producer")
+        #expect(server.counters.executions(method: "PATCH", path: "Shippers(-1)") == 0)
+        #expect(try await provider.getAll("Shippers").count == 3)
+        #expect(try await provider.hasPendingUpload == false)
+    }
+
+    @Test func aStaleETagGives412IntoTheErrorArchive() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        // Someone else changes the customer on the back end after the download.
+        _ = try server.mutate { data in try data.update(in: "Customers", key: ["CustomerID": "BERGS"], changes: ["Phone": "0921-99 99 99"]) }
+        _ = try await provider.execute(.local("PATCH", "Customers('BERGS')", body: #"{"City":"Umeå"}"#))
+        let queued = try await provider.pendingRequests()
+        #expect(queued.count == 1)
+        let result = try await provider.upload()
+        #expect(result.failed.map(\.statusCode) == [412])
+        let archive = try await provider.getAll("ErrorArchive")
+        #expect(archive.map { $0["HTTPStatusCode"] ?? .null } == [412])
+        #expect(archive.first?["Code"] == "PreconditionFailed")
+        #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "BERGS"]) }?["City"] == "Luleå")
+        #expect(try await provider.getAll("Customers?$filter=inErrorState()").map { $0["CustomerID"] } == ["BERGS"])
+    }
+
+    @Test(arguments: [true, false])
+    func aLostAcknowledgementIsRetriedAndExecutedOnceWithRepeatableRequests(repeatable: Bool) async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        var parameters = Northwind.parameters(directory)
+        parameters.enableRepeatableRequests = repeatable
+        parameters.uploadRetryDelay = .milliseconds(10)
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "customers", query: "Customers"))
+        try await provider.open()
+        _ = try await provider.execute(.local("POST", "Customers", body: #"{"CustomerID":"NEWCO","CompanyName":"New Co"}"#))
+        let headers = try #require(try await provider.store?.queuedRequests().first?.headers)
+        #expect((headers["Repeatability-Request-ID"] != nil) == repeatable)
+        #expect((headers["Repeatability-First-Sent"] != nil) == repeatable)
+        _ = try server.faults.add(FaultRule(.executeThenDropConnection, method: "POST", path: "Customers", times: 1))
+        server.resetCounters()
+        let result = try await provider.upload()
+        let executions = server.counters.executions(method: "POST", path: "Customers")
+        if repeatable {
+            #expect(result.failed.isEmpty, "\(result.failed)")
+            #expect(executions == 1, "the retry carried the same Repeatability-Request-ID and was not executed again")
+            #expect(server.counters.entry(method: "POST", path: "Customers")?.replayed == 1)
+        } else {
+            // Without the headers the retry is executed a second time (the producer refuses the duplicate key).
+            #expect(executions == 2)
+            #expect(result.failed.count == 1)
+        }
+        #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "NEWCO"]) }?["CompanyName"] == "New Co")
+        await provider.close()
+    }
+}
