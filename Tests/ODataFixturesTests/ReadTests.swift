@@ -172,6 +172,36 @@ import Testing
         }
     }
 
+    @Test func orderSelectAndExpand() async throws {
+        try await withServer { server in
+            let ordered = try await Curl.run(
+                server.serviceRoot + "Customers?$orderby=City%20desc&$top=2&$select=CustomerID,City&$expand=Orders($select=OrderID;$top=1)")
+            let values = try ordered.values()
+            #expect(values.map { $0["CustomerID"] } == ["VAFFE", "WOLZA"])
+            let first = try #require(values.first?.objectValue)
+            #expect(first.keys == ["@odata.etag", "CustomerID", "City", "Orders"])
+            #expect(first["Orders"]?.arrayValue?.count == 1)
+            #expect(first["Orders"]?.arrayValue?.first?["OrderID"] == 10367)
+
+            let single = try await Curl.run(server.serviceRoot + "Orders(10248)?$expand=Customer($select=CompanyName),Order_Details&$select=OrderID")
+            let order = try single.json()
+            #expect(order["Customer"]?["CompanyName"] == "Vins et alcools Chevalier")
+            #expect(order["Order_Details"]?.arrayValue?.count == 3)
+            #expect(order["ShipCity"] == nil)
+            #expect(try await Curl.run(server.serviceRoot + "Customers('ALFKI')?$top=1").status == 400)
+            #expect(try await Curl.run(server.serviceRoot + "Customers?$orderby=").status == 400)
+
+            // Paging follows the requested order.
+            let paged = try await Curl.run(server.serviceRoot + "Orders?$orderby=Freight%20desc&$select=OrderID,Freight",
+                                           headers: ["Prefer": "odata.maxpagesize=2"])
+            let next = try #require(try paged.json()["@odata.nextLink"]?.stringValue)
+            let second = try await Curl.run(next)
+            let freights = try (paged.values() + second.values()).compactMap { $0["Freight"]?.doubleValue }
+            #expect(freights == freights.sorted(by: >))
+            #expect(freights.first == 1007.64)
+        }
+    }
+
     @Test func serviceRootPathIsConfigurable() async throws {
         try await withServer(FixtureConfiguration(serviceRootPath: "/odata/v4/")) { server in
             #expect(server.serviceRoot == "http://127.0.0.1:\(server.port)/odata/v4/")

@@ -19,55 +19,25 @@ extension FixtureService {
     func evaluate(
         pieces: [String], entities: [JSONObject], set: String, data: FixtureData, allowCollectionOptions: Bool
     ) throws -> Evaluated {
-        var filter: String?
-        var count = false
-        var top: Int?
-        var skip = 0
-        var aliases: [String: String] = [:]
-        for piece in pieces {
-            let name = QueryString.name(of: piece)
-            let value = QueryString.value(of: piece)
-            if name.hasPrefix("@") {
-                aliases[String(name.dropFirst())] = value
-                continue
-            }
-            if ["$filter", "$top", "$skip", "$count", "$orderby"].contains(name), !allowCollectionOptions {
+        let options: QueryOptions
+        do { options = try QueryOptions.parse(pieces.joined(separator: "&")) } catch {
+            throw ServiceFailure.badRequest(error.message)
+        }
+        if !allowCollectionOptions {
+            let collectionOnly: [(String, Bool)] = [
+                ("$filter", options.filter != nil), ("$orderby", options.orderBy != nil), ("$top", options.top != nil),
+                ("$skip", options.skip != nil), ("$count", options.count != nil), ("$search", options.search != nil),
+            ]
+            if let (name, _) = collectionOnly.first(where: \.1) {
                 throw ServiceFailure.badRequest("\(name) applies to collections, not to a single entity")
             }
-            switch name {
-            case "$filter":
-                filter = value
-            case "$top":
-                guard let number = Int(value), number >= 0 else { throw ServiceFailure.badRequest("$top must be a non-negative integer, got '\(value)'") }
-                top = number
-            case "$skip":
-                guard let number = Int(value), number >= 0 else { throw ServiceFailure.badRequest("$skip must be a non-negative integer, got '\(value)'") }
-                skip = number
-            case "$count":
-                guard value == "true" || value == "false" else { throw ServiceFailure.badRequest("$count must be true or false, got '\(value)'") }
-                count = value == "true"
-            case "$format", "$search":
-                continue
-            case "$orderby", "$select", "$expand":
-                // TEMPORARY: ODataQuery's QueryEvaluator takes these over when it lands.
-                throw ServiceFailure(501, "NotImplemented", "\(name) is not evaluated by this build of the fixture yet")
-            default:
-                if name.hasPrefix("$") { throw ServiceFailure.badRequest("unknown system query option \(name)") }
-            }
         }
-        var result = entities
-        if let filter {
-            let compiled: CompiledFilter
-            do { compiled = try CompiledFilter(parsing: filter, aliases: aliases) } catch {
-                throw ServiceFailure.badRequest("$filter: \(error.message)")
-            }
-            let navigator = FixtureNavigator(service: self, data: data, set: set)
-            result = result.filter { compiled.matches($0, navigation: navigator) }
+        let navigator = FixtureNavigator(service: self, data: data, set: set)
+        let result: QueryResult
+        do { result = try QueryEvaluator.apply(options, to: entities, navigation: navigator) } catch {
+            throw ServiceFailure.badRequest(error.message)
         }
-        let total = result.count
-        if skip > 0 { result = Array(result.dropFirst(skip)) }
-        if let top { result = Array(result.prefix(top)) }
-        return Evaluated(entities: result, count: count ? total : nil)
+        return Evaluated(entities: result.entities, count: result.count)
     }
 }
 
