@@ -94,10 +94,10 @@ do {
     try store.setMode(.passive)
     let passive = await measure(store, orders, runs: 200)
     try store.setMode(.active)
-    print("  | read                     | median latency | bytes on the wire |")
-    print("  |--------------------------|----------------|-------------------|")
+    print("  | read                       | median latency | bytes on the wire |")
+    print("  |----------------------------|----------------|-------------------|")
     for (name, result) in [("uncached (useCache=false)", uncached), ("active (cache + 304)", active), ("passive (cache only)", passive)] {
-        print("  | \(name.padding(toLength: 24, withPad: " ", startingAt: 0)) | \(String(format: "%11.0f µs", result.micros)) | \(String(format: "%17d", result.bytes)) |")
+        print("  | \(name.padding(toLength: 26, withPad: " ", startingAt: 0)) | \(String(format: "%11.0f µs", result.micros)) | \(String(format: "%17d", result.bytes)) |")
     }
 
     heading("The producer goes down")
