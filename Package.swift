@@ -45,7 +45,7 @@ let package = Package(
         ),
         .target(
             name: "CurlHTTP",
-            dependencies: ["CCurl", .product(name: "HTTPTypes", package: "swift-http-types")]
+            dependencies: ["CCurl", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(
@@ -98,7 +98,7 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
-        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(
             name: "TechnicalCacheTests",

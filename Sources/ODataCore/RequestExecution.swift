@@ -79,7 +79,7 @@ public final class RequestExecution: Sendable {
 
     private let listener: (any ODataRequestListener)?
     private let continuation: AsyncStream<RequestEvent>.Continuation
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Creates an execution; stores create these.
     /// - Parameters:

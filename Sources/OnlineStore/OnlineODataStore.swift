@@ -27,8 +27,8 @@ public final class OnlineODataStore: Sendable {
     private let transport: any HTTPTransport
     private let ownsTransport: Bool
     private let cache: ResponseCache?
-    private let state = Mutex(State())
-    private let counters = Mutex(OnlineStoreStatistics())
+    private let state = LockedValue(State())
+    private let counters = LockedValue(OnlineStoreStatistics())
 
     private struct State {
         var isOpen = false
@@ -215,7 +215,7 @@ public final class OnlineODataStore: Sendable {
         var uncached = request
         uncached.useCache = false
         let execution = execute(uncached)
-        let box = Mutex<Result<ODataResponse?, any Error>?>(nil)
+        let box = LockedValue<Result<ODataResponse?, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             do {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import LMDB
 import Synchronization
+import ODataCore
 
 /// The technical cache: a persistent, encrypted, size-bounded store of responses keyed by request URL.
 ///
@@ -32,8 +33,8 @@ public final class ResponseCache: Sendable {
     /// The configuration the cache was created with.
     public let configuration: CacheConfiguration
 
-    private let state = Mutex<OpenCache?>(nil)
-    private let counters = Mutex(CacheStatistics())
+    private let state = LockedValue<OpenCache?>(nil)
+    private let counters = LockedValue(CacheStatistics())
 
     static let lockFileName = "cache.lock"
     static let keyFileName = "cache.key"

@@ -5,8 +5,8 @@ import Testing
 
 /// Records each callback with the status seen at that moment.
 final class RecordingListener: ODataRequestListener {
-    let log = Mutex<[String]>([])
-    let responses = Mutex<[ObjectIdentifier]>([])
+    let log = LockedValue<[String]>([])
+    let responses = LockedValue<[ObjectIdentifier]>([])
 
     func requestStarted(_ execution: RequestExecution) { log.withLock { $0.append("started:\(execution.status)") } }
     func requestCacheResponse(_ execution: RequestExecution, response: ODataResponse?) {
@@ -66,7 +66,7 @@ final class RecordingListener: ODataRequestListener {
     }
 
     @Test func cancelRunsTheHandlerOnceEvenWhenSetLate() {
-        let calls = Mutex(0)
+        let calls = LockedValue(0)
         let execution = RequestExecution(request: .get("Customers"), listener: nil)
         execution.cancel()
         execution.cancel()

@@ -248,7 +248,7 @@ import Testing
 
     @Test func openReportsToTheDelegateOnce() async throws {
         final class Delegate: OnlineODataStoreDelegate {
-            let events = Mutex<[String]>([])
+            let events = LockedValue<[String]>([])
             func onlineStoreOpenFinished(_ store: OnlineODataStore) { events.withLock { $0.append("finished") } }
             func onlineStoreOpenFailed(_ store: OnlineODataStore, error: any Error) { events.withLock { $0.append("failed") } }
         }

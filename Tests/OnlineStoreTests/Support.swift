@@ -8,9 +8,9 @@ import TechnicalCache
 
 /// Records every callback with the status the execution had at that moment.
 final class CallbackRecorder: ODataRequestListener {
-    private let log = Mutex<[String]>([])
-    private let objects = Mutex<[String: ObjectIdentifier]>([:])
-    let cacheResponses = Mutex<[ODataResponse?]>([])
+    private let log = LockedValue<[String]>([])
+    private let objects = LockedValue<[String: ObjectIdentifier]>([:])
+    let cacheResponses = LockedValue<[ODataResponse?]>([])
 
     var entries: [String] { log.withLock { $0 } }
     func object(_ name: String) -> ObjectIdentifier? { objects.withLock { $0[name] } }

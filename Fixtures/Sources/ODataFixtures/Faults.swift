@@ -99,7 +99,7 @@ public final class FaultInjector: Sendable {
         var faults: [Installed] = []
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init() {}
 

@@ -27,14 +27,14 @@ public final class FixtureServer: Sendable {
     /// The faults of this server; add and remove them at any time.
     public let faults: FaultInjector
     let service: FixtureService
-    private let running: Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>
+    private let running: LockedValue<(group: ServiceGroup, task: Task<Void, any Error>)?>
 
     private init(port: Int, service: FixtureService, group: ServiceGroup, task: Task<Void, any Error>) {
         self.port = port
         self.baseURL = URL(string: "http://127.0.0.1:\(port)/")!
         self.service = service
         self.faults = service.faults
-        self.running = Mutex((group, task))
+        self.running = LockedValue((group, task))
     }
 
     /// Loads the data and starts a server.
@@ -65,7 +65,7 @@ public final class FixtureServer: Sendable {
             },
             logger: logger
         )
-        let failure = Mutex<String?>(nil)
+        let failure = LockedValue<String?>(nil)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [application], logger: logger))
         let task = Task {
             do {

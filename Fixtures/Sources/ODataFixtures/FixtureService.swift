@@ -28,13 +28,13 @@ final class FixtureService: Sendable {
     let faults = FaultInjector()
     /// Distinguishes this instance's delta tokens from any other's.
     let instanceID: String
-    private let state: Mutex<State>
-    private let root = Mutex<String>("http://127.0.0.1/")
+    private let state: LockedValue<State>
+    private let root = LockedValue<String>("http://127.0.0.1/")
 
     init(configuration: FixtureConfiguration, data: FixtureData) {
         self.configuration = configuration
         self.initialData = data
-        self.state = Mutex(State(data: data))
+        self.state = LockedValue(State(data: data))
         self.instanceID = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
     }
 

@@ -1,4 +1,5 @@
 import Synchronization
+import ODataCore
 
 /// Counts what the producer received and executed, per method and path, so a test can
 /// assert "executed exactly once".
@@ -28,7 +29,7 @@ public final class RequestCounters: Sendable {
         let path: String
     }
 
-    private let entries = Mutex<[Key: Entry]>([:])
+    private let entries = LockedValue<[Key: Entry]>([:])
 
     init() {}
 

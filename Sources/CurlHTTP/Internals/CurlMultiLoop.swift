@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import ODataCore
 
 
 /// The event loop: one dedicated thread owns a `CURLM` and runs

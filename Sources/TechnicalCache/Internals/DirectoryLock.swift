@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ODataCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -9,7 +10,7 @@ import Darwin
 /// Exclusive ownership of a store directory: an in-process registry plus `flock(LOCK_EX | LOCK_NB)` on a
 /// lock file, so a second open in this process or in another one is refused.
 final class DirectoryLock: Sendable {
-    private static let registry = Mutex<Set<String>>([])
+    private static let registry = LockedValue<Set<String>>([])
 
     let path: String
     private let descriptor: Int32

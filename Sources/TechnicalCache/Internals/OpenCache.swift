@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import LMDB
 import Synchronization
+import ODataCore
 
 /// The keys in use: the data sealer (nil when encryption is disabled), the index (HMAC) key and a
 /// generation number that changes on every rekey.
@@ -204,12 +205,12 @@ final class OpenCache: Sendable {
     let lru: LMDBDatabase
     let meta: LMDBDatabase
     let lock: DirectoryLock
-    let crypto: Mutex<CacheCrypto>
+    let crypto: LockedValue<CacheCrypto>
     /// Lookups not yet written to the LRU index: key → (tick, time in ms).
-    let touches = Mutex<[TouchKey: (tick: UInt64, milliseconds: Int64)]>([:])
+    let touches = LockedValue<[TouchKey: (tick: UInt64, milliseconds: Int64)]>([:])
     let nextTick: Atomic<UInt64>
     let currentBytes: Atomic<Int>
-    let lastSync = Mutex<ContinuousClock.Instant>(.now)
+    let lastSync = LockedValue<ContinuousClock.Instant>(.now)
 
     init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: DirectoryLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int) {
         self.environment = environment
@@ -218,7 +219,7 @@ final class OpenCache: Sendable {
         lru = databases[2]
         meta = databases[3]
         self.lock = lock
-        self.crypto = Mutex(crypto)
+        self.crypto = LockedValue(crypto)
         self.nextTick = Atomic(nextTick)
         self.currentBytes = Atomic(currentBytes)
     }

@@ -3,6 +3,7 @@ import Synchronization
 @testable import CurlHTTP
 #if canImport(Glibc)
 import Glibc
+import ODataCore
 #endif
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 written with POSIX sockets, for what nginx cannot do: echoing any

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
+import ODataCore
 #endif
 
 /// An nginx started by the tests from a config they write into a temporary directory, serving static files

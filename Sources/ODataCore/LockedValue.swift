@@ -4,18 +4,20 @@ import Glibc
 import Darwin
 #endif
 
-/// A value guarded by a `pthread_mutex_t`: the inbox between callers and the event thread.
+/// A value guarded by a `pthread_mutex_t`; every module of the package uses it for shared state.
 ///
 /// It plays the part of `Synchronization.Mutex` (the NIOLockedValueBox idea), but over a pthread mutex,
 /// because ThreadSanitizer intercepts `pthread_mutex_lock`, whereas `Mutex` on Linux takes its contended
 /// path through futex calls inside the uninstrumented standard library, which ThreadSanitizer cannot see —
 /// a correct program then reports false "Swift access races" (reproduced with a four-thread `Mutex`
 /// probe). Sendable by construction: every access to `value` happens between lock and unlock.
-final class LockedValue<Value>: @unchecked Sendable {
+package final class LockedValue<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    /// Creates the box around a value.
+    /// - Parameter value: the initial value.
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -33,7 +35,7 @@ final class LockedValue<Value>: @unchecked Sendable {
     /// - Parameter body: The critical section; it must not block or call back into this lock.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
-    func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
