@@ -97,6 +97,7 @@ let package = Package(
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
+        .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
     ]
 )
 
