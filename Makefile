@@ -25,3 +25,38 @@ bench: deps
 
 clean:
 	rm -rf .build
+
+# --- Proof under stress (NOTES-proof.md) -------------------------------------------------------
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= FuzzJSON FuzzErrorBody FuzzMultipart FuzzJSONBatch FuzzFilter
+SOAK_SECONDS ?= 60
+
+.PHONY: fuzz fuzz-short sanitize soak soak-short
+
+# libFuzzer: each target runs FUZZ_SECONDS on its corpus under Fuzz/Corpus/<target> (new inputs
+# are added there); a crash leaves its input in Fuzz/Artifacts/ and stops the run.
+fuzz: deps
+	mkdir -p Fuzz/Artifacts
+	for t in $(FUZZ_TARGETS); do \
+	  (cd Fuzz && $(SWIFT) build -c debug --sanitize=fuzzer --product $$t --scratch-path ../.build-fuzz) || exit 1; \
+	  SWIFT_BACKTRACE=enable=no .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=Fuzz/Artifacts/$$t- Fuzz/Corpus/$$t || exit 1; \
+	done
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_SECONDS=10
+
+# The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path.
+sanitize: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
+	$(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
+
+soak: deps
+	$(SWIFT) build --product odata-soak
+	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak
+
+soak-short: deps
+	$(SWIFT) build --product odata-soak
+	$$($(SWIFT) build --show-bin-path)/odata-soak --short

@@ -84,6 +84,7 @@ let package = Package(
         // Executables.
         .executableTarget(name: "odata-demo", dependencies: ["OnlineStore", "ODataFixtures"]),
         .executableTarget(name: "ilodata", dependencies: ["OfflineStore"]),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "CurlHTTP", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
