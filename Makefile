@@ -33,14 +33,16 @@ SOAK_SECONDS ?= 60
 
 .PHONY: fuzz fuzz-short sanitize soak soak-short
 
-# libFuzzer: each target runs FUZZ_SECONDS on its corpus under Fuzz/Corpus/<target> (new inputs
-# are added there); a crash leaves its input in Fuzz/Artifacts/ and stops the run.
+# libFuzzer: each target runs FUZZ_SECONDS, starting from the seeds in Fuzz/Corpus/<target>; the
+# inputs it discovers go to .build-fuzz/corpus/<target> (kept between runs, not committed). A crash
+# leaves its input in Fuzz/Artifacts/ and stops the run: turn it into a test in Tests/ProofTests.
 fuzz: deps
 	mkdir -p Fuzz/Artifacts
 	for t in $(FUZZ_TARGETS); do \
 	  (cd Fuzz && $(SWIFT) build -c debug --sanitize=fuzzer --product $$t --scratch-path ../.build-fuzz) || exit 1; \
+	  mkdir -p .build-fuzz/corpus/$$t; \
 	  SWIFT_BACKTRACE=enable=no .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -artifact_prefix=Fuzz/Artifacts/$$t- Fuzz/Corpus/$$t || exit 1; \
+	    -print_final_stats=1 -artifact_prefix=Fuzz/Artifacts/$$t- .build-fuzz/corpus/$$t Fuzz/Corpus/$$t || exit 1; \
 	done
 
 fuzz-short:
