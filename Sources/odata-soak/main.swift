@@ -344,6 +344,13 @@ func soak(_ options: Options) async -> Int32 {
                 figures.add("mode switches")
             }
         }
+        // RSS samples: ten over the run, for the shape of the curve.
+        group.addTask {
+            for tenth in 1...10 {
+                try? await Task.sleep(until: start + .seconds(options.seconds) * tenth / 10, clock: .continuous)
+                figures.set("rss sample \(tenth)", residentBytes())
+            }
+        }
         // RSS at half time.
         group.addTask {
             try? await Task.sleep(until: start + .seconds(options.seconds) / 2, clock: .continuous)
@@ -378,6 +385,7 @@ func soak(_ options: Options) async -> Int32 {
     for name in informative { print("  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(figures.value(name))") }
     print("  \("faults injected (fired)".padding(toLength: 42, withPad: " ", startingAt: 0)) \(faults)")
     print("  RSS start / half / end (MiB)              \(rssStart >> 20) / \(half >> 20) / \(rssEnd >> 20)")
+    print("  RSS at each tenth of the run (MiB)        \((1...10).map { String(figures.value("rss sample \($0)") >> 20) }.joined(separator: " "))")
     var failed = false
     for name in mustBeZero {
         let value = figures.value(name)
