@@ -49,11 +49,13 @@ fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=10
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path.
+# LeakSanitizer is off: at exit it reports the XCTest runner's and SIGKILLed children's live objects
+# (see NOTES-proof.md); leaks are checked by the soak's flat-RSS column instead.
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	$(SWIFT) test --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
-	$(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
+	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
 
 soak: deps
 	$(SWIFT) build --product odata-soak

@@ -64,7 +64,10 @@ func runChild(directory: String, verifyOnly: Bool) -> Never {
                 exit(3)
             }
         }
-        if verifyOnly && index >= 300 { exit(0) }
+        if verifyOnly && index >= 300 {
+            cache.close()
+            exit(0)
+        }
         if !verifyOnly {
             let url = "child/\(index % 300)"
             let payload = Data((url + "#" + String(index) + String(repeating: ".", count: index % 2_000)).utf8)
@@ -404,4 +407,6 @@ let arguments = CommandLine.arguments
 if arguments.count >= 3 && arguments[1] == "--child" {
     runChild(directory: arguments[2], verifyOnly: arguments.contains("--verify"))
 }
-exit(await soak(Options(arguments)))
+let status = await soak(Options(arguments))
+fflush(nil) // all streams: LeakSanitizer may end the process without flushing
+exit(status)
