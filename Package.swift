@@ -95,6 +95,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
@@ -108,6 +109,7 @@ let package = Package(
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
+        .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
     ]
 )
 

@@ -273,7 +273,7 @@ private struct Parser {
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text) else { throw fail("number out of range", at: start) }
+        guard let value = Double(text), value.isFinite else { throw fail("number out of range", at: start) }
         return .double(value)
     }
 

@@ -59,7 +59,9 @@ final class CurlEasyHandle {
         try set(CURLOPT_REDIR_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_TCP_KEEPALIVE, 1)
         // A 64 KiB receive buffer (libcurl's default is 16 KiB): fewer reads and callbacks for larger bodies.
-        try set(CURLOPT_BUFFERSIZE, 64 * 1024)
+        // Best effort: libcurl 7.88 refuses to resize (CURLE_BAD_FUNCTION_ARGUMENT) while a reused handle
+        // still holds the buffer of an earlier transfer, which then serves as it is.
+        _ = CCurl_easy_setopt_long(raw, CURLOPT_BUFFERSIZE, 64 * 1024)
 
         let userdata = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
         try check(CCurl_easy_setopt_write_function(raw, CURLOPT_WRITEFUNCTION) { curlWriteCallback($0, $1, $2, $3) }, "CURLOPT_WRITEFUNCTION")

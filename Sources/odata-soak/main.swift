@@ -1,0 +1,412 @@
+// odata-soak: the online store under random faults, bounded in time and requests, 127.0.0.1 only.
+//
+//   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N]
+//   odata-soak --child <directory>      (internal: a cache writer that the soak SIGKILLs)
+//
+// Exit status 0 only when every must-be-zero figure is zero.
+import Foundation
+import CurlHTTP
+import HTTPTypes
+import ODataCore
+import ODataFixtures
+import OnlineStore
+import Synchronization
+import TechnicalCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Figures
+
+/// Counters shared by every task.
+final class Figures: Sendable {
+    private let values = LockedValue<[String: Int]>([:])
+    func add(_ name: String, _ amount: Int = 1) { values.withLock { $0[name, default: 0] += amount } }
+    func value(_ name: String) -> Int { values.withLock { $0[name] ?? 0 } }
+    func set(_ name: String, _ value: Int) { values.withLock { $0[name] = value } }
+    /// Takes one unit from a budget; `false` once it is spent.
+    func take(_ name: String) -> Bool { values.withLock { $0[name, default: 0] -= 1; return $0[name]! >= 0 } }
+}
+
+/// The last value acknowledged by the producer for each product's `UnitsInStock`.
+final class Committed: Sendable {
+    private let values = LockedValue<[Int: Int64]>([:])
+    func get(_ id: Int) -> Int64 { values.withLock { $0[id] ?? Int64.min } }
+    func set(_ id: Int, _ value: Int64) { values.withLock { $0[id] = max($0[id] ?? Int64.min, value) } }
+}
+
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+}
+
+// MARK: - Child: a cache writer killed at random points
+
+/// Opens a cache, then writes and reads entries whose payload names their URL until killed.
+/// Exit 2: the cache did not open; exit 3: an entry's payload belongs to another URL.
+func runChild(directory: String, verifyOnly: Bool) -> Never {
+    let cache: ResponseCache
+    do {
+        cache = try ResponseCache(directory: directory)
+        try cache.open()
+    } catch {
+        FileHandle.standardError.write(Data("child: open failed: \(error)\n".utf8))
+        exit(2)
+    }
+    var generator = SystemRandomNumberGenerator()
+    var index = 0
+    while true {
+        let read = Int.random(in: 0..<300, using: &generator)
+        if let entry = try? cache.entry(for: "child/\(read)") {
+            guard String(decoding: entry.payload, as: UTF8.self).hasPrefix("child/\(read)#") else {
+                FileHandle.standardError.write(Data("child: wrong payload for child/\(read)\n".utf8))
+                exit(3)
+            }
+        }
+        if verifyOnly && index >= 300 {
+            cache.close()
+            exit(0)
+        }
+        if !verifyOnly {
+            let url = "child/\(index % 300)"
+            let payload = Data((url + "#" + String(index) + String(repeating: ".", count: index % 2_000)).utf8)
+            _ = try? cache.store(CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"\(index)\"")], payload: payload), for: url)
+        }
+        index += 1
+    }
+}
+
+/// Starts, SIGKILLs and restarts the child until the deadline; the cache must always reopen.
+func killLoop(executable: String, directory: String, deadline: ContinuousClock.Instant, figures: Figures) {
+    var generator = SystemRandomNumberGenerator()
+    func launch(_ arguments: [String]) -> Process? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        do { try process.run() } catch { figures.add("store-open failures"); return nil }
+        return process
+    }
+    func judge(_ process: Process) {
+        guard process.terminationReason == .exit else { return }
+        switch process.terminationStatus {
+        case 0: break
+        case 2: figures.add("store-open failures")
+        case 3: figures.add("wrong cache answers")
+        default: figures.add("crashes")
+        }
+    }
+    while ContinuousClock.now < deadline {
+        guard let process = launch(["--child", directory]) else { return }
+        usleep(UInt32.random(in: 50_000...400_000, using: &generator))
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            figures.add("kills")
+        }
+        process.waitUntilExit()
+        if process.terminationReason == .uncaughtSignal && process.terminationStatus != SIGKILL { figures.add("crashes") }
+        judge(process)
+    }
+    // After the last kill the cache must open and every entry must still name its own URL.
+    if let process = launch(["--child", directory, "--verify"]) {
+        process.waitUntilExit()
+        if process.terminationReason == .uncaughtSignal { figures.add("crashes") }
+        judge(process)
+    }
+}
+
+// MARK: - The soak
+
+struct Options {
+    var seconds = 60
+    var maxRequests = 200_000
+    var seed = UInt64(1)
+
+    init(_ arguments: [String]) {
+        var iterator = arguments.dropFirst().makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "--short": seconds = 10
+            case "--seconds": seconds = iterator.next().flatMap { Int($0) } ?? seconds
+            case "--max-requests": maxRequests = iterator.next().flatMap { Int($0) } ?? maxRequests
+            case "--seed": seed = iterator.next().flatMap { UInt64($0) } ?? seed
+            default: FileHandle.standardError.write(Data("odata-soak: unknown argument \(argument)\n".utf8)); exit(64)
+            }
+        }
+        if let text = ProcessInfo.processInfo.environment["SOAK_SECONDS"], let value = Int(text), !arguments.contains("--short"), !arguments.contains("--seconds") {
+            seconds = value
+        }
+    }
+}
+
+/// Checks one successful read: the payload must belong to the URL it was asked for, and a response
+/// that claims to be fresh must not be older than what the producer had acknowledged before the read.
+func check(_ response: ODataResponse, productID: Int?, customerID: String?, top: Int?, floor: Int64, figures: Figures) {
+    guard response.statusCode == 200 else { figures.add("answers with status \(response.statusCode)"); return }
+    if response.isFromCache && !response.isRevalidated { figures.add("cache answers (unrevalidated)") } else { figures.add("fresh answers") }
+    if let top {
+        guard let set = try? response.entitySet() else { figures.add("wrong cache answers"); return }
+        if set.entities.count != top || set.entities.first?.properties["ProductID"]?.intValue != 1 { figures.add("wrong cache answers") }
+        return
+    }
+    guard let entity = try? response.entity() else { figures.add("wrong cache answers"); return }
+    if let productID {
+        guard entity.properties["ProductID"]?.intValue == Int64(productID) else { figures.add("wrong cache answers"); return }
+        let claimsFresh = !response.isFromCache || response.isRevalidated
+        if claimsFresh, let stock = entity.properties["UnitsInStock"]?.intValue, stock < floor { figures.add("stale answers served as fresh") }
+    }
+    if let customerID, entity.properties["CustomerID"]?.stringValue != customerID { figures.add("wrong cache answers") }
+}
+
+/// Checks every cached copy a store delivers (`requestCacheResponse`) against the URL it was asked for.
+final class CacheAnswerChecker: ODataRequestListener {
+    let productID: Int?
+    let customerID: String?
+    let top: Int?
+    let figures: Figures
+
+    init(productID: Int?, customerID: String?, top: Int?, figures: Figures) {
+        self.productID = productID
+        self.customerID = customerID
+        self.top = top
+        self.figures = figures
+    }
+
+    func requestCacheResponse(_ execution: RequestExecution, response: ODataResponse?) {
+        guard let response else { figures.add("cache callbacks without an entry"); return }
+        figures.add("cache callbacks with an entry")
+        check(response, productID: productID, customerID: customerID, top: top, floor: Int64.min, figures: figures)
+    }
+}
+
+/// One reader: random reads, each identifiable by its payload, until the deadline or the request budget.
+func reader(stores: [OnlineODataStore], seed: UInt64, deadline: ContinuousClock.Instant, committed: Committed, figures: Figures) async {
+    var random = SeededGenerator(seed: seed)
+    let customers = ["ALFKI", "ANATR", "ANTON", "AROUT", "BERGS", "BLAUS", "BLONP", "BOLID"]
+    while ContinuousClock.now < deadline, figures.take("budget") {
+        var productID: Int?
+        var customerID: String?
+        var top: Int?
+        let request: ODataRequest
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0:
+            productID = Int.random(in: 1...12, using: &random)
+            request = .get("Products(\(productID!))")
+        case 1:
+            customerID = customers[Int.random(in: 0..<customers.count, using: &random)]
+            request = .get("Customers('\(customerID!)')")
+        default:
+            top = Int.random(in: 1...5, using: &random)
+            request = .get("Products", .top(top!), .orderBy(["ProductID"]))
+        }
+        let floor = productID.map { committed.get($0) } ?? Int64.min
+        figures.add("requests issued")
+        do {
+            let store = stores[Int.random(in: 0..<stores.count, using: &random)]
+            let checker = CacheAnswerChecker(productID: productID, customerID: customerID, top: top, figures: figures)
+            if let response = try await store.execute(request, listener: checker).result() {
+                check(response, productID: productID, customerID: customerID, top: top, floor: floor, figures: figures)
+            } else {
+                figures.add("executions without a response")
+            }
+        } catch {
+            figures.add("requests failed (expected under faults)")
+        }
+    }
+}
+
+/// SplitMix64.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func soak(_ options: Options) async -> Int32 {
+    let figures = Figures()
+    let committed = Committed()
+    let start = ContinuousClock.now
+    let deadline = start + .seconds(options.seconds)
+    figures.set("budget", options.maxRequests)
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("odata-soak-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    print("odata-soak: \(options.seconds) s, at most \(options.maxRequests) requests, seed \(options.seed)")
+
+    let server: FixtureServer
+    do { server = try await FixtureServer.start() } catch {
+        print("odata-soak: the fixture producer did not start: \(error)")
+        return 1
+    }
+    func storeOptions(name: String, partition: String) -> OnlineStoreOptions {
+        var storeOptions = OnlineStoreOptions()
+        storeOptions.storeDirectory = directory
+        storeOptions.storeName = name
+        storeOptions.cachePartition = partition
+        storeOptions.cacheEncryptionKey = "soak passphrase"
+        storeOptions.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
+        storeOptions.transport.totalTimeout = .seconds(5)
+        return storeOptions
+    }
+    let active: OnlineODataStore
+    let writer: OnlineODataStore
+    let passive: OnlineODataStore // starts active too; the name is its partition's role in the mode switcher
+    do {
+        active = try OnlineODataStore(serviceRoot: server.serviceRoot, options: storeOptions(name: "active", partition: "alice"))
+        passive = try OnlineODataStore(serviceRoot: server.serviceRoot, options: storeOptions(name: "passive", partition: "bob"))
+        var writerOptions = storeOptions(name: "writer", partition: "writer")
+        writerOptions.useCache = false
+        writer = try OnlineODataStore(serviceRoot: server.serviceRoot, options: writerOptions)
+        try await writer.open()
+        try await active.open()
+        try await passive.open()
+    } catch {
+        print("odata-soak: a store did not open: \(error)")
+        figures.add("store-open failures")
+        await server.stop()
+        return 1
+    }
+
+    let rssStart = residentBytes()
+    let childDirectory = directory.appendingPathComponent("child.cache").path
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+    let killerThread = Thread {
+        killLoop(executable: executable, directory: childDirectory, deadline: deadline, figures: figures)
+        figures.set("killer done", 1)
+    }
+    killerThread.start()
+
+    await withTaskGroup(of: Void.self) { group in
+        // Faults: every 100 ms one random fault on reads, counted when it fires.
+        group.addTask {
+            var random = SeededGenerator(seed: options.seed &+ 1000)
+            var installed: [FaultID] = []
+            while ContinuousClock.now < deadline {
+                let action: FaultAction = switch Int.random(in: 0..<5, using: &random) {
+                case 0: .latency(.milliseconds(Int.random(in: 5...80, using: &random)))
+                case 1: .fail(status: [500, 502, 503][Int.random(in: 0..<3, using: &random)], code: "SOAK", message: "injected")
+                case 2: .dropConnection
+                case 3: .truncateBody(afterBytes: Int.random(in: 0...40, using: &random))
+                default: .executeThenDropConnection
+                }
+                let path = ["Products*", "Customers*", "*"][Int.random(in: 0..<3, using: &random)]
+                if let id = try? server.faults.add(FaultRule(action, method: "GET", path: path, times: Int.random(in: 1...3, using: &random))) {
+                    installed.append(id)
+                }
+                if installed.count > 4 {
+                    _ = server.faults.remove(installed.removeFirst())
+                }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            server.faults.removeAll()
+        }
+        // A writer: the producer's data moves on, so stale data can be told from fresh.
+        group.addTask {
+            var random = SeededGenerator(seed: options.seed &+ 2000)
+            var value: Int64 = 1_000
+            while ContinuousClock.now < deadline {
+                let id = Int.random(in: 1...12, using: &random)
+                value += 1
+                var request = ODataRequest(method: .patch, resourcePath: "Products(\(id))", body: Data(#"{"UnitsInStock":\#(value)}"#.utf8))
+                request.headerFields[.contentType] = "application/json"
+                figures.add("writes issued")
+                if let response = try? await writer.execute(request).result(), (200..<300).contains(response.statusCode) {
+                    committed.set(id, value)
+                } else {
+                    figures.add("writes failed")
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        // The caches close and reopen under the readers.
+        group.addTask {
+            var random = SeededGenerator(seed: options.seed &+ 3000)
+            while ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 150...500, using: &random)))
+                let store = Bool.random(using: &random) ? active : passive
+                store.closeCache()
+                figures.add("cache reopenings")
+                do { try store.reopenCache() } catch {
+                    print("odata-soak: reopenCache failed: \(error)")
+                    figures.add("store-open failures")
+                }
+            }
+        }
+        // Active and passive modes switch under the readers.
+        group.addTask {
+            var random = SeededGenerator(seed: options.seed &+ 4000)
+            while ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 100...400, using: &random)))
+                let store = Bool.random(using: &random) ? active : passive
+                try? store.setMode(Bool.random(using: &random) ? .active : .passive)
+                figures.add("mode switches")
+            }
+        }
+        // RSS samples: ten over the run, for the shape of the curve.
+        group.addTask {
+            for tenth in 1...10 {
+                try? await Task.sleep(until: start + .seconds(options.seconds) * tenth / 10, clock: .continuous)
+                figures.set("rss sample \(tenth)", residentBytes())
+            }
+        }
+        // RSS at half time.
+        group.addTask {
+            try? await Task.sleep(until: start + .seconds(options.seconds) / 2, clock: .continuous)
+            figures.set("rss half", residentBytes())
+        }
+        for index in 0..<8 {
+            group.addTask {
+                await reader(stores: [active, passive], seed: options.seed &* 31 &+ UInt64(index), deadline: deadline, committed: committed, figures: figures)
+            }
+        }
+    }
+    while figures.value("killer done") == 0 { try? await Task.sleep(for: .milliseconds(50)) }
+    let rssEnd = residentBytes()
+
+    let faults = server.counters.all.reduce(0) { $0 + $1.faulted }
+    active.close()
+    writer.close()
+    passive.close()
+    await server.stop()
+
+    let half = figures.value("rss half")
+    let growth = rssEnd - half
+    // Flat over the last half: growth under 16 MiB and under 25 % of the half-time figure.
+    if half > 0 && growth > max(16 << 20, half / 4) { figures.add("memory growth over the last half") }
+    if figures.value("rss half") == 0 { figures.add("memory growth over the last half") }
+    let mustBeZero = ["wrong cache answers", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half"]
+    let informative = ["requests issued", "fresh answers", "cache answers (unrevalidated)", "requests failed (expected under faults)",
+                       "writes issued", "writes failed", "cache reopenings", "mode switches", "cache callbacks with an entry", "cache callbacks without an entry", "kills", "executions without a response",
+                       "answers with status 304", "answers with status 500", "answers with status 404"]
+    let elapsed = ContinuousClock.now - start
+    print("odata-soak: ran \(elapsed.components.seconds) s")
+    for name in informative { print("  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(figures.value(name))") }
+    print("  \("faults injected (fired)".padding(toLength: 42, withPad: " ", startingAt: 0)) \(faults)")
+    print("  RSS start / half / end (MiB)              \(rssStart >> 20) / \(half >> 20) / \(rssEnd >> 20)")
+    print("  RSS at each tenth of the run (MiB)        \((1...10).map { String(figures.value("rss sample \($0)") >> 20) }.joined(separator: " "))")
+    var failed = false
+    for name in mustBeZero {
+        let value = figures.value(name)
+        print("  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(value)\(value == 0 ? "" : "   <-- must be zero")")
+        failed = failed || value != 0
+    }
+    if figures.value("requests issued") == 0 || faults == 0 || figures.value("kills") == 0 {
+        print("odata-soak: the soak did not exercise requests, faults and kills")
+        failed = true
+    }
+    print(failed ? "odata-soak: FAILED" : "odata-soak: OK")
+    return failed ? 1 : 0
+}
+
+let arguments = CommandLine.arguments
+if arguments.count >= 3 && arguments[1] == "--child" {
+    runChild(directory: arguments[2], verifyOnly: arguments.contains("--verify"))
+}
+let status = await soak(Options(arguments))
+fflush(nil) // all streams: LeakSanitizer may end the process without flushing
+exit(status)
