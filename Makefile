@@ -26,7 +26,7 @@ bench: deps
 clean:
 	rm -rf .build
 
-# --- Proof under stress (NOTES-proof.md) -------------------------------------------------------
+# --- Proof under stress (docs/notes/proof.md) -------------------------------------------------------
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= FuzzJSON FuzzErrorBody FuzzMultipart FuzzJSONBatch FuzzFilter
 SOAK_SECONDS ?= 60
@@ -50,7 +50,7 @@ fuzz-short:
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path.
 # LeakSanitizer is off: at exit it reports the XCTest runner's and SIGKILLed children's live objects
-# (see NOTES-proof.md); leaks are checked by the soak's flat-RSS column instead.
+# (see docs/notes/proof.md); leaks are checked by the soak's flat-RSS column instead.
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	$(SWIFT) test --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
