@@ -11,7 +11,7 @@ extension OfflineODataProvider {
         fields[.accept] = accept
         fields[HTTPField.Name("OData-Version")!] = "4.0"
         var extra = parameters.httpHeaders
-        if let user = parameters.currentUser, let credentials = parameters.credentials[user] {
+        if let user = credentialsUser ?? parameters.currentUser, let credentials = parameters.credentials[user] {
             extra.merge(credentials) { _, new in new }
         }
         for (name, value) in extra.sorted(by: { $0.key < $1.key }) {
