@@ -25,6 +25,20 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     }
 }
 
+/// One request the next upload would send (see ``OfflineODataProvider/pendingUpload()``).
+public struct OfflineODataPlannedRequest: Sendable, Hashable {
+    /// The queued request's ID.
+    public var requestID: Int64
+    /// The HTTP method.
+    public var method: String
+    /// The absolute URL.
+    public var url: String
+    /// The headers by lower-case name (credentials left out).
+    public var headers: [String: String]
+    /// The JSON body, if any.
+    public var body: String?
+}
+
 extension OfflineODataProvider {
     /// Sends every queued request to the back end, one by one and in order. A failing request
     /// never stops the upload: it is reported once to the delegate, written to the `ErrorArchive`,
@@ -42,13 +56,20 @@ extension OfflineODataProvider {
         setState(.uploading)
         defer { setState(.open) }
         var result = OfflineODataUploadResult()
+        var total = try store.queueCount()
+        var settled = 0
         var failedCreates: [String: Int64] = [:]
         var lastID: Int64 = 0
         while true {
             let batch = try store.queuedRequests().filter { $0.id > lastID }
             guard !batch.isEmpty else { break }
             var renames: [(String, String)] = []
+            if settled + batch.count > total { total = settled + batch.count }
             for var entry in batch {
+                if settled > 0 || lastID > 0 {
+                    reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
+                }
+                settled += 1
                 lastID = entry.id
                 for (old, new) in renames { entry = Self.renamed(entry, from: old, to: new) }
                 if let failedID = failedCreates[entry.entity] {
@@ -61,17 +82,17 @@ extension OfflineODataProvider {
                     result.failed.append(failure)
                     continue
                 }
-                var fields = backEndHeaders()
-                if entry.body != nil { fields[.contentType] = "application/json" }
-                for (name, value) in entry.headers {
-                    if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
-                }
+                try Task.checkCancellation()
                 let response: TransportResponse
                 do {
                     result.sent += 1
-                    response = try await send(TransportRequest(
-                        method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) }))
+                    response = try await send(uploadRequest(entry))
                 } catch {
+                    if error is CancellationError || Task.isCancelled {
+                        // Stopped by the caller: the request stays queued (with its repeatability
+                        // headers) and the next upload sends it again.
+                        throw CancellationError()
+                    }
                     let failure = OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
                         statusCode: nil, serviceError: nil, message: "transport error: \(error)", affectedEntity: entry.entity)
@@ -94,7 +115,38 @@ extension OfflineODataProvider {
                 }
             }
         }
+        if settled > 0 { reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID)) }
         return result
+    }
+
+    /// The HTTP request an upload sends for a queued request: method, URL under the service root,
+    /// the back end's headers and credentials, the request's own headers (`If-Match`,
+    /// `Repeatability-*`) and its body.
+    func uploadRequest(_ entry: QueuedRequest) -> TransportRequest {
+        var fields = backEndHeaders()
+        if entry.body != nil { fields[.contentType] = "application/json" }
+        for (name, value) in entry.headers {
+            if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
+        }
+        return TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+    }
+
+    /// A dry run: exactly the requests the next upload would send, in order, without sending
+    /// anything. A request on an entity created locally is shown with the temporary key; the
+    /// upload puts the server's key in once the create is accepted.
+    ///
+    /// - Returns: Per queued request its ID, method, absolute URL, headers (credentials are left out) and body.
+    /// - Throws: `OfflineODataError.notOpen`, `.storage` for an unreadable record.
+    public func pendingUpload() throws -> [OfflineODataPlannedRequest] {
+        let credentialNames = Set((parameters.credentials[credentialsUser ?? parameters.currentUser ?? ""] ?? [:]).keys.map { $0.lowercased() })
+        return try openStore().queuedRequests().map { entry in
+            let request = uploadRequest(entry)
+            var headers: [String: String] = [:]
+            for field in request.headerFields where !credentialNames.contains(field.name.canonicalName) {
+                headers[field.name.canonicalName] = field.value
+            }
+            return OfflineODataPlannedRequest(requestID: entry.id, method: entry.method, url: request.url, headers: headers, body: entry.body)
+        }
     }
 
     /// Sends a request, re-sending it (with the same headers, so the same repeatability ID) after

@@ -221,6 +221,10 @@ public actor OfflineODataProvider {
         delegate?.offlineODataProvider(self, requestDidFail: failure)
     }
 
+    func reportUploadProgress(_ progress: OfflineODataUploadProgress) {
+        delegate?.offlineODataProvider(self, didUpdateUploadProgress: progress)
+    }
+
     func reportProgress(_ progress: OfflineODataDownloadProgress) {
         delegate?.offlineODataProvider(self, didUpdateDownloadProgress: progress)
     }

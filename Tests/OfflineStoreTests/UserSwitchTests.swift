@@ -12,11 +12,13 @@ import Testing
 final class RecordingTransport: HTTPTransport {
     let curl: CurlTransport
     let sent = Mutex<[(method: String, url: String, authorization: String?)]>([])
+    let requests = Mutex<[TransportRequest]>([])
 
     init() throws { curl = try CurlTransport() }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         sent.withLock { $0.append((request.method, request.url, request.headerFields[.authorization])) }
+        requests.withLock { $0.append(request) }
         return try await curl.send(request)
     }
 

@@ -1,0 +1,114 @@
+import CurlHTTP
+import Foundation
+import HTTPTypes
+import ODataCore
+import ODataFixtures
+import Synchronization
+import Testing
+
+@testable import OfflineStore
+
+/// Records upload progress.
+final class UploadProgressRecorder: OfflineODataDelegate {
+    let progress = Mutex<[OfflineODataUploadProgress]>([])
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateUploadProgress progress: OfflineODataUploadProgress) {
+        self.progress.withLock { $0.append(progress) }
+    }
+}
+
+@Suite struct UploadControlTests {
+    static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory, transport: RecordingTransport? = nil,
+                         delegate: (any OfflineODataDelegate)? = nil) async throws -> OfflineODataProvider {
+        var parameters = Northwind.parameters(directory)
+        parameters.enableRepeatableRequests = true
+        parameters.transport = transport
+        parameters.currentUser = "alice"
+        parameters.credentials = ["alice": ["Authorization": "Basic YWxpY2U="]]
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters, delegate: delegate)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "customers", query: "Customers"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
+        try await provider.open()
+        return provider
+    }
+
+    @Test func aDryRunListsExactlyWhatTheUploadSendsAndProgressIsReported() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let transport = try RecordingTransport()
+        defer { transport.curl.shutdown() }
+        let recorder = UploadProgressRecorder()
+        let provider = try await Self.provider(server, directory, transport: transport, delegate: recorder)
+        _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"City":"Kiel"}"#))
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Dry"}"#))
+        _ = try await provider.execute(.local("PUT", "Shippers(1)", body: #"{"CompanyName":"Put","Phone":"1"}"#))
+        _ = try await provider.execute(.local("DELETE", "Customers('PARIS')"))
+        let plan = try await provider.pendingUpload()
+        #expect(plan.map(\.requestID) == [1, 2, 3, 4])
+        #expect(plan.map(\.method) == ["PATCH", "POST", "PUT", "DELETE"])
+        #expect(plan.allSatisfy { $0.headers["authorization"] == nil }, "credentials are not listed")
+        #expect(plan.allSatisfy { $0.headers["repeatability-request-id"] != nil })
+        #expect(plan[0].headers["if-match"] != nil && plan[3].headers["if-match"] != nil, "updates and deletes carry the ETag")
+        #expect(plan[1].headers["if-match"] == nil)
+        #expect(try await provider.pendingUpload() == plan, "a dry run sends and changes nothing")
+        #expect(try await provider.pendingRequests().count == 4)
+
+        transport.requests.withLock { $0.removeAll() }
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty)
+        let sent = transport.requests.withLock { $0 }
+        #expect(sent.count == plan.count, "the upload sent exactly the planned requests")
+        for (request, planned) in zip(sent, plan) {
+            #expect(request.method == planned.method)
+            #expect(request.url == planned.url)
+            #expect(request.body.map { String(decoding: $0, as: UTF8.self) } == planned.body)
+            var headers: [String: String] = [:]
+            for field in request.headerFields where field.name.canonicalName != "authorization" { headers[field.name.canonicalName] = field.value }
+            #expect(headers == planned.headers, "request \(planned.requestID)")
+            #expect(request.headerFields[.authorization] == "Basic YWxpY2U=")
+        }
+        let progress = recorder.progress.withLock { $0 }
+        #expect(progress.map(\.settled) == [1, 2, 3, 4])
+        #expect(progress.map(\.total) == [4, 4, 4, 4])
+        #expect(progress.map(\.requestID) == [1, 2, 3, 4])
+        #expect(try await provider.pendingUpload().isEmpty)
+        await provider.close()
+    }
+
+    @Test func aCancelledUploadResumesWithoutLossOrDuplication() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let provider = try await Self.provider(server, directory)
+        let customers = try await provider.getAll("Customers?$top=12").compactMap { $0["CustomerID"]?.stringValue }
+        for (index, customer) in customers.enumerated() {
+            _ = try await provider.execute(.local("PATCH", "Customers('\(customer)')", body: #"{"Fax":"cancel-\#(index)"}"#))
+            _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Cancel \#(index)"}"#))
+        }
+        server.resetCounters()
+        _ = try server.faults.add(FaultRule(.latency(.milliseconds(40))))
+        let executed = { @Sendable in
+            server.counters.all.filter { ["POST", "PATCH"].contains($0.method) }.reduce(0) { $0 + $1.executed }
+        }
+        let upload = Task { try await provider.upload() }
+        while executed() < 7 { try await Task.sleep(for: .milliseconds(2)) }
+        upload.cancel()
+        await #expect(throws: CancellationError.self) { try await upload.value }
+        #expect(await provider.currentState == .open)
+        let left = try await provider.pendingRequests().count
+        #expect(left > 0 && left < customers.count * 2, "cancelled mid-way (\(left) left)")
+        #expect(try await provider.getAll("ErrorArchive").isEmpty, "a cancellation is not a failure")
+
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty)
+        #expect(try await provider.hasPendingUpload == false)
+        for customer in customers {
+            #expect(server.counters.executions(method: "PATCH", path: "Customers('\(customer)')") == 1, "\(customer)")
+        }
+        #expect(server.counters.executions(method: "POST", path: "Shippers") == customers.count)
+        let names = try server.read { try $0.entities(in: "Shippers") }.compactMap { $0["CompanyName"]?.stringValue }.filter { $0.hasPrefix("Cancel ") }
+        #expect(names.count == customers.count && Set(names).count == customers.count)
+        await provider.close()
+    }
+}
