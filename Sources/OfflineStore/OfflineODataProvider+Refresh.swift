@@ -16,16 +16,20 @@ extension OfflineODataProvider {
     /// made while the download runs are kept.
     ///
     /// - Parameter names: The defining queries to download, by name; `nil` for all of them.
-    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidDefiningQuery` for an unknown name,
+    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` while an upload or download runs,
+    ///   `.invalidDefiningQuery` for an unknown name,
     ///   `.downloadFailed` when the back end cannot be read, `.storage`.
     public func download(definingQueries names: [String]? = nil) async throws {
         let store = try openStore()
         guard var configuration else { throw OfflineODataError(.notOpen, "the offline store is not open") }
+        guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }
         if let names {
             for name in names where !definingQueryList.contains(where: { $0.name == name }) {
                 throw OfflineODataError(.invalidDefiningQuery, "there is no defining query named '\(name)'")
             }
         }
+        setState(.downloading)
+        defer { setState(.open) }
         let chosen = definingQueryList.filter { names?.contains($0.name) ?? true }
         let known = Set(configuration.definingQueries.map(\.name))
         let removedQueries = Set(configuration.definingQueries.map(\.name)).subtracting(definingQueryList.map(\.name))

@@ -266,6 +266,27 @@ final class ILODataProcess: @unchecked Sendable {
         await provider.close()
     }
 
+    @Test func ilodataPlansAnUploadAndDownloadsProducerChanges() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        try server.mutate { data in _ = try data.update(in: "Shippers", key: ["ShipperID": 1], changes: ["Phone": "(503) 555-0199"]) }
+        let session = try ILODataProcess(Self.storeArguments(directory) + ["--json"])
+        session.send(#"patch Customers('ALFKI') {"City":"Kiel"}"#)
+        session.send("plan")
+        session.send("download shippers")
+        session.send("get Shippers(1)")
+        session.send("download nope")
+        session.send("quit")
+        #expect(await session.waitForExit() == 0)
+        let out = session.text
+        #expect(out.contains(#"1 PATCH \#(server.serviceRoot)Customers('ALFKI') {"City":"Kiel"}"#), "\(out)")
+        #expect(out.contains("downloaded"), "\(out)")
+        #expect(out.contains("(503) 555-0199"), "\(out)")
+        #expect(out.contains("there is no defining query named 'nope'"), "\(out)")
+        #expect(server.counters.executions(method: "PATCH", path: "Customers('ALFKI')") == 0, "a plan sends nothing")
+    }
+
     @Test func ilodataUploadsAndShowsTheErrorArchive() async throws {
         let (server, directory, provider) = try await Northwind.openStore()
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
