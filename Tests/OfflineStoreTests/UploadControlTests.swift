@@ -76,6 +76,31 @@ final class UploadProgressRecorder: OfflineODataDelegate {
         await provider.close()
     }
 
+    @Test func deletingAFailedCreatesEntryRemovesTheRequestsThatDependOnIt() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let provider = try await Self.provider(server, directory)
+        _ = try server.faults.add(FaultRule(.fail(status: 422, code: "NoPhone", message: "Phone required"), method: "POST", path: "Shippers", times: 1))
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Doomed"}"#))
+        _ = try await provider.upload()
+        let archive = try await provider.getAll("ErrorArchive")
+        #expect(archive.map { $0["RequestMethod"] ?? .null } == ["POST"])
+        // Queued after the failed upload, on the entity that never reached the back end.
+        _ = try await provider.execute(.local("PATCH", "Shippers(-1)", body: #"{"Phone":"1"}"#))
+        _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"City":"Kiel"}"#))
+        #expect(try await provider.pendingRequests().count == 2)
+        let id = try #require(archive.first?["RequestID"]?.intValue)
+        _ = try await provider.execute(.local("DELETE", "ErrorArchive(\(id))"))
+        #expect(try await provider.getAll("ErrorArchive").isEmpty)
+        let left = try await provider.pendingRequests().map { $0.properties["URL"]?.stringValue ?? "" }
+        #expect(left == ["Customers('ALFKI')"], "only the independent request stays")
+        let result = try await provider.upload()
+        #expect(result.sent == 1 && result.failed.isEmpty)
+        #expect(server.counters.executions(method: "PATCH", path: "Shippers(-1)") == 0)
+        await provider.close()
+    }
+
     @Test func aCancelledUploadResumesWithoutLossOrDuplication() async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
