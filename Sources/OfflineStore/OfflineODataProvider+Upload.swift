@@ -63,15 +63,13 @@ extension OfflineODataProvider {
         while true {
             let batch = try store.queuedRequests().filter { $0.id > lastID }
             guard !batch.isEmpty else { break }
-            var renames: [(String, String)] = []
             if settled + batch.count > total { total = settled + batch.count }
-            for var entry in batch {
+            for entry in batch {
                 if settled > 0 || lastID > 0 {
                     reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
                 }
                 settled += 1
                 lastID = entry.id
-                for (old, new) in renames { entry = Self.renamed(entry, from: old, to: new) }
                 if let failedID = failedCreates[entry.entity] {
                     let failure = OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
@@ -102,8 +100,12 @@ extension OfflineODataProvider {
                     continue
                 }
                 if (200..<300).contains(response.status) {
-                    if let rename = try await succeed(entry, response: response, store: store) { renames.append(rename) }
                     result.succeeded += 1
+                    if try await succeed(entry, response: response, store: store) != nil {
+                        // The create's key changed: later requests were rewritten in the store
+                        // (URLs, affected entities, foreign keys in bodies); read them again.
+                        break
+                    }
                 } else {
                     let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
                     let failure = OfflineODataFailedRequest(
@@ -178,6 +180,47 @@ extension OfflineODataProvider {
         return entry
     }
 
+    /// After a create got the server's key: the foreign keys (referential constraints) in other
+    /// local entities and in the bodies of later queued requests that hold the temporary key value
+    /// get the server's value.
+    ///
+    /// - Returns: The changed records, and the queued requests with rewritten bodies.
+    private func foreignKeysRewritten(to principalSet: String, changedKeys: [String: (JSONValue, JSONValue)], store: EntityStore,
+                                      queued: [QueuedRequest]) throws -> ([EntityRecord], [QueuedRequest]) {
+        guard !changedKeys.isEmpty else { return ([], queued) }
+        var records: [String: EntityRecord] = [:]
+        var queued = queued
+        for (setName, set) in model.entitySets.sorted(by: { $0.key < $1.key }) {
+            guard let type = model.entityTypes[set.entityType] else { continue }
+            var columns: [String: (JSONValue, JSONValue)] = [:]
+            for navigation in type.navigation.values where model.targetSet(from: setName, navigation: navigation.name) == principalSet {
+                // A foreign key that is part of the dependent's own key is not rewritten (see NOTES).
+                for (dependent, principal) in navigation.constraints where !type.key.contains(dependent) {
+                    if let change = changedKeys[principal] { columns[dependent] = change }
+                }
+            }
+            guard !columns.isEmpty else { continue }
+            for var record in try store.records(in: setName).values {
+                var changed = false
+                for (column, change) in columns where record.entity[column] == change.0 {
+                    record.entity[column] = change.1
+                    changed = true
+                }
+                if changed { records[record.reference] = record }
+            }
+            for index in queued.indices where queued[index].entity.hasPrefix(setName + "(") {
+                guard let text = queued[index].body, var body = (try? JSON.parse(Array(text.utf8)))?.objectValue else { continue }
+                var changed = false
+                for (column, change) in columns where body[column] == change.0 {
+                    body[column] = change.1
+                    changed = true
+                }
+                if changed { queued[index].body = String(decoding: JSON.serialize(.object(body)), as: UTF8.self) }
+            }
+        }
+        return (Array(records.values), queued)
+    }
+
     /// Applies an accepted request to the store; returns `(temporary, server)` references when a
     /// create changed the entity's key.
     private func succeed(_ entry: QueuedRequest, response: TransportResponse, store: EntityStore) async throws -> (String, String)? {
@@ -199,6 +242,7 @@ extension OfflineODataProvider {
                 if let bodyETag = object["@odata.etag"] { serverEntity["@odata.etag"] = bodyETag }
             }
             var entity = record.entity
+            let oldEntity = record.entity
             for name in type.key { if let value = serverEntity[name] { entity[name] = value } }
             if let tag = etag ?? serverEntity["@odata.etag"]?.stringValue { entity["@odata.etag"] = .string(tag) }
             let newKey = (try? CanonicalKey.render(entity, type: type)) ?? record.key
@@ -210,13 +254,23 @@ extension OfflineODataProvider {
             record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
             let newReference = record.reference
             let finalRecord = record
-            let rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }.filter { rewrittenEntry in
-                later.first { $0.id == rewrittenEntry.id } != rewrittenEntry
+            var rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }
+            var dependents: [EntityRecord] = []
+            if oldKey != newKey {
+                var changedKeys: [String: (JSONValue, JSONValue)] = [:]
+                for name in type.key {
+                    if let old = oldEntity[name], let new = entity[name], old != new { changedKeys[name] = (old, new) }
+                }
+                (dependents, rewritten) = try foreignKeysRewritten(to: record.set, changedKeys: changedKeys, store: store, queued: rewritten)
             }
+            rewritten = rewritten.filter { rewrittenEntry in later.first { $0.id == rewrittenEntry.id } != rewrittenEntry }
+            let finalRewritten = rewritten
+            let finalDependents = dependents
             try await store.write { changes in
                 if oldKey != newKey { try changes.remove(set: finalRecord.set, key: oldKey) }
                 try changes.put(finalRecord)
-                for updated in rewritten { try changes.enqueue(updated) }
+                for dependent in finalDependents { try changes.put(dependent) }
+                for updated in finalRewritten { try changes.enqueue(updated) }
                 try changes.dequeue(entry.id)
             }
             return oldReference == newReference ? nil : (oldReference, newReference)

@@ -101,6 +101,30 @@ final class UploadProgressRecorder: OfflineODataDelegate {
         await provider.close()
     }
 
+    @Test func foreignKeysHoldingATemporaryKeyGetTheServersKey() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let provider = try await Self.provider(server, directory)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "orders", query: "Orders?$filter=OrderID%20lt%2010250"))
+        try await provider.download()
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Temporary Express"}"#))
+        _ = try await provider.execute(.local("POST", "Orders", body: #"{"ShipVia":-1,"ShipCity":"Kiel","Customer@odata.bind":"Customers('ALFKI')"}"#))
+        _ = try await provider.execute(.local("PATCH", "Orders(10248)", body: #"{"ShipVia":-1}"#))
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+        let shipper = try #require(try server.read { try $0.entities(in: "Shippers") }.first { $0["CompanyName"] == "Temporary Express" })
+        let shipperID = try #require(shipper["ShipperID"]?.intValue)
+        #expect(shipperID > 0)
+        let order = try server.read { try $0.entities(in: "Orders") }.first { $0["ShipCity"] == "Kiel" && $0["CustomerID"] == "ALFKI" }
+        #expect(order?["ShipVia"]?.intValue == shipperID, "the queued create's body got the server's key")
+        #expect(try server.read { try $0.entity(in: "Orders", key: ["OrderID": 10248]) }?["ShipVia"]?.intValue == shipperID)
+        let local = try await provider.getAll("Orders?$filter=ShipVia%20eq%20\(shipperID)")
+        #expect(local.count == 2, "local foreign keys hold the server's key")
+        #expect(try await provider.getAll("Orders?$filter=ShipVia%20lt%200").isEmpty)
+        await provider.close()
+    }
+
     @Test func aCancelledUploadResumesWithoutLossOrDuplication() async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
