@@ -141,7 +141,9 @@ final class UploadProgressRecorder: OfflineODataDelegate {
             server.counters.all.filter { ["POST", "PATCH"].contains($0.method) }.reduce(0) { $0 + $1.executed }
         }
         let upload = Task { try await provider.upload() }
-        while executed() < 7 { try await Task.sleep(for: .milliseconds(2)) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while executed() < 7 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(executed() >= 7, "the upload got going")
         upload.cancel()
         await #expect(throws: CancellationError.self) { try await upload.value }
         #expect(await provider.currentState == .open)
