@@ -112,6 +112,35 @@ public protocol OfflineODataDelegate: AnyObject, Sendable {
     ///   - provider: The provider.
     ///   - failure: The request and its error.
     func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest)
+
+    /// An upload made progress (after each queued request is settled).
+    ///
+    /// - Parameters:
+    ///   - provider: The provider.
+    ///   - progress: Requests settled so far and the queue length at the start.
+    func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateUploadProgress progress: OfflineODataUploadProgress)
+}
+
+/// Progress of an upload.
+public struct OfflineODataUploadProgress: Sendable, Hashable {
+    /// Requests settled so far (accepted or failed) in this upload.
+    public var settled: Int
+    /// Requests queued when the upload started (requests queued during it are added as they come).
+    public var total: Int
+    /// The ID of the request just settled.
+    public var requestID: Int64
+
+    /// Creates a progress value.
+    ///
+    /// - Parameters:
+    ///   - settled: Requests settled so far.
+    ///   - total: Requests to settle.
+    ///   - requestID: The request just settled.
+    public init(settled: Int, total: Int, requestID: Int64) {
+        self.settled = settled
+        self.total = total
+        self.requestID = requestID
+    }
 }
 
 extension OfflineODataDelegate {
@@ -135,4 +164,11 @@ extension OfflineODataDelegate {
     ///   - provider: The provider.
     ///   - failure: The failure.
     public func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {}
+
+    /// Does nothing.
+    ///
+    /// - Parameters:
+    ///   - provider: The provider.
+    ///   - progress: The progress.
+    public func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateUploadProgress progress: OfflineODataUploadProgress) {}
 }

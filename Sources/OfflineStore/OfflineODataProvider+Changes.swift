@@ -238,7 +238,8 @@ extension OfflineODataProvider {
         return ODataResponse(statusCode: 204)
     }
 
-    /// Deletes an ErrorArchive entry and releases its entity from error state.
+    /// Deletes an ErrorArchive entry and releases its entity from error state; for a failed create,
+    /// the requests queued on the never-created entity are removed too.
     private func deleteErrorEntry(_ parsed: ParsedQuery, store: EntityStore) async throws -> ODataResponse {
         let segments = parsed.path.segments
         guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
@@ -257,9 +258,17 @@ extension OfflineODataProvider {
             touched.isDeleteError = false
             record = touched
         }
+        // A failed create's entity never reached the back end: the requests queued on it since
+        // cannot succeed and go with the entry.
+        var dependents: [Int64] = []
+        if entry["RequestMethod"]?.stringValue == "POST", let reference = entry["AffectedEntityReference"]?.stringValue {
+            dependents = try store.queuedRequests().filter { $0.entity == reference }.map(\.id)
+        }
         let finalRecord = record
+        let finalDependents = dependents
         try await store.write { changes in
             try changes.removeError(id)
+            for dependent in finalDependents { try changes.dequeue(dependent) }
             if let finalRecord { try changes.put(finalRecord) }
         }
         return ODataResponse(statusCode: 204)

@@ -11,7 +11,7 @@ extension OfflineODataProvider {
         fields[.accept] = accept
         fields[HTTPField.Name("OData-Version")!] = "4.0"
         var extra = parameters.httpHeaders
-        if let user = parameters.currentUser, let credentials = parameters.credentials[user] {
+        if let user = credentialsUser ?? parameters.currentUser, let credentials = parameters.credentials[user] {
             extra.merge(credentials) { _, new in new }
         }
         for (name, value) in extra.sorted(by: { $0.key < $1.key }) {
@@ -21,10 +21,12 @@ extension OfflineODataProvider {
     }
 
     /// GETs `url` and returns the body of a 200 answer.
-    func fetch(_ url: String, accept: String = "application/json") async throws -> Data {
+    func fetch(_ url: String, accept: String = "application/json", trackChanges: Bool = false) async throws -> Data {
         let response: TransportResponse
         do {
-            response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: backEndHeaders(accept: accept)))
+            var headers = backEndHeaders(accept: accept)
+            if trackChanges { headers[HTTPField.Name("Prefer")!] = "odata.track-changes" }
+            response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
         } catch {
             throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)")
         }
@@ -47,35 +49,7 @@ extension OfflineODataProvider {
         var ingest = Ingest(model: model)
         var deltaLinks: [String: String] = [:]
         for query in definingQueryList {
-            let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
-            guard let set = try ingest.targetSet(of: parsed.path) else {
-                throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
-            }
-            let single = parsed.path.segments.last?.key != nil
-                || (parsed.path.segments.count == 2 && model.entityType(ofSet: parsed.path.segments[0].name)?.navigation[parsed.path.segments[1].name]?.isCollection == false)
-            var next: String? = serviceRoot + parsed.relativeURL()
-            var entities = 0
-            var bytes = 0
-            while let url = next {
-                let body = try await fetch(url)
-                bytes += body.count
-                next = nil
-                do {
-                    if single {
-                        _ = try ingest.add(try ODataPayload.decodeEntity(body).jsonV4, set: set)
-                        entities += 1
-                    } else {
-                        let page = try ODataPayload.decodeEntitySet(body)
-                        for entity in page.entities { _ = try ingest.add(entity.jsonV4, set: set) }
-                        entities += page.entities.count
-                        if let link = page.nextLink { next = try absolute(link) }
-                        if let link = page.deltaLink { deltaLinks[query.name] = link }
-                    }
-                } catch let error as ODataError {
-                    throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the answer of GET \(url) is not an OData payload: \(error.message)")
-                }
-                reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
-            }
+            if let link = try await fullRead(query, into: &ingest) { deltaLinks[query.name] = link }
         }
         let configuration = StoreConfiguration(serviceRoot: serviceRoot, definingQueries: definingQueryList, downloadComplete: true,
                                                deltaLinks: deltaLinks, metadata: String(decoding: metadataBytes, as: UTF8.self),
@@ -93,6 +67,44 @@ extension OfflineODataProvider {
         }
         self.configuration = configuration
         self.counters = counters
+    }
+
+    /// Reads one defining query completely (following next links, asking for change tracking)
+    /// into `ingest`, reporting progress.
+    ///
+    /// - Returns: The delta link the back end gave, if any.
+    func fullRead(_ query: OfflineODataDefiningQuery, into ingest: inout Ingest) async throws -> String? {
+        let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
+        guard let set = try ingest.targetSet(of: parsed.path) else {
+            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
+        }
+        let single = parsed.path.segments.last?.key != nil
+            || (parsed.path.segments.count == 2 && model.entityType(ofSet: parsed.path.segments[0].name)?.navigation[parsed.path.segments[1].name]?.isCollection == false)
+        var next: String? = serviceRoot + parsed.relativeURL()
+        var entities = 0
+        var bytes = 0
+        var deltaLink: String?
+        while let url = next {
+            let body = try await fetch(url, trackChanges: !single)
+            bytes += body.count
+            next = nil
+            do {
+                if single {
+                    _ = try ingest.add(try ODataPayload.decodeEntity(body).jsonV4, set: set, query: query.name)
+                    entities += 1
+                } else {
+                    let page = try ODataPayload.decodeEntitySet(body)
+                    for entity in page.entities { _ = try ingest.add(entity.jsonV4, set: set, query: query.name) }
+                    entities += page.entities.count
+                    if let link = page.nextLink { next = try absolute(link) }
+                    if let link = page.deltaLink { deltaLink = link }
+                }
+            } catch let error as ODataError {
+                throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the answer of GET \(url) is not an OData payload: \(error.message)")
+            }
+            reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
+        }
+        return deltaLink
     }
 
     /// A next or delta link made absolute under the service root.
@@ -127,7 +139,7 @@ struct Ingest {
     /// Adds one entity (V4 JSON with annotations and expanded navigation properties).
     ///
     /// - Returns: The entity's reference, `Set(key)`.
-    mutating func add(_ object: JSONObject, set: String) throws -> String {
+    mutating func add(_ object: JSONObject, set: String, query: String) throws -> String {
         guard let type = model.entityType(ofSet: set) else {
             throw OfflineODataError(.downloadFailed, "no entity type known for the set '\(set)'")
         }
@@ -145,11 +157,11 @@ struct Ingest {
                 case .array(let items):
                     var references: [JSONValue] = []
                     for item in items {
-                        if let nested = item.objectValue { references.append(.string(try add(nested, set: target))) }
+                        if let nested = item.objectValue { references.append(.string(try add(nested, set: target, query: query))) }
                     }
                     links.append(.array(references), forKey: name)
                 case .object(let nested):
-                    links.append(.array([.string(try add(nested, set: target))]), forKey: name)
+                    links.append(.array([.string(try add(nested, set: target, query: query))]), forKey: name)
                 case .null:
                     links.append(.array([]), forKey: name)
                 default:
@@ -169,9 +181,11 @@ struct Ingest {
             for (name, value) in properties { merged[name] = value }
             existing.entity = merged
             for (name, value) in links { existing.links[name] = value }
+            if !existing.queries.contains(query) { existing.queries.append(query) }
             records[reference] = existing
         } else {
-            records[reference] = EntityRecord(set: set, key: key, order: nextOrder, state: .downloaded, entity: properties, original: nil, links: links)
+            records[reference] = EntityRecord(set: set, key: key, order: nextOrder, state: .downloaded, entity: properties, original: nil,
+                                              links: links, queries: [query])
             nextOrder += 1
         }
         return reference

@@ -25,6 +25,20 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     }
 }
 
+/// One request the next upload would send (see ``OfflineODataProvider/pendingUpload()``).
+public struct OfflineODataPlannedRequest: Sendable, Hashable {
+    /// The queued request's ID.
+    public var requestID: Int64
+    /// The HTTP method.
+    public var method: String
+    /// The absolute URL.
+    public var url: String
+    /// The headers by lower-case name (credentials left out).
+    public var headers: [String: String]
+    /// The JSON body, if any.
+    public var body: String?
+}
+
 extension OfflineODataProvider {
     /// Sends every queued request to the back end, one by one and in order. A failing request
     /// never stops the upload: it is reported once to the delegate, written to the `ErrorArchive`,
@@ -42,15 +56,20 @@ extension OfflineODataProvider {
         setState(.uploading)
         defer { setState(.open) }
         var result = OfflineODataUploadResult()
+        var total = try store.queueCount()
+        var settled = 0
         var failedCreates: [String: Int64] = [:]
         var lastID: Int64 = 0
         while true {
             let batch = try store.queuedRequests().filter { $0.id > lastID }
             guard !batch.isEmpty else { break }
-            var renames: [(String, String)] = []
-            for var entry in batch {
+            if settled + batch.count > total { total = settled + batch.count }
+            for entry in batch {
+                if settled > 0 || lastID > 0 {
+                    reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
+                }
+                settled += 1
                 lastID = entry.id
-                for (old, new) in renames { entry = Self.renamed(entry, from: old, to: new) }
                 if let failedID = failedCreates[entry.entity] {
                     let failure = OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
@@ -61,17 +80,17 @@ extension OfflineODataProvider {
                     result.failed.append(failure)
                     continue
                 }
-                var fields = backEndHeaders()
-                if entry.body != nil { fields[.contentType] = "application/json" }
-                for (name, value) in entry.headers {
-                    if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
-                }
+                try Task.checkCancellation()
                 let response: TransportResponse
                 do {
                     result.sent += 1
-                    response = try await send(TransportRequest(
-                        method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) }))
+                    response = try await send(uploadRequest(entry))
                 } catch {
+                    if error is CancellationError || Task.isCancelled {
+                        // Stopped by the caller: the request stays queued (with its repeatability
+                        // headers) and the next upload sends it again.
+                        throw CancellationError()
+                    }
                     let failure = OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
                         statusCode: nil, serviceError: nil, message: "transport error: \(error)", affectedEntity: entry.entity)
@@ -81,8 +100,12 @@ extension OfflineODataProvider {
                     continue
                 }
                 if (200..<300).contains(response.status) {
-                    if let rename = try await succeed(entry, response: response, store: store) { renames.append(rename) }
                     result.succeeded += 1
+                    if try await succeed(entry, response: response, store: store) != nil {
+                        // The create's key changed: later requests were rewritten in the store
+                        // (URLs, affected entities, foreign keys in bodies); read them again.
+                        break
+                    }
                 } else {
                     let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
                     let failure = OfflineODataFailedRequest(
@@ -94,7 +117,38 @@ extension OfflineODataProvider {
                 }
             }
         }
+        if settled > 0 { reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID)) }
         return result
+    }
+
+    /// The HTTP request an upload sends for a queued request: method, URL under the service root,
+    /// the back end's headers and credentials, the request's own headers (`If-Match`,
+    /// `Repeatability-*`) and its body.
+    func uploadRequest(_ entry: QueuedRequest) -> TransportRequest {
+        var fields = backEndHeaders()
+        if entry.body != nil { fields[.contentType] = "application/json" }
+        for (name, value) in entry.headers {
+            if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
+        }
+        return TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+    }
+
+    /// A dry run: exactly the requests the next upload would send, in order, without sending
+    /// anything. A request on an entity created locally is shown with the temporary key; the
+    /// upload puts the server's key in once the create is accepted.
+    ///
+    /// - Returns: Per queued request its ID, method, absolute URL, headers (credentials are left out) and body.
+    /// - Throws: `OfflineODataError.notOpen`, `.storage` for an unreadable record.
+    public func pendingUpload() throws -> [OfflineODataPlannedRequest] {
+        let credentialNames = Set((parameters.credentials[credentialsUser ?? parameters.currentUser ?? ""] ?? [:]).keys.map { $0.lowercased() })
+        return try openStore().queuedRequests().map { entry in
+            let request = uploadRequest(entry)
+            var headers: [String: String] = [:]
+            for field in request.headerFields where !credentialNames.contains(field.name.canonicalName) {
+                headers[field.name.canonicalName] = field.value
+            }
+            return OfflineODataPlannedRequest(requestID: entry.id, method: entry.method, url: request.url, headers: headers, body: entry.body)
+        }
     }
 
     /// Sends a request, re-sending it (with the same headers, so the same repeatability ID) after
@@ -126,6 +180,47 @@ extension OfflineODataProvider {
         return entry
     }
 
+    /// After a create got the server's key: the foreign keys (referential constraints) in other
+    /// local entities and in the bodies of later queued requests that hold the temporary key value
+    /// get the server's value.
+    ///
+    /// - Returns: The changed records, and the queued requests with rewritten bodies.
+    private func foreignKeysRewritten(to principalSet: String, changedKeys: [String: (JSONValue, JSONValue)], store: EntityStore,
+                                      queued: [QueuedRequest]) throws -> ([EntityRecord], [QueuedRequest]) {
+        guard !changedKeys.isEmpty else { return ([], queued) }
+        var records: [String: EntityRecord] = [:]
+        var queued = queued
+        for (setName, set) in model.entitySets.sorted(by: { $0.key < $1.key }) {
+            guard let type = model.entityTypes[set.entityType] else { continue }
+            var columns: [String: (JSONValue, JSONValue)] = [:]
+            for navigation in type.navigation.values where model.targetSet(from: setName, navigation: navigation.name) == principalSet {
+                // A foreign key that is part of the dependent's own key is not rewritten (see NOTES).
+                for (dependent, principal) in navigation.constraints where !type.key.contains(dependent) {
+                    if let change = changedKeys[principal] { columns[dependent] = change }
+                }
+            }
+            guard !columns.isEmpty else { continue }
+            for var record in try store.records(in: setName).values {
+                var changed = false
+                for (column, change) in columns where record.entity[column] == change.0 {
+                    record.entity[column] = change.1
+                    changed = true
+                }
+                if changed { records[record.reference] = record }
+            }
+            for index in queued.indices where queued[index].entity.hasPrefix(setName + "(") {
+                guard let text = queued[index].body, var body = (try? JSON.parse(Array(text.utf8)))?.objectValue else { continue }
+                var changed = false
+                for (column, change) in columns where body[column] == change.0 {
+                    body[column] = change.1
+                    changed = true
+                }
+                if changed { queued[index].body = String(decoding: JSON.serialize(.object(body)), as: UTF8.self) }
+            }
+        }
+        return (Array(records.values), queued)
+    }
+
     /// Applies an accepted request to the store; returns `(temporary, server)` references when a
     /// create changed the entity's key.
     private func succeed(_ entry: QueuedRequest, response: TransportResponse, store: EntityStore) async throws -> (String, String)? {
@@ -147,6 +242,7 @@ extension OfflineODataProvider {
                 if let bodyETag = object["@odata.etag"] { serverEntity["@odata.etag"] = bodyETag }
             }
             var entity = record.entity
+            let oldEntity = record.entity
             for name in type.key { if let value = serverEntity[name] { entity[name] = value } }
             if let tag = etag ?? serverEntity["@odata.etag"]?.stringValue { entity["@odata.etag"] = .string(tag) }
             let newKey = (try? CanonicalKey.render(entity, type: type)) ?? record.key
@@ -158,13 +254,23 @@ extension OfflineODataProvider {
             record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
             let newReference = record.reference
             let finalRecord = record
-            let rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }.filter { rewrittenEntry in
-                later.first { $0.id == rewrittenEntry.id } != rewrittenEntry
+            var rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }
+            var dependents: [EntityRecord] = []
+            if oldKey != newKey {
+                var changedKeys: [String: (JSONValue, JSONValue)] = [:]
+                for name in type.key {
+                    if let old = oldEntity[name], let new = entity[name], old != new { changedKeys[name] = (old, new) }
+                }
+                (dependents, rewritten) = try foreignKeysRewritten(to: record.set, changedKeys: changedKeys, store: store, queued: rewritten)
             }
+            rewritten = rewritten.filter { rewrittenEntry in later.first { $0.id == rewrittenEntry.id } != rewrittenEntry }
+            let finalRewritten = rewritten
+            let finalDependents = dependents
             try await store.write { changes in
                 if oldKey != newKey { try changes.remove(set: finalRecord.set, key: oldKey) }
                 try changes.put(finalRecord)
-                for updated in rewritten { try changes.enqueue(updated) }
+                for dependent in finalDependents { try changes.put(dependent) }
+                for updated in finalRewritten { try changes.enqueue(updated) }
                 try changes.dequeue(entry.id)
             }
             return oldReference == newReference ? nil : (oldReference, newReference)

@@ -37,6 +37,9 @@ public actor OfflineODataProvider {
     var counters = StoreCounters()
     var model = ServiceModel()
     private var ownTransport: CurlTransport?
+    /// The user whose credentials back-end requests carry instead of the current user's (during
+    /// the upload of a previous user's requests at open).
+    var credentialsUser: String?
     /// The open store and its model, for reads that do not enter the actor.
     nonisolated let readSnapshot = ReadSnapshot()
 
@@ -152,6 +155,7 @@ public actor OfflineODataProvider {
                 for query in config.definingQueries where !definingQueryList.contains(where: { $0.name == query.name }) {
                     definingQueryList.append(query)
                 }
+                try await switchUser(from: config, store: store)
             } else {
                 try await initialDownload(store: store)
             }
@@ -169,6 +173,32 @@ public actor OfflineODataProvider {
         guard state != .closed else { return }
         shutDown()
         setState(.closed)
+    }
+
+    /// When the store's requests were queued by another user: with `forceUploadOnUserSwitch`,
+    /// uploads them first with that user's credentials; then the store belongs to the current user.
+    ///
+    /// - Throws: `OfflineODataError.userSwitchUploadFailed` (-10425) naming the previous user when
+    ///   a request fails (it stays in the ErrorArchive; the accepted ones are not sent again).
+    private func switchUser(from config: StoreConfiguration, store: EntityStore) async throws {
+        guard let current = parameters.currentUser, config.user != current else { return }
+        if parameters.forceUploadOnUserSwitch, let previous = config.user, try store.queueCount() > 0 {
+            readSnapshot.set(store, model)
+            state = .open
+            credentialsUser = previous
+            defer { credentialsUser = nil }
+            let result = try await upload()
+            guard result.failed.isEmpty else {
+                throw OfflineODataError(.userSwitchUploadFailed,
+                                        "\(result.failed.count) of the requests queued by '\(previous)' failed to upload (see the ErrorArchive); the store stays with '\(previous)'",
+                                        previousUser: previous)
+            }
+        }
+        var updated = config
+        updated.user = current
+        let record = updated
+        try await store.write { changes in try changes.putConfiguration(record) }
+        configuration = updated
     }
 
     private func shutDown() {
@@ -189,6 +219,10 @@ public actor OfflineODataProvider {
 
     func reportFailure(_ failure: OfflineODataFailedRequest) {
         delegate?.offlineODataProvider(self, requestDidFail: failure)
+    }
+
+    func reportUploadProgress(_ progress: OfflineODataUploadProgress) {
+        delegate?.offlineODataProvider(self, didUpdateUploadProgress: progress)
     }
 
     func reportProgress(_ progress: OfflineODataDownloadProgress) {

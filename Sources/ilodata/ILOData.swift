@@ -28,6 +28,8 @@ struct ILOData: AsyncParsableCommand {
               pending                    whether requests wait for an upload
               undo                       cancel every pending request (restores the downloaded state)
               upload                     send the queued requests to the back end, in order
+              plan                       list exactly what the next upload would send (dry run)
+              download [QUERY…]          refresh the store from the back end (delta links where known)
               errors                     show the ErrorArchive (failed uploaded requests)
               json on|off                print raw JSON instead of tables
               help, quit
@@ -149,6 +151,13 @@ struct Session {
                 say("uploaded: \(result.sent) sent, \(result.succeeded) succeeded, \(result.failed.count) failed")
                 for failure in result.failed {
                     say("failed \(failure.requestID) \(failure.method) \(failure.url): \(failure.statusCode.map(String.init) ?? "-") \(failure.message)")
+                }
+            case "download":
+                try await provider.download(definingQueries: rest.isEmpty ? nil : rest.split(separator: " ").map(String.init))
+                say("downloaded")
+            case "plan":
+                for planned in try await provider.pendingUpload() {
+                    say("\(planned.requestID) \(planned.method) \(planned.url)\(planned.body.map { " " + $0 } ?? "")")
                 }
             case "errors":
                 try show(try await provider.execute(try Self.request(.get, "ErrorArchive")))

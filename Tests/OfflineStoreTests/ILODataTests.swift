@@ -203,6 +203,90 @@ final class ILODataProcess: @unchecked Sendable {
         await provider.close()
     }
 
+    /// A queue of creates and updates with repeatable requests; `ilodata upload` is killed with
+    /// SIGKILL after a random number of executions; a new upload in this process finishes the job.
+    @Test(arguments: [0.15, 0.5, 0.85])
+    func aSIGKILLDuringAnUploadLosesNoRequestAndDuplicatesNone(fraction: Double) async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        var parameters = Northwind.parameters(directory)
+        parameters.enableRepeatableRequests = true
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "customers", query: "Customers"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
+        try await provider.open()
+        let customers = try await provider.getAll("Customers?$top=20").compactMap { $0["CustomerID"]?.stringValue }
+        var names: [String] = []
+        for (index, customer) in customers.enumerated() {
+            _ = try await provider.execute(.local("PATCH", "Customers('\(customer)')", body: #"{"Fax":"kill-\#(index)"}"#))
+            names.append("Killed \(index)")
+            _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Killed \#(index)"}"#))
+        }
+        let total = customers.count * 2
+        await provider.close()
+        server.resetCounters()
+        _ = try server.faults.add(FaultRule(.latency(.milliseconds(25))))
+
+        let executed = { @Sendable in
+            server.counters.all.filter { ["POST", "PATCH"].contains($0.method) }.reduce(0) { $0 + $1.executed }
+        }
+        let killAt = max(1, Int(Double(total) * fraction) + Int.random(in: -2...2))
+        let uploader = try ILODataProcess(Self.storeArguments(directory) + ["--command", "upload"])
+        while executed() < killAt && uploader.process.isRunning { try await Task.sleep(for: .milliseconds(2)) }
+        try await Task.sleep(for: .milliseconds(Int.random(in: 0...25)))
+        kill(uploader.process.processIdentifier, SIGKILL)
+        _ = await uploader.waitForExit()
+        #expect(uploader.process.terminationReason == .uncaughtSignal, "killed mid-upload: \(uploader.text)")
+        let beforeResume = executed()
+        #expect(beforeResume < total, "the kill landed before the end")
+
+        try await provider.open()
+        let left = try await provider.pendingRequests().count
+        #expect(left >= total - beforeResume && left <= total - beforeResume + 1,
+                "at most the request in flight is still queued although executed (\(left) left, \(beforeResume) executed)")
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+        #expect(try await provider.hasPendingUpload == false)
+
+        // Exactly once: every update once, every create once (a re-sent one is answered from the
+        // producer's repeatability record, not executed again).
+        for customer in customers {
+            #expect(server.counters.executions(method: "PATCH", path: "Customers('\(customer)')") == 1, "\(customer)")
+        }
+        #expect(server.counters.executions(method: "POST", path: "Shippers") == customers.count)
+        let remoteNames = try server.read { try $0.entities(in: "Shippers") }.compactMap { $0["CompanyName"]?.stringValue }
+        #expect(remoteNames.filter { $0.hasPrefix("Killed ") }.sorted() == names.sorted(), "each create exactly once on the producer")
+        for (index, customer) in customers.enumerated() {
+            #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": .string(customer)]) }?["Fax"] == .string("kill-\(index)"))
+        }
+        // Locally, every create carries the producer's key.
+        #expect(try await provider.getAll("Shippers?$filter=ShipperID%20lt%200").isEmpty)
+        #expect(try await provider.getAll("Shippers").count == 3 + customers.count)
+        await provider.close()
+    }
+
+    @Test func ilodataPlansAnUploadAndDownloadsProducerChanges() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        try server.mutate { data in _ = try data.update(in: "Shippers", key: ["ShipperID": 1], changes: ["Phone": "(503) 555-0199"]) }
+        let session = try ILODataProcess(Self.storeArguments(directory) + ["--json"])
+        session.send(#"patch Customers('ALFKI') {"City":"Kiel"}"#)
+        session.send("plan")
+        session.send("download shippers")
+        session.send("get Shippers(1)")
+        session.send("download nope")
+        session.send("quit")
+        #expect(await session.waitForExit() == 0)
+        let out = session.text
+        #expect(out.contains(#"1 PATCH \#(server.serviceRoot)Customers('ALFKI') {"City":"Kiel"}"#), "\(out)")
+        #expect(out.contains("downloaded"), "\(out)")
+        #expect(out.contains("(503) 555-0199"), "\(out)")
+        #expect(out.contains("there is no defining query named 'nope'"), "\(out)")
+        #expect(server.counters.executions(method: "PATCH", path: "Customers('ALFKI')") == 0, "a plan sends nothing")
+    }
+
     @Test func ilodataUploadsAndShowsTheErrorArchive() async throws {
         let (server, directory, provider) = try await Northwind.openStore()
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }

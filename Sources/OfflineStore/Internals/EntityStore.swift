@@ -261,6 +261,13 @@ final class EntityStore: Sendable {
             records.append(record)
         }
 
+        /// The record of one entity as this transaction sees it.
+        func current(set: String, key: String) throws -> EntityRecord? {
+            let lmdbKey = store.entityKey(set: set, key: key)
+            guard let sealed = try txn.value(forKey: lmdbKey, in: store.entities) else { return nil }
+            return try EntityRecord.decode(try store.cipher.open(sealed, key: lmdbKey))
+        }
+
         func remove(set: String, key: String) throws {
             _ = try txn.removeValue(forKey: store.entityKey(set: set, key: key), in: store.entities)
             removed.append((set, key))
@@ -298,6 +305,12 @@ final class EntityStore: Sendable {
 
         func putConfiguration(_ configuration: StoreConfiguration) throws {
             try txn.setValue(try store.cipher.seal(configuration.encoded(), key: EntityStore.configKey), forKey: EntityStore.configKey, in: store.meta)
+        }
+
+        /// The counters as this transaction sees them.
+        func currentCounters() throws -> StoreCounters {
+            guard let sealed = try txn.value(forKey: EntityStore.countersKey, in: store.meta) else { return StoreCounters() }
+            return try StoreCounters.decode(try store.cipher.open(sealed, key: EntityStore.countersKey))
         }
 
         func putCounters(_ counters: StoreCounters) throws {

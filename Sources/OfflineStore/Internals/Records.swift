@@ -27,6 +27,8 @@ struct EntityRecord: Sendable, Hashable {
     var inErrorState = false
     /// Set when the failed request was a delete: the entity is visible again.
     var isDeleteError = false
+    /// The defining queries that brought this entity (a downloaded entity no query holds any more goes).
+    var queries: [String] = []
 
     static let inErrorStateAnnotation = "@com.sap.vocabularies.Offline.v1.inErrorState"
     static let isDeleteErrorAnnotation = "@com.sap.vocabularies.Offline.v1.isDeleteError"
@@ -56,6 +58,7 @@ struct EntityRecord: Sendable, Hashable {
         if !links.isEmpty { object.append(.object(links), forKey: "n") }
         if inErrorState { object.append(.bool(true), forKey: "er") }
         if isDeleteError { object.append(.bool(true), forKey: "de") }
+        if !queries.isEmpty { object.append(.array(queries.map(JSONValue.string)), forKey: "q") }
         return JSON.serialize(.object(object))
     }
 
@@ -66,7 +69,8 @@ struct EntityRecord: Sendable, Hashable {
         else { throw OfflineODataError(.storage, "a stored entity record is malformed") }
         return EntityRecord(set: set, key: key, order: order, state: state, entity: entity,
                             original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject(),
-                            inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false)
+                            inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false,
+                            queries: object["q"]?.arrayValue?.compactMap(\.stringValue) ?? [])
     }
 }
 

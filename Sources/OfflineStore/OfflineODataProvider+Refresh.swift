@@ -1,0 +1,178 @@
+import Foundation
+import CurlHTTP
+import HTTPTypes
+import ODataCore
+
+extension OfflineODataProvider {
+    /// Brings the store up to date with the back end.
+    ///
+    /// Each defining query is read again: through its delta link when the back end gave one
+    /// (changed entities are applied, `@removed` ones go), else in full and merged by key (entities
+    /// the back end no longer returns go). An expired delta link (410) falls back to a full read.
+    /// Entities with pending local requests or in error state keep their local state. Defining
+    /// queries added since the last download are read in full; the data of removed ones goes
+    /// (unless another defining query still holds it). Everything is applied in one write
+    /// transaction at the end, so a download that fails half way changes nothing; local changes
+    /// made while the download runs are kept.
+    ///
+    /// - Parameter names: The defining queries to download, by name; `nil` for all of them.
+    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` while an upload or download runs,
+    ///   `.invalidDefiningQuery` for an unknown name,
+    ///   `.downloadFailed` when the back end cannot be read, `.storage`.
+    public func download(definingQueries names: [String]? = nil) async throws {
+        let store = try openStore()
+        guard var configuration else { throw OfflineODataError(.notOpen, "the offline store is not open") }
+        guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }
+        if let names {
+            for name in names where !definingQueryList.contains(where: { $0.name == name }) {
+                throw OfflineODataError(.invalidDefiningQuery, "there is no defining query named '\(name)'")
+            }
+        }
+        setState(.downloading)
+        defer { setState(.open) }
+        let chosen = definingQueryList.filter { names?.contains($0.name) ?? true }
+        let known = Set(configuration.definingQueries.map(\.name))
+        let removedQueries = Set(configuration.definingQueries.map(\.name)).subtracting(definingQueryList.map(\.name))
+
+        // Network first; nothing is written until every answer is in.
+        var full = Ingest(model: model)
+        var fullQueries: Set<String> = []
+        var deltaUpserts = Ingest(model: model)
+        var deltaRemovals: [(query: String, set: String, key: String)] = []
+        var newLinks: [String: String] = [:]
+        for query in chosen {
+            if known.contains(query.name), let link = configuration.deltaLinks[query.name] {
+                do {
+                    let outcome = try await deltaRead(query, link: link, into: &deltaUpserts)
+                    deltaRemovals += outcome.removals.map { (query.name, $0.set, $0.key) }
+                    if let link = outcome.deltaLink { newLinks[query.name] = link }
+                    continue
+                } catch let error as DeltaExpired {
+                    _ = error
+                }
+            }
+            fullQueries.insert(query.name)
+            if let link = try await fullRead(query, into: &full) { newLinks[query.name] = link }
+        }
+
+        // What the store held before the network reads, for the merge of full reads.
+        let before = try store.allRecords()
+        let holders = before.filter { !Set($0.queries).isDisjoint(with: fullQueries.union(removedQueries)) }
+            .map { ($0.set, $0.key) }
+        let firstOrder = self.counters.nextOrder
+        let fresh = Array(full.records.values) + Array(deltaUpserts.records.values)
+        let freshFull = Set(full.records.keys)
+        let fullNames = fullQueries
+        let removedNames = removedQueries
+        let removals = deltaRemovals
+        for query in chosen {
+            if let link = newLinks[query.name] { configuration.deltaLinks[query.name] = link } else { configuration.deltaLinks[query.name] = nil }
+        }
+        for name in removedQueries { configuration.deltaLinks[name] = nil }
+        configuration.definingQueries = definingQueryList
+        let newConfiguration = configuration
+
+        let order = try await store.write { changes in
+            var counters = try changes.currentCounters()
+            var order = max(firstOrder, counters.nextOrder)
+            /// Drops `queries` from a record; a downloaded record no query holds goes.
+            func release(_ set: String, _ key: String, queries: Set<String>) throws {
+                guard var record = try changes.current(set: set, key: key) else { return }
+                record.queries.removeAll { queries.contains($0) }
+                let pending = record.state != .downloaded || record.inErrorState
+                if record.queries.isEmpty && !pending {
+                    try changes.remove(set: set, key: key)
+                } else {
+                    try changes.put(record)
+                }
+            }
+            for (query, set, key) in removals { try release(set, key, queries: [query]) }
+            for (set, key) in holders where !freshFull.contains(set + key) {
+                try release(set, key, queries: fullNames.union(removedNames))
+            }
+            for (set, key) in holders where freshFull.contains(set + key) && !removedNames.isEmpty {
+                try release(set, key, queries: removedNames)
+            }
+            for incoming in fresh {
+                if var record = try changes.current(set: incoming.set, key: incoming.key) {
+                    var queries = record.queries
+                    for name in incoming.queries where !queries.contains(name) { queries.append(name) }
+                    if record.state == .downloaded && !record.inErrorState {
+                        record.entity = incoming.entity
+                        for (name, value) in incoming.links { record.links[name] = value }
+                    }
+                    record.queries = queries
+                    try changes.put(record)
+                } else {
+                    var record = incoming
+                    record.order = order
+                    order += 1
+                    try changes.put(record)
+                }
+            }
+            counters.nextOrder = order
+            try changes.putCounters(counters)
+            try changes.putConfiguration(newConfiguration)
+            return order
+        }
+        counters.nextOrder = max(counters.nextOrder, order)
+        self.configuration = newConfiguration
+    }
+
+    /// Reads the changes behind a delta link, following next and delta links.
+    ///
+    /// - Throws: `DeltaExpired` for a 410 (the caller reads in full), `OfflineODataError.downloadFailed` otherwise.
+    func deltaRead(_ query: OfflineODataDefiningQuery, link: String, into ingest: inout Ingest) async throws
+        -> (removals: [(set: String, key: String)], deltaLink: String?) {
+        let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
+        guard let set = try ingest.targetSet(of: parsed.path), let type = model.entityType(ofSet: set) else {
+            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
+        }
+        var next: String? = try absolute(link)
+        var removals: [(set: String, key: String)] = []
+        var deltaLink: String?
+        var entities = 0
+        var bytes = 0
+        while let url = next {
+            next = nil
+            var headers = backEndHeaders()
+            headers[HTTPField.Name("Prefer")!] = "odata.track-changes"
+            let response: TransportResponse
+            do {
+                response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
+            } catch {
+                throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)")
+            }
+            if response.status == 410 { throw DeltaExpired() }
+            guard response.status == 200 else {
+                let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
+                throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)")
+            }
+            bytes += response.body.count
+            do {
+                let page = try ODataPayload.decodeEntitySet(response.body)
+                for entity in page.entities {
+                    if entity.isRemoved {
+                        let key: String
+                        do { key = try CanonicalKey.render(entity.properties, type: type) } catch {
+                            throw OfflineODataError(.downloadFailed, "a removed entity of '\(set)' has no complete key: \(error.message)")
+                        }
+                        removals.append((set, key))
+                    } else {
+                        _ = try ingest.add(entity.jsonV4, set: set, query: query.name)
+                    }
+                }
+                entities += page.entities.count
+                if let link = page.nextLink { next = try absolute(link) }
+                if let link = page.deltaLink { deltaLink = link }
+            } catch let error as ODataError {
+                throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the delta answer of GET \(url) is not an OData payload: \(error.message)")
+            }
+            reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
+        }
+        return (removals, deltaLink)
+    }
+}
+
+/// A delta link the back end no longer knows (410 Gone).
+struct DeltaExpired: Error {}
