@@ -305,7 +305,7 @@ public actor OfflineODataProvider {
 
 /// The open store and model, readable without entering the provider's actor.
 final class ReadSnapshot: Sendable {
-    private let value = Mutex<(EntityStore, ServiceModel)?>(nil)
+    private let value = LockedValue<(EntityStore, ServiceModel)?>(nil)
 
     var current: (EntityStore, ServiceModel)? { value.withLock { $0 } }
 

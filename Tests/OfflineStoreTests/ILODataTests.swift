@@ -17,7 +17,7 @@ final class ILODataProcess: @unchecked Sendable {
     private let input = Pipe()
     private let output = Pipe()
     private final class Collected: Sendable {
-        let text = Mutex<String>("")
+        let text = LockedValue<String>("")
     }
 
     private let collected = Collected()

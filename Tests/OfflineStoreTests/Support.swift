@@ -25,8 +25,8 @@ final class TemporaryDirectory: Sendable {
 
 /// Records a provider's state changes and download progress.
 final class RecordingDelegate: OfflineODataDelegate {
-    let states = Mutex<[OfflineODataStoreState]>([])
-    let progress = Mutex<[OfflineODataDownloadProgress]>([])
+    let states = LockedValue<[OfflineODataStoreState]>([])
+    let progress = LockedValue<[OfflineODataDownloadProgress]>([])
 
     func offlineODataProvider(_ provider: OfflineODataProvider, didChangeState state: OfflineODataStoreState) {
         states.withLock { $0.append(state) }

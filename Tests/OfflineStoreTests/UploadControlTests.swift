@@ -10,7 +10,7 @@ import Testing
 
 /// Records upload progress.
 final class UploadProgressRecorder: OfflineODataDelegate {
-    let progress = Mutex<[OfflineODataUploadProgress]>([])
+    let progress = LockedValue<[OfflineODataUploadProgress]>([])
 
     func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateUploadProgress progress: OfflineODataUploadProgress) {
         self.progress.withLock { $0.append(progress) }

@@ -8,7 +8,7 @@ import Testing
 
 /// Records failed-request reports.
 final class FailureRecorder: OfflineODataDelegate {
-    let failures = Mutex<[OfflineODataFailedRequest]>([])
+    let failures = LockedValue<[OfflineODataFailedRequest]>([])
 
     func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
         failures.withLock { $0.append(failure) }

@@ -11,8 +11,8 @@ import Testing
 /// A real curl transport that remembers the method, URL and `Authorization` of every request.
 final class RecordingTransport: HTTPTransport {
     let curl: CurlTransport
-    let sent = Mutex<[(method: String, url: String, authorization: String?)]>([])
-    let requests = Mutex<[TransportRequest]>([])
+    let sent = LockedValue<[(method: String, url: String, authorization: String?)]>([])
+    let requests = LockedValue<[TransportRequest]>([])
 
     init() throws { curl = try CurlTransport() }
 

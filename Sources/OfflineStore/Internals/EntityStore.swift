@@ -18,8 +18,8 @@ final class EntityStore: Sendable {
     private let entities: LMDBDatabase
     private let queue: LMDBDatabase
     private let errors: LMDBDatabase
-    private let cache = Mutex<[String: [String: EntityRecord]]>([:])
-    private let ordered = Mutex<[String: (records: [EntityRecord], json: [JSONObject])]>([:])
+    private let cache = LockedValue<[String: [String: EntityRecord]]>([:])
+    private let ordered = LockedValue<[String: (records: [EntityRecord], json: [JSONObject])]>([:])
 
     private static let keyCheckKey = Array("keycheck".utf8)
     private static let plaintextMarker = Array("plaintext-store-v1".utf8)

@@ -1,4 +1,5 @@
 import Crypto
+import ODataCore
 import Foundation
 import Synchronization
 import TechnicalCache
@@ -19,7 +20,7 @@ struct StoreCipher: Sendable {
 
     /// Entity set prefixes computed once per set name.
     private final class PrefixCache: Sendable {
-        let values = Mutex<[String: [UInt8]]>([:])
+        let values = LockedValue<[String: [UInt8]]>([:])
     }
 
     /// The material wrapped in the key-check record: 32 bytes sealing key, 32 bytes hash key.

@@ -1,4 +1,5 @@
 import Foundation
+import ODataCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 /// the lock when the process dies, so a killed process never leaves the store locked.
 final class StoreLock: Sendable {
     let path: String
-    private let descriptor: Mutex<Int32>
+    private let descriptor: LockedValue<Int32>
 
     init(path: String) throws(OfflineODataError) {
         self.path = path
@@ -23,7 +24,7 @@ final class StoreLock: Sendable {
             }
             throw OfflineODataError(.storage, "cannot lock \(path): errno \(error)")
         }
-        descriptor = Mutex(fd)
+        descriptor = LockedValue(fd)
     }
 
     func release() {
