@@ -191,7 +191,9 @@ private func expectCurlError(
         let elapsed = clock.now - start
         #expect(error?.curlCode == 28)  // CURLE_OPERATION_TIMEDOUT
         #expect(elapsed >= .milliseconds(350))
-        #expect(elapsed < .seconds(3))
+        // The server never finishes the body: ending at all is the timeout's doing. The bound is loose
+        // because a loaded 2-core machine can delay the resumption by seconds.
+        #expect(elapsed < .seconds(30))
         #expect(await server.wait { $0.clientClosed >= 1 })
         #expect(transport.counts.active == 0)
     }
