@@ -45,6 +45,12 @@ public struct OfflineODataParameters: Sendable {
     public var uploadRetries: Int = 3
     /// The pause before the first re-send; it doubles for each further one. The default is 100 ms.
     public var uploadRetryDelay: Duration = .milliseconds(100)
+    /// How an upload sends the queued requests: one HTTP request each, or consecutive requests
+    /// together in `$batch` bodies. The default is ``OfflineODataUploadMode/oneByOne``: it works
+    /// with every back end (some refuse or limit `$batch`), and a request's failure or retry touches
+    /// only that request. ``OfflineODataUploadMode/batch(maxRequestsPerBatch:)`` saves a round trip
+    /// per request and pays off on slow or far-away networks; the outcome of every request is the same.
+    public var uploadMode: OfflineODataUploadMode = .oneByOne
 
     /// Creates parameters; every argument has the default documented on its property.
     ///
@@ -99,6 +105,9 @@ public struct OfflineODataParameters: Sendable {
         }
         guard !storePath.isEmpty else { throw OfflineODataError(.invalidParameters, "storePath is empty") }
         guard uploadRetries >= 0 else { throw OfflineODataError(.invalidParameters, "uploadRetries must not be negative, got \(uploadRetries)") }
+        if case .batch(let limit) = uploadMode, limit < 1 {
+            throw OfflineODataError(.invalidParameters, "maxRequestsPerBatch must be at least 1, got \(limit)")
+        }
         guard pageSize >= 0 else { throw OfflineODataError(.invalidParameters, "pageSize must not be negative, got \(pageSize)") }
         if let key = storeEncryptionKey, key.isEmpty {
             throw OfflineODataError(.invalidParameters, "storeEncryptionKey is empty; pass nil for the default key")
@@ -109,4 +118,16 @@ public struct OfflineODataParameters: Sendable {
     var storeDirectory: String {
         (storePath.hasSuffix("/") ? storePath : storePath + "/") + storeName
     }
+}
+
+/// How ``OfflineODataProvider/upload()`` sends the queued requests (see ``OfflineODataParameters/uploadMode``).
+public enum OfflineODataUploadMode: Sendable, Hashable {
+    /// One HTTP request per queued request, in order. The default.
+    case oneByOne
+    /// Consecutive queued requests in one `$batch` POST, at most `maxRequestsPerBatch` in a body,
+    /// in order. Each request is its own change set, so one failure never rolls back another, and
+    /// each outcome is reported exactly as in ``oneByOne``. A batch ends after a create, so requests
+    /// that use the create's temporary key are sent once the server's key is known. A transport
+    /// failure, 408, 429 or 5xx of the whole batch is retried like a single request.
+    case batch(maxRequestsPerBatch: Int)
 }

@@ -19,7 +19,7 @@ extension OfflineODataProvider {
     /// The headers every queued request carries; with repeatable requests a
     /// `Repeatability-Request-ID` and `Repeatability-First-Sent`, stored before the first send so
     /// that a re-send after a lost answer carries the same ones.
-    private func queuedHeaders(_ headers: JSONObject = JSONObject()) -> JSONObject {
+    func queuedHeaders(_ headers: JSONObject = JSONObject()) -> JSONObject {
         var headers = headers
         if parameters.enableRepeatableRequests {
             headers.append(.string(UUID().uuidString.lowercased()), forKey: "Repeatability-Request-ID")

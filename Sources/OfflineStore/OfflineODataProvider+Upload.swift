@@ -64,7 +64,9 @@ extension OfflineODataProvider {
             let batch = try store.queuedRequests().filter { $0.id > lastID }
             guard !batch.isEmpty else { break }
             if settled + batch.count > total { total = settled + batch.count }
-            for entry in batch {
+            // Answers of a `$batch` already sent, by request ID, for the requests still to settle.
+            var prefetched: [Int64: Result<TransportResponse, any Error>] = [:]
+            for (index, entry) in batch.enumerated() {
                 if settled > 0 || lastID > 0 {
                     reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
                 }
@@ -84,7 +86,16 @@ extension OfflineODataProvider {
                 let response: TransportResponse
                 do {
                     result.sent += 1
-                    response = try await send(uploadRequest(entry))
+                    if let answer = prefetched.removeValue(forKey: entry.id) {
+                        response = try answer.get()
+                    } else if case .batch(let limit) = parameters.uploadMode,
+                        case let group = Self.batchGroup(batch[index...], limit: limit, failedCreates: failedCreates), group.count > 1
+                    {
+                        prefetched = try await sendBatch(group)
+                        response = try (prefetched.removeValue(forKey: entry.id) ?? .failure(BatchAnswerError("the $batch answer has no part for request \(entry.id)"))).get()
+                    } else {
+                        response = try await send(uploadRequest(entry))
+                    }
                 } catch {
                     if error is CancellationError || Task.isCancelled {
                         // Stopped by the caller: the request stays queued (with its repeatability
@@ -126,11 +137,100 @@ extension OfflineODataProvider {
     /// `Repeatability-*`) and its body.
     func uploadRequest(_ entry: QueuedRequest) -> TransportRequest {
         var fields = backEndHeaders()
+        Self.addOwnHeaders(of: entry, to: &fields)
+        return TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+    }
+
+    /// A queued request's own headers: `Content-Type` for a body, `If-Match`, `Repeatability-*`.
+    private static func addOwnHeaders(of entry: QueuedRequest, to fields: inout HTTPFields) {
         if entry.body != nil { fields[.contentType] = "application/json" }
         for (name, value) in entry.headers {
             if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
         }
-        return TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+    }
+
+    /// The queued requests that go into one `$batch`, starting with the first of `entries`: at most
+    /// `limit`, none on an entity whose create failed (that one fails in its turn without being
+    /// sent), and the batch ends after a create, so a request using the create's temporary key
+    /// is only sent once the server's key replaced it.
+    static func batchGroup(_ entries: ArraySlice<QueuedRequest>, limit: Int, failedCreates: [String: Int64]) -> [QueuedRequest] {
+        var group: [QueuedRequest] = []
+        for entry in entries {
+            guard group.count < limit, failedCreates[entry.entity] == nil else { break }
+            group.append(entry)
+            if entry.method == "POST" { break }
+        }
+        return group
+    }
+
+    /// Sends queued requests in one `$batch` POST, each in its own change set (Content-ID = request
+    /// ID), so one failure never rolls back another. The `$batch` itself is retried like a single
+    /// request. Each request's answer is returned by request ID; a failed `$batch` (transport error
+    /// or unreadable answer) fails every request in it, and a `$batch` refused as a whole gives its
+    /// status and error to every request — the caller reports each as in one-by-one mode.
+    private func sendBatch(_ group: [QueuedRequest]) async throws -> [Int64: Result<TransportResponse, any Error>] {
+        var parts: [BatchRequest.Part] = []
+        for entry in group {
+            var fields = HTTPFields()
+            Self.addOwnHeaders(of: entry, to: &fields)
+            let pieces = entry.url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            let query = pieces.count > 1 ? pieces[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
+            let request = ODataRequest(
+                method: HTTPRequest.Method(entry.method) ?? .post, resourcePath: String(pieces[0]), queryOptions: query,
+                headerFields: fields, body: entry.body.map { Data($0.utf8) })
+            parts.append(.changeSet([BatchRequest.ChangeSetRequest(contentID: String(entry.id), request: request)]))
+        }
+        var answers: [Int64: Result<TransportResponse, any Error>] = [:]
+        func failAll(_ error: any Error) -> [Int64: Result<TransportResponse, any Error>] {
+            Dictionary(uniqueKeysWithValues: group.map { ($0.id, .failure(error)) })
+        }
+        let encoded: (body: Data, contentType: String)
+        do {
+            encoded = try MultipartBatch.encode(BatchRequest(parts: parts))
+        } catch {
+            return failAll(error)
+        }
+        var fields = backEndHeaders(accept: "multipart/mixed")
+        fields[.contentType] = encoded.contentType
+        // With repeatable requests the `$batch` itself gets its own `Repeatability-*` headers
+        // (the parts keep theirs), so a re-send after a lost answer is not executed again.
+        for (name, value) in queuedHeaders() {
+            if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
+        }
+        let response: TransportResponse
+        do {
+            response = try await send(TransportRequest(method: "POST", url: serviceRoot + "$batch", headerFields: fields, body: encoded.body))
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw CancellationError() }
+            return failAll(error)
+        }
+        guard (200..<300).contains(response.status) else {
+            return Dictionary(uniqueKeysWithValues: group.map { ($0.id, .success(response)) })
+        }
+        let decoded: BatchResponse
+        do {
+            decoded = try MultipartBatch.decodeResponse(response.body, contentType: response.headerFields[.contentType] ?? "")
+        } catch {
+            return failAll(BatchAnswerError("the $batch answer cannot be read: \(error)"))
+        }
+        for (position, part) in decoded.parts.enumerated() {
+            let members: [(contentID: String?, response: ODataResponse)]
+            switch part {
+            case .response(let member, let contentID): members = [(contentID, member)]
+            case .changeSet(let list): members = list
+            }
+            for member in members {
+                let id = member.contentID.flatMap { Int64($0) } ?? (position < group.count ? group[position].id : nil)
+                guard let id, group.contains(where: { $0.id == id }) else { continue }
+                answers[id] = .success(TransportResponse(
+                    status: member.response.statusCode, headerFields: member.response.headerFields,
+                    body: member.response.payload, metrics: response.metrics))
+            }
+        }
+        for entry in group where answers[entry.id] == nil {
+            answers[entry.id] = .failure(BatchAnswerError("the $batch answer has no part for request \(entry.id)"))
+        }
+        return answers
     }
 
     /// A dry run: exactly the requests the next upload would send, in order, without sending
@@ -328,4 +428,11 @@ extension OfflineODataProvider {
         }
         reportFailure(failure)
     }
+}
+
+/// A `$batch` answer that does not give a request's outcome.
+struct BatchAnswerError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) { self.description = description }
 }
