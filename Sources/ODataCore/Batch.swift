@@ -149,7 +149,9 @@ public enum MultipartBatch {
                 out.append("\r\n")
                 appendResponse(response, to: &out)
             case .changeSet(let members):
-                let inner = "changesetresponse_\(index)_" + boundary
+                // Short prefix: the boundary must stay within RFC 2046's 70 characters even for
+                // the thousandth change set ("changesetresponse_10_" + the default was 71).
+                let inner = "csr_\(index)_" + boundary
                 out.append("Content-Type: multipart/mixed; boundary=\(inner)\r\n\r\n")
                 for member in members {
                     out.append("--\(inner)\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n")

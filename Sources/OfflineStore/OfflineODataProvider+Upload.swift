@@ -40,7 +40,10 @@ public struct OfflineODataPlannedRequest: Sendable, Hashable {
 }
 
 extension OfflineODataProvider {
-    /// Sends every queued request to the back end, one by one and in order. A failing request
+    /// Sends every queued request to the back end in order: one by one, or with
+    /// ``OfflineODataUploadMode/batch(maxRequestsPerBatch:)`` consecutive requests in `$batch`
+    /// bodies, each request its own change set; every outcome goes through the same steps in
+    /// both modes (see ``OfflineODataParameters/uploadMode``). A failing request
     /// never stops the upload: it is reported once to the delegate, written to the `ErrorArchive`,
     /// and its entity goes into error state (a failed delete makes the entity visible again with
     /// `isDeleteError`). A request on an entity whose create failed is not sent and fails too.
@@ -82,7 +85,8 @@ extension OfflineODataProvider {
                     result.failed.append(failure)
                     continue
                 }
-                try Task.checkCancellation()
+                // An answer already received is applied even when the caller stopped the upload.
+                if prefetched[entry.id] == nil { try Task.checkCancellation() }
                 let response: TransportResponse
                 do {
                     result.sent += 1

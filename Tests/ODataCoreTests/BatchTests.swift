@@ -62,6 +62,22 @@ import Testing
         #expect(members.map(\.contentID) == ["1", "2"])
     }
 
+    @Test func aThousandChangeSetsKeepBoundariesWithinSeventyCharacters() throws {
+        let parts = (0..<1_000).map { index in
+            BatchResponse.Part.changeSet([(contentID: String(index), response: ODataResponse(statusCode: 204))])
+        }
+        let (body, contentType) = MultipartBatch.encode(BatchResponse(parts: parts))
+        let decoded = try MultipartBatch.decodeResponse(body, contentType: contentType)
+        #expect(decoded.allResponses.count == 1_000)
+        guard case .changeSet(let last) = decoded.parts.last else { Issue.record("expected a change set"); return }
+        #expect(last.map(\.contentID) == ["999"])
+        let requests = (0..<1_000).map { index in
+            BatchRequest.Part.changeSet([.init(contentID: String(index), request: ODataRequest(method: .delete, resourcePath: "Items(\(index))"))])
+        }
+        let (requestBody, requestType) = try MultipartBatch.encode(BatchRequest(parts: requests))
+        #expect(try MultipartBatch.decodeRequest(requestBody, contentType: requestType).allRequests.count == 1_000)
+    }
+
     @Test func readsAServerWrittenResponseWithLFLinesAndPadding() throws {
         let body = "preamble\n--b1  \nContent-Type: application/http\n\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{\"A\":1}\n--b1--\nepilogue"
         let decoded = try MultipartBatch.decodeResponse(Data(body.utf8), contentType: "multipart/mixed; boundary=\"b1\"")

@@ -179,7 +179,7 @@ private struct ScenarioOutcome: Equatable {
                 let result = try await provider.upload()
                 let elapsed = ContinuousClock.now - start
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                #expect(result.succeeded == 1_000)
+                #expect(result.succeeded == 1_000, "\(result.failed.prefix(2).map(\.message))")
                 lines.append("latency \(latency) ms, \(mode): \(server.counters.totalRequests) HTTP requests, "
                     + String(format: "%.2f s, %.0f requests/s", seconds, 1_000 / seconds))
                 await provider.close()
