@@ -168,10 +168,17 @@ private struct ScenarioOutcome: Equatable {
                 var parameters = Northwind.parameters(directory)
                 parameters.uploadMode = mode
                 let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
-                try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Products"))
+                for query in Northwind.definingQueries { try await provider.add(definingQuery: query) }
                 try await provider.open()
-                for index in 0..<1_000 {
-                    _ = try await provider.execute(.local("PATCH", "Products(\(index % 77 + 1))", body: #"{"UnitsInStock":\#(index)}"#))
+                // 1,000 updates of 1,000 different entities (each carries its downloaded ETag).
+                var targets = try await provider.getAll("Orders").map { "PATCH Orders(\($0["OrderID"]?.intValue ?? 0)) ShipCity" }
+                targets += try await provider.getAll("Customers").map { "PATCH Customers('\($0["CustomerID"]?.stringValue ?? "")') City" }
+                targets += try await provider.getAll("Products").map { "PATCH Products(\($0["ProductID"]?.intValue ?? 0)) ProductName" }
+                targets += try await provider.getAll("Employees").map { "PATCH Employees(\($0["EmployeeID"]?.intValue ?? 0)) City" }
+                try #require(targets.count >= 1_000)
+                for (index, target) in targets.prefix(1_000).enumerated() {
+                    let pieces = target.split(separator: " ").map(String.init)
+                    _ = try await provider.execute(.local(pieces[0], pieces[1], body: #"{"\#(pieces[2])":"Bench \#(index)"}"#))
                 }
                 if latency > 0 { _ = try server.faults.add(FaultRule(.latency(.milliseconds(latency)))) }
                 server.resetCounters()
