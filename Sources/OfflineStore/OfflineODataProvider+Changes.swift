@@ -16,6 +16,33 @@ extension OfflineODataProvider {
         Date().formatted(.iso8601)
     }
 
+    /// `If-Match` with the entity's downloaded ETag, for updates and deletes.
+    private func ifMatch(_ record: EntityRecord) -> JSONObject {
+        var headers = JSONObject()
+        if let etag = record.original?["@odata.etag"]?.stringValue ?? record.entity["@odata.etag"]?.stringValue {
+            headers.append(.string(etag), forKey: "If-Match")
+        }
+        return headers
+    }
+
+    /// Queues the request of one local change and commits the changed entity, the request and the
+    /// counters in one transaction, so a crash keeps both or neither.
+    private func queueChange(_ record: EntityRecord, method: String, url: String, body: Data?, headers: JSONObject,
+                             customTag: String?, counters: StoreCounters, store: EntityStore) async throws {
+        var counters = counters
+        let request = QueuedRequest(id: counters.nextRequestID, method: method, url: url,
+                                    body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
+                                    headers: queuedHeaders(headers), entity: record.reference, createdAt: Self.timestamp())
+        counters.nextRequestID += 1
+        let finalCounters = counters
+        try await store.write { changes in
+            try changes.put(record)
+            try changes.enqueue(request)
+            try changes.putCounters(finalCounters)
+        }
+        self.counters = finalCounters
+    }
+
     /// The headers every queued request carries; with repeatable requests a
     /// `Repeatability-Request-ID` and `Repeatability-First-Sent`, stored before the first send so
     /// that a re-send after a lost answer carries the same ones.
@@ -148,17 +175,8 @@ extension OfflineODataProvider {
         let record = EntityRecord(set: set, key: key, order: counters.nextOrder, state: .created, entity: ordered,
                                   original: existing?.original, links: JSONObject())
         counters.nextOrder += 1
-        let request = QueuedRequest(id: counters.nextRequestID, method: "POST", url: parsed.relativeURL(),
-                                    body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
-                                    headers: queuedHeaders(), entity: record.reference, createdAt: Self.timestamp())
-        counters.nextRequestID += 1
-        let finalCounters = counters
-        try await store.write { changes in
-            try changes.put(record)
-            try changes.enqueue(request)
-            try changes.putCounters(finalCounters)
-        }
-        self.counters = finalCounters
+        try await queueChange(record, method: "POST", url: parsed.relativeURL(), body: body, headers: JSONObject(),
+                              customTag: customTag, counters: counters, store: store)
         var payload = JSONObject()
         payload.append(.string(serviceRoot + "$metadata#" + set + "/$entity"), forKey: "@odata.context")
         for (name, value) in LocalQuery.json(record) { payload.append(value, forKey: name) }
@@ -188,23 +206,8 @@ extension OfflineODataProvider {
             record.state = .updated
         }
         record.entity = entity
-        var counters = self.counters
-        var headers = JSONObject()
-        if let etag = record.original?["@odata.etag"]?.stringValue ?? record.entity["@odata.etag"]?.stringValue {
-            headers.append(.string(etag), forKey: "If-Match")
-        }
-        let request = QueuedRequest(id: counters.nextRequestID, method: replace ? "PUT" : "PATCH", url: PercentEncoding.encodePath(record.reference),
-                                    body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
-                                    headers: queuedHeaders(headers), entity: record.reference, createdAt: Self.timestamp())
-        counters.nextRequestID += 1
-        let finalRecord = record
-        let finalCounters = counters
-        try await store.write { changes in
-            try changes.put(finalRecord)
-            try changes.enqueue(request)
-            try changes.putCounters(finalCounters)
-        }
-        self.counters = finalCounters
+        try await queueChange(record, method: replace ? "PUT" : "PATCH", url: PercentEncoding.encodePath(record.reference), body: body,
+                              headers: ifMatch(record), customTag: customTag, counters: self.counters, store: store)
         return ODataResponse(statusCode: 204)
     }
 
@@ -217,24 +220,10 @@ extension OfflineODataProvider {
             throw OfflineODataError(.invalidRequest, "DELETE needs one entity; '\(parsed.rawPath)' is a collection")
         }
         if record.state == .downloaded { record.original = record.entity }
-        var headers = JSONObject()
-        if let etag = record.original?["@odata.etag"]?.stringValue ?? record.entity["@odata.etag"]?.stringValue {
-            headers.append(.string(etag), forKey: "If-Match")
-        }
+        let headers = ifMatch(record)
         record.state = .deleted
-        var counters = self.counters
-        let request = QueuedRequest(id: counters.nextRequestID, method: "DELETE", url: PercentEncoding.encodePath(record.reference),
-                                    body: nil, customTag: customTag, headers: queuedHeaders(headers), entity: record.reference,
-                                    createdAt: Self.timestamp())
-        counters.nextRequestID += 1
-        let finalRecord = record
-        let finalCounters = counters
-        try await store.write { changes in
-            try changes.put(finalRecord)
-            try changes.enqueue(request)
-            try changes.putCounters(finalCounters)
-        }
-        self.counters = finalCounters
+        try await queueChange(record, method: "DELETE", url: PercentEncoding.encodePath(record.reference), body: nil,
+                              headers: headers, customTag: customTag, counters: self.counters, store: store)
         return ODataResponse(statusCode: 204)
     }
 

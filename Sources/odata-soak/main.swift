@@ -181,7 +181,7 @@ final class CacheAnswerChecker: ODataRequestListener {
 
 /// One reader: random reads, each identifiable by its payload, until the deadline or the request budget.
 func reader(stores: [OnlineODataStore], seed: UInt64, deadline: ContinuousClock.Instant, committed: Committed, figures: Figures) async {
-    var random = SeededGenerator(seed: seed)
+    var random = SeededRandom(seed: seed)
     let customers = ["ALFKI", "ANATR", "ANTON", "AROUT", "BERGS", "BLAUS", "BLONP", "BOLID"]
     while ContinuousClock.now < deadline, figures.take("budget") {
         var productID: Int?
@@ -215,18 +215,6 @@ func reader(stores: [OnlineODataStore], seed: UInt64, deadline: ContinuousClock.
     }
 }
 
-/// SplitMix64.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 func soak(_ options: Options) async -> Int32 {
     let figures = Figures()
@@ -284,7 +272,7 @@ func soak(_ options: Options) async -> Int32 {
     await withTaskGroup(of: Void.self) { group in
         // Faults: every 100 ms one random fault on reads, counted when it fires.
         group.addTask {
-            var random = SeededGenerator(seed: options.seed &+ 1000)
+            var random = SeededRandom(seed: options.seed &+ 1000)
             var installed: [FaultID] = []
             while ContinuousClock.now < deadline {
                 let action: FaultAction = switch Int.random(in: 0..<5, using: &random) {
@@ -307,7 +295,7 @@ func soak(_ options: Options) async -> Int32 {
         }
         // A writer: the producer's data moves on, so stale data can be told from fresh.
         group.addTask {
-            var random = SeededGenerator(seed: options.seed &+ 2000)
+            var random = SeededRandom(seed: options.seed &+ 2000)
             var value: Int64 = 1_000
             while ContinuousClock.now < deadline {
                 let id = Int.random(in: 1...12, using: &random)
@@ -325,7 +313,7 @@ func soak(_ options: Options) async -> Int32 {
         }
         // The caches close and reopen under the readers.
         group.addTask {
-            var random = SeededGenerator(seed: options.seed &+ 3000)
+            var random = SeededRandom(seed: options.seed &+ 3000)
             while ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(Int.random(in: 150...500, using: &random)))
                 let store = Bool.random(using: &random) ? active : passive
@@ -339,7 +327,7 @@ func soak(_ options: Options) async -> Int32 {
         }
         // Active and passive modes switch under the readers.
         group.addTask {
-            var random = SeededGenerator(seed: options.seed &+ 4000)
+            var random = SeededRandom(seed: options.seed &+ 4000)
             while ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(Int.random(in: 100...400, using: &random)))
                 let store = Bool.random(using: &random) ? active : passive

@@ -1,0 +1,18 @@
+/// A small deterministic random generator (SplitMix64): a seed names a whole run of inputs, so the
+/// fuzz tests and the soak can print their seed and be replayed exactly.
+package struct SeededRandom: RandomNumberGenerator {
+    private var state: UInt64
+
+    /// Creates a generator.
+    /// - Parameter seed: the seed; equal seeds give equal sequences.
+    package init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
