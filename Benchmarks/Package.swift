@@ -55,6 +55,7 @@ let package = Package(
                 "BenchmarkKit",
                 .product(name: "OfflineStore", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "CurlHTTP", package: "ODataStores"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

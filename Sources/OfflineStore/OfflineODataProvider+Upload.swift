@@ -63,26 +63,34 @@ extension OfflineODataProvider {
         var settled = 0
         var failedCreates: [String: Int64] = [:]
         var lastID: Int64 = 0
+        // Outcomes not yet committed: the answers of one `$batch` are applied in one transaction
+        // (one by one: each answer in its own); failures are reported once that committed.
+        var pending = PendingOutcomes()
+        func failed(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: String) {
+            pending.steps.append(Self.failureStep(entry, failure, domain: domain))
+            pending.failures.append(failure)
+            if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+            result.failed.append(failure)
+        }
         while true {
             let batch = try store.queuedRequests().filter { $0.id > lastID }
-            guard !batch.isEmpty else { break }
+            guard let snapshotEnd = batch.last?.id else { break }
             if settled + batch.count > total { total = settled + batch.count }
             // Answers of a `$batch` already sent, by request ID, for the requests still to settle.
             var prefetched: [Int64: Result<TransportResponse, any Error>] = [:]
             for (index, entry) in batch.enumerated() {
+                if prefetched.isEmpty { try await commit(&pending, store: store) }
                 if settled > 0 || lastID > 0 {
                     reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
                 }
                 settled += 1
                 lastID = entry.id
                 if let failedID = failedCreates[entry.entity] {
-                    let failure = OfflineODataFailedRequest(
+                    failed(entry, OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
                         statusCode: nil, serviceError: nil,
-                        message: "not sent: the request \(failedID) that created \(entry.entity) failed", affectedEntity: entry.entity)
-                    try await fail(entry, failure, domain: "Dependency", store: store)
-                    if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
-                    result.failed.append(failure)
+                        message: "not sent: the request \(failedID) that created \(entry.entity) failed", affectedEntity: entry.entity),
+                        domain: "Dependency")
                     continue
                 }
                 // An answer already received is applied even when the caller stopped the upload.
@@ -104,33 +112,39 @@ extension OfflineODataProvider {
                     if error is CancellationError || Task.isCancelled {
                         // Stopped by the caller: the request stays queued (with its repeatability
                         // headers) and the next upload sends it again.
+                        try await commit(&pending, store: store)
                         throw CancellationError()
                     }
-                    let failure = OfflineODataFailedRequest(
+                    failed(entry, OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
-                        statusCode: nil, serviceError: nil, message: "transport error: \(error)", affectedEntity: entry.entity)
-                    try await fail(entry, failure, domain: "Transport", store: store)
-                    if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
-                    result.failed.append(failure)
+                        statusCode: nil, serviceError: nil, message: "transport error: \(error)", affectedEntity: entry.entity),
+                        domain: "Transport")
                     continue
                 }
                 if (200..<300).contains(response.status) {
                     result.succeeded += 1
-                    if try await succeed(entry, response: response, store: store) != nil {
-                        // The create's key changed: later requests were rewritten in the store
-                        // (URLs, affected entities, foreign keys in bodies); read them again.
-                        break
+                    if entry.method == "POST" {
+                        // A create is the last request of its `$batch`; its key may change every
+                        // later queued request, so it commits on its own.
+                        try await commit(&pending, store: store)
+                        if try await created(entry, response: response, store: store) {
+                            // Later requests were rewritten in the store (URLs, affected entities,
+                            // foreign keys in bodies); read them again.
+                            break
+                        }
+                    } else {
+                        let laterInSnapshot = batch[(index + 1)...].contains { $0.entity == entry.entity }
+                        pending.steps.append(Self.successStep(entry, response: response, laterInSnapshot: laterInSnapshot, snapshotEnd: snapshotEnd))
                     }
                 } else {
                     let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
-                    let failure = OfflineODataFailedRequest(
+                    failed(entry, OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
-                        statusCode: response.status, serviceError: serviceError, message: serviceError.message, affectedEntity: entry.entity)
-                    try await fail(entry, failure, domain: "OData", store: store)
-                    if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
-                    result.failed.append(failure)
+                        statusCode: response.status, serviceError: serviceError, message: serviceError.message, affectedEntity: entry.entity),
+                        domain: "OData")
                 }
             }
+            try await commit(&pending, store: store)
         }
         if settled > 0 { reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID)) }
         return result
@@ -325,83 +339,102 @@ extension OfflineODataProvider {
         return (Array(records.values), queued)
     }
 
-    /// Applies an accepted request to the store; returns `(temporary, server)` references when a
-    /// create changed the entity's key.
-    private func succeed(_ entry: QueuedRequest, response: TransportResponse, store: EntityStore) async throws -> (String, String)? {
-        let query = LocalQuery(store: store, model: model)
-        let later = try store.queuedRequests().filter { $0.id > entry.id }
-        let laterOnEntity = later.contains { $0.entity == entry.entity }
-        guard var record = try store.record(set: String(entry.entity.prefix { $0 != "(" }), key: String(entry.entity.drop { $0 != "(" })) else {
-            try await store.write { changes in try changes.dequeue(entry.id) }
-            return nil
-        }
-        _ = query
-        let etag = response.headerFields[.eTag]
-        switch entry.method {
-        case "POST":
-            guard let type = model.entityType(ofSet: record.set) else { break }
-            var serverEntity = JSONObject()
-            if let object = (try? JSON.parse(response.body))?.objectValue {
-                for (name, value) in object where !name.contains("@") && type.propertyTypes[name] != nil { serverEntity[name] = value }
-                if let bodyETag = object["@odata.etag"] { serverEntity["@odata.etag"] = bodyETag }
-            }
-            var entity = record.entity
-            let oldEntity = record.entity
-            for name in type.key { if let value = serverEntity[name] { entity[name] = value } }
-            if let tag = etag ?? serverEntity["@odata.etag"]?.stringValue { entity["@odata.etag"] = .string(tag) }
-            let newKey = (try? CanonicalKey.render(entity, type: type)) ?? record.key
-            let oldReference = record.reference
-            let oldKey = record.key
-            record.key = newKey
-            record.entity = entity
-            if record.state != .deleted { record.state = laterOnEntity ? .updated : .downloaded }
-            record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
-            let newReference = record.reference
-            let finalRecord = record
-            var rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }
-            var dependents: [EntityRecord] = []
-            if oldKey != newKey {
-                var changedKeys: [String: (JSONValue, JSONValue)] = [:]
-                for name in type.key {
-                    if let old = oldEntity[name], let new = entity[name], old != new { changedKeys[name] = (old, new) }
-                }
-                (dependents, rewritten) = try foreignKeysRewritten(to: record.set, changedKeys: changedKeys, store: store, queued: rewritten)
-            }
-            rewritten = rewritten.filter { rewrittenEntry in later.first { $0.id == rewrittenEntry.id } != rewrittenEntry }
-            let finalRewritten = rewritten
-            let finalDependents = dependents
-            try await store.write { changes in
-                if oldKey != newKey { try changes.remove(set: finalRecord.set, key: oldKey) }
-                try changes.put(finalRecord)
-                for dependent in finalDependents { try changes.put(dependent) }
-                for updated in finalRewritten { try changes.enqueue(updated) }
-                try changes.dequeue(entry.id)
-            }
-            return oldReference == newReference ? nil : (oldReference, newReference)
-        case "DELETE":
-            let deleted = record
-            try await store.write { changes in
-                if !laterOnEntity && deleted.state == .deleted { try changes.remove(set: deleted.set, key: deleted.key) }
-                try changes.dequeue(entry.id)
-            }
-        default:
-            if let etag { record.entity["@odata.etag"] = .string(etag) }
-            if !laterOnEntity && record.state != .deleted && !record.inErrorState {
-                record.state = .downloaded
-                record.original = nil
-            }
-            let finalRecord = record
-            try await store.write { changes in
-                try changes.put(finalRecord)
-                try changes.dequeue(entry.id)
-            }
-        }
-        return nil
+    /// Commits the outcomes not yet committed in one transaction, then reports their failures.
+    private func commit(_ pending: inout PendingOutcomes, store: EntityStore) async throws {
+        guard !pending.steps.isEmpty else { return }
+        let steps = pending.steps
+        try await store.write { changes in for step in steps { try step(changes) } }
+        pending.steps.removeAll()
+        for failure in pending.failures { reportFailure(failure) }
+        pending.failures.removeAll()
     }
 
-    /// Records a failed request: ErrorArchive entry, entity in error state, request dequeued — in
-    /// one transaction — then the delegate call.
-    private func fail(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: String, store: EntityStore) async throws {
+    /// Applies an accepted create: the server's key and ETag replace the local ones, and a changed
+    /// key is put into every later queued request and into the foreign keys that held the
+    /// temporary value — one transaction.
+    ///
+    /// - Returns: Whether later queued requests were rewritten (the caller reads the queue again).
+    private func created(_ entry: QueuedRequest, response: TransportResponse, store: EntityStore) async throws -> Bool {
+        let later = try store.queuedRequests().filter { $0.id > entry.id }
+        let laterOnEntity = later.contains { $0.entity == entry.entity }
+        guard var record = try store.record(set: String(entry.entity.prefix { $0 != "(" }), key: String(entry.entity.drop { $0 != "(" })),
+              let type = model.entityType(ofSet: record.set)
+        else {
+            try await store.write { changes in try changes.dequeue(entry.id) }
+            return false
+        }
+        var serverEntity = JSONObject()
+        if let object = (try? JSON.parse(response.body))?.objectValue {
+            for (name, value) in object where !name.contains("@") && type.propertyTypes[name] != nil { serverEntity[name] = value }
+            if let bodyETag = object["@odata.etag"] { serverEntity["@odata.etag"] = bodyETag }
+        }
+        var entity = record.entity
+        let oldEntity = record.entity
+        for name in type.key { if let value = serverEntity[name] { entity[name] = value } }
+        if let tag = response.headerFields[.eTag] ?? serverEntity["@odata.etag"]?.stringValue { entity["@odata.etag"] = .string(tag) }
+        let newKey = (try? CanonicalKey.render(entity, type: type)) ?? record.key
+        let oldReference = record.reference
+        let oldKey = record.key
+        record.key = newKey
+        record.entity = entity
+        if record.state != .deleted { record.state = laterOnEntity ? .updated : .downloaded }
+        record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
+        let newReference = record.reference
+        let finalRecord = record
+        var rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }
+        var dependents: [EntityRecord] = []
+        if oldKey != newKey {
+            var changedKeys: [String: (JSONValue, JSONValue)] = [:]
+            for name in type.key {
+                if let old = oldEntity[name], let new = entity[name], old != new { changedKeys[name] = (old, new) }
+            }
+            (dependents, rewritten) = try foreignKeysRewritten(to: record.set, changedKeys: changedKeys, store: store, queued: rewritten)
+        }
+        rewritten = rewritten.filter { rewrittenEntry in later.first { $0.id == rewrittenEntry.id } != rewrittenEntry }
+        let finalRewritten = rewritten
+        let finalDependents = dependents
+        try await store.write { changes in
+            if oldKey != newKey { try changes.remove(set: finalRecord.set, key: oldKey) }
+            try changes.put(finalRecord)
+            for dependent in finalDependents { try changes.put(dependent) }
+            for updated in finalRewritten { try changes.enqueue(updated) }
+            try changes.dequeue(entry.id)
+        }
+        return oldReference != newReference
+    }
+
+    /// The store changes for an accepted update or delete, run inside the transaction that commits
+    /// them, so they see the entity as it is then (a local change made while the request was
+    /// under way is kept, not overwritten).
+    ///
+    /// - Parameters:
+    ///   - laterInSnapshot: Whether a later request of the upload's queue snapshot is on the same entity.
+    ///   - snapshotEnd: The last request ID of that snapshot; requests queued after it are looked up in the transaction.
+    private static func successStep(_ entry: QueuedRequest, response: TransportResponse, laterInSnapshot: Bool, snapshotEnd: Int64) -> UploadStep {
+        let etag = response.headerFields[.eTag]
+        let set = String(entry.entity.prefix { $0 != "(" })
+        let key = String(entry.entity.drop { $0 != "(" })
+        return { changes in
+            let laterOnEntity = try laterInSnapshot || changes.queuedRequests(after: snapshotEnd).contains { $0.entity == entry.entity }
+            if var record = try changes.current(set: set, key: key) {
+                if entry.method == "DELETE" {
+                    if !laterOnEntity && record.state == .deleted { try changes.remove(set: record.set, key: record.key) }
+                } else {
+                    if let etag { record.entity["@odata.etag"] = .string(etag) }
+                    if !laterOnEntity && record.state != .deleted && !record.inErrorState {
+                        record.state = .downloaded
+                        record.original = nil
+                    }
+                    try changes.put(record)
+                }
+            }
+            try changes.dequeue(entry.id)
+        }
+    }
+
+    /// The store changes for a failed request: ErrorArchive entry, entity in error state (a failed
+    /// delete makes it visible again with `isDeleteError`), request dequeued.
+    private static func failureStep(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: String) -> UploadStep {
         var archived = JSONObject()
         archived.append(.int(entry.id), forKey: "RequestID")
         archived.append(.string(entry.method), forKey: "RequestMethod")
@@ -415,23 +448,30 @@ extension OfflineODataProvider {
         archived.append(entry.customTag.map(JSONValue.string) ?? .null, forKey: "CustomTag")
         archived.append(.string(entry.entity), forKey: "AffectedEntityReference")
         let finalArchive = archived
-        var record = try store.record(set: String(entry.entity.prefix { $0 != "(" }), key: String(entry.entity.drop { $0 != "(" }))
-        if var touched = record {
-            touched.inErrorState = true
-            if entry.method == "DELETE" {
-                touched.isDeleteError = true
-                if touched.state == .deleted { touched.state = touched.original == nil ? .created : .updated }
-            }
-            record = touched
-        }
-        let finalRecord = record
-        try await store.write { changes in
+        let set = String(entry.entity.prefix { $0 != "(" })
+        let key = String(entry.entity.drop { $0 != "(" })
+        return { changes in
             try changes.archiveError(finalArchive, id: entry.id)
-            if let finalRecord { try changes.put(finalRecord) }
+            if var record = try changes.current(set: set, key: key) {
+                record.inErrorState = true
+                if entry.method == "DELETE" {
+                    record.isDeleteError = true
+                    if record.state == .deleted { record.state = record.original == nil ? .created : .updated }
+                }
+                try changes.put(record)
+            }
             try changes.dequeue(entry.id)
         }
-        reportFailure(failure)
     }
+}
+
+/// One answered request's changes to the store, run inside a write transaction.
+typealias UploadStep = @Sendable (EntityStore.Changes) throws -> Void
+
+/// Answered requests whose changes are not committed yet, and their failures to report once they are.
+struct PendingOutcomes {
+    var steps: [UploadStep] = []
+    var failures: [OfflineODataFailedRequest] = []
 }
 
 /// A `$batch` answer that does not give a request's outcome.

@@ -5,10 +5,14 @@
 // 2. Key lookup through the public API (`execute(GET Items(k))`): p50, p90.
 // 3. A 5-clause `$filter` over the N local entities, against the same WHERE in SQLite (GRDB)
 //    over the same rows.
+// 4. Upload of 1,000 queued updates (PATCH of 1,000 different entities, each with its ETag):
+//    one by one against `$batch` change sets of 100 and of 1,000, on loopback and with 2 ms
+//    added to every HTTP request (a near network): requests per second.
 //
 // Needs the fixture producer's binary: build it at the repository root with
 // `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER).
 import BenchmarkKit
+import CurlHTTP
 import Foundation
 import GRDB
 import ODataCore
@@ -167,7 +171,6 @@ printTable(title: "Initial download (\(count) entities, real HTTP, encrypted LMD
     "client CPU time for the whole open() (this process: HTTP, decoding, sealing, LMDB)", String(format: "%.2f s", clientCPU),
     String(format: "%.0f per CPU-second", Double(count) / clientCPU), "",
 ]])
-producer.terminate()
 
 // 2. Key lookups.
 var keyGenerator = SystemRandomNumberGenerator()
@@ -241,5 +244,75 @@ printTable(title: "5-clause $filter over \(count) entities (\(localCount) match 
     ["SQLite (GRDB) rows → the same V4 JSON", formatDuration(sqliteJSON.median), formatDuration(sqliteJSON.percentile(90)), "", "1.00×"],
 ])
 print("\nFilter: \(filter)")
-print("Resident memory at the end: \(residentBytes() / 1_048_576) MiB")
 await provider.close()
+
+// 4. Upload: one by one vs `$batch` change sets.
+let control = try CurlTransport()
+/// Calls the producer's control endpoint and returns the answer's body.
+func fixtureControl(_ method: String, _ path: String, _ body: String? = nil) async throws -> Data {
+    let response = try await control.send(TransportRequest(method: method, url: serviceRoot + "$fixture/" + path,
+                                                           headerFields: body == nil ? [:] : [.contentType: "application/json"],
+                                                           body: body.map { Data($0.utf8) }))
+    precondition((200..<300).contains(response.status), "control \(method) \(path): \(response.status)")
+    return response.body
+}
+/// The PATCHes the producer executed and the HTTP requests it received since its counters were reset.
+func producerCounts() async throws -> (patches: Int, httpRequests: Int) {
+    let list = try JSON.parse(try await fixtureControl("GET", "counters"))["value"]?.arrayValue ?? []
+    var patches = 0
+    var httpRequests = 0
+    for entry in list {
+        if entry["method"]?.stringValue == "PATCH" { patches += Int(entry["executed"]?.intValue ?? 0) }
+        httpRequests += Int(entry["received"]?.intValue ?? 0)
+    }
+    return (patches, httpRequests)
+}
+
+let updates = 1_000
+var uploadRows: [[String]] = []
+var firstItem = 1
+var oneByOneRate: [Int: Double] = [:]
+for latency in [0, 2] {
+    if latency > 0 { _ = try await fixtureControl("POST", "faults", #"{"action": "latency", "milliseconds": \#(latency), "times": 1000000}"#) }
+    for mode in [OfflineODataUploadMode.oneByOne, .batch(maxRequestsPerBatch: 100), .batch(maxRequestsPerBatch: 1_000)] {
+        var modeParameters = parameters
+        modeParameters.uploadMode = mode
+        let uploader = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: modeParameters)
+        try await uploader.open()
+        // 1,000 updates of 1,000 entities not touched before in this run.
+        let targets = firstItem..<(firstItem + updates)
+        firstItem += updates
+        let queueStart = DispatchTime.now().uptimeNanoseconds
+        for id in targets {
+            _ = try await uploader.execute(.local("PATCH", "Items(\(id))", body: #"{"Name":"Uploaded \#(id)"}"#))
+        }
+        let queueNanoseconds = Double(DispatchTime.now().uptimeNanoseconds - queueStart)
+        _ = try await fixtureControl("DELETE", "counters")
+        let start = DispatchTime.now().uptimeNanoseconds
+        let result = try await uploader.upload()
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        precondition(result.succeeded == updates && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
+        let counts = try await producerCounts()
+        precondition(counts.patches == updates, "the producer executed \(counts.patches) PATCHes for \(updates) updates")
+        let check = try await control.send(TransportRequest(url: serviceRoot + "Items(\(targets.last!))"))
+        precondition(String(decoding: check.body, as: UTF8.self).contains("Uploaded \(targets.last!)"), "the producer does not have the last update")
+        let rate = Double(updates) / seconds
+        if case .oneByOne = mode { oneByOneRate[latency] = rate }
+        let modeName: String
+        switch mode {
+        case .oneByOne: modeName = "one by one"
+        case .batch(let limit): modeName = "$batch, \(limit) change sets each"
+        }
+        uploadRows.append([
+            latency == 0 ? "loopback" : "+\(latency) ms per HTTP request", modeName, String(counts.httpRequests),
+            String(format: "%.2f s", seconds), String(format: "%.0f", rate), String(format: "%.2f×", rate / (oneByOneRate[latency] ?? rate)),
+            formatDuration(queueNanoseconds / Double(updates)),
+        ])
+        await uploader.close()
+    }
+}
+_ = try await fixtureControl("DELETE", "faults")
+printTable(title: "Upload of \(updates) queued updates (PATCH of distinct entities with If-Match, encrypted store with fsync per commit)",
+           header: ["network", "mode", "HTTP requests", "upload time", "requests/s", "vs one by one", "local update (queueing) each"], rows: uploadRows)
+print("Resident memory at the end: \(residentBytes() / 1_048_576) MiB")
+producer.terminate()

@@ -84,27 +84,34 @@ final class FixtureService: Sendable {
     /// Handles one request that arrived over HTTP.
     func handle(_ request: IncomingRequest) -> OutgoingResponse {
         state.withLock { state in
-            guard let id = request.headers[.repeatabilityRequestID], !id.isEmpty else {
-                return execute(request, state: &state)
+            executeOnce(request, state: &state) { execute(request, state: &$0) }
+        }
+    }
+
+    /// Runs `body` once per `Repeatability-Request-ID`: a request (or `$batch` member) whose ID was
+    /// seen before gets the stored response again, marked replayed, without executing anything;
+    /// an ID first used for another method or path is refused with 422.
+    private func executeOnce(
+        _ request: IncomingRequest, state: inout State, _ body: (inout State) -> OutgoingResponse
+    ) -> OutgoingResponse {
+        guard let id = request.headers[.repeatabilityRequestID], !id.isEmpty else { return body(&state) }
+        if let stored = state.replays[id] {
+            guard stored.method == request.method, stored.path == request.path else {
+                return .error(
+                    ServiceFailure(
+                        422, "RepeatabilityMismatch",
+                        "Repeatability-Request-ID \(id) was first used for \(stored.method) \(stored.path)"))
             }
-            if let stored = state.replays[id] {
-                guard stored.method == request.method, stored.path == request.path else {
-                    return .error(
-                        ServiceFailure(
-                            422, "RepeatabilityMismatch",
-                            "Repeatability-Request-ID \(id) was first used for \(stored.method) \(stored.path)"))
-                }
-                counters.recordReplayed(method: request.method, path: request.decodedPath)
-                var response = stored.response
-                response.headers[.repeatabilityResult] = "accepted"
-                response.headers[.fixtureReplayed] = "true"
-                return response
-            }
-            var response = execute(request, state: &state)
+            counters.recordReplayed(method: request.method, path: request.decodedPath)
+            var response = stored.response
             response.headers[.repeatabilityResult] = "accepted"
-            state.replays[id] = StoredReplay(method: request.method, path: request.path, response: response)
+            response.headers[.fixtureReplayed] = "true"
             return response
         }
+        var response = body(&state)
+        response.headers[.repeatabilityResult] = "accepted"
+        state.replays[id] = StoredReplay(method: request.method, path: request.path, response: response)
+        return response
     }
 
     private func effectiveMethod(_ request: IncomingRequest) -> String {
@@ -664,7 +671,8 @@ final class FixtureService: Sendable {
 
     // MARK: Batch
 
-    /// Executes a `$batch` member unless a fault meant for batch members answers it.
+    /// Executes a `$batch` member unless a fault meant for batch members answers it; a member with
+    /// its own `Repeatability-Request-ID` is executed once, like a request of its own.
     private func executeMember(
         _ request: IncomingRequest, state: inout State, contentIDs: [String: String] = [:]
     ) -> OutgoingResponse {
@@ -674,7 +682,7 @@ final class FixtureService: Sendable {
             counters.recordFaulted(method: method, path: request.decodedPath)
             return .error(ServiceFailure(status, code, message))
         }
-        return execute(request, state: &state, contentIDs: contentIDs)
+        return executeOnce(request, state: &state) { execute(request, state: &$0, contentIDs: contentIDs) }
     }
 
     private func batch(_ request: IncomingRequest, state: inout State) throws -> OutgoingResponse {
@@ -695,6 +703,14 @@ final class FixtureService: Sendable {
             case .request(let member):
                 let response = executeMember(IncomingRequest(batchPart: member, serviceRootPath: rootPath), state: &state)
                 parts.append(.response(response.odataResponse, contentID: nil))
+            case .changeSet(let members) where members.count == 1:
+                // One member: runs on the live state, as a request on its own does (copying the
+                // state per change set cost O(entities) each).
+                let member = members[0]
+                let response = executeMember(IncomingRequest(batchPart: member.request, serviceRootPath: rootPath), state: &state)
+                parts.append(response.status >= 400
+                    ? .response(response.odataResponse, contentID: member.contentID)
+                    : .changeSet([(member.contentID, response.odataResponse)]))
             case .changeSet(let members):
                 // The change set runs on a copy of the state: all of it is kept, or none.
                 var scratch = state

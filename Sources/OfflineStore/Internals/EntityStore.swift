@@ -278,6 +278,19 @@ final class EntityStore: Sendable {
             try txn.setValue(try store.cipher.seal(request.encoded(), key: key), forKey: key, in: store.queue)
         }
 
+        /// The queued requests with an ID above `id`, as this transaction sees them, in queue order.
+        func queuedRequests(after id: Int64) throws -> [QueuedRequest] {
+            try txn.withCursor(in: store.queue) { cursor in
+                var result: [QueuedRequest] = []
+                var entry = try cursor.seek(atLeast: EntityStore.queueKey(id + 1))
+                while let (key, value) = entry {
+                    result.append(try QueuedRequest.decode(try store.cipher.open(value, key: key)))
+                    entry = try cursor.next()
+                }
+                return result
+            }
+        }
+
         func dequeue(_ id: Int64) throws {
             _ = try txn.removeValue(forKey: EntityStore.queueKey(id), in: store.queue)
         }
