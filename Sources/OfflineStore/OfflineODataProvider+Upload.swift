@@ -300,20 +300,23 @@ extension OfflineODataProvider {
 
     /// After a create got the server's key: the foreign keys (referential constraints) in other
     /// local entities and in the bodies of later queued requests that hold the temporary key value
-    /// get the server's value.
+    /// get the server's value. A foreign key that is part of the dependent's own key (an order
+    /// item keyed by its order's ID) changes that entity's key too: it moves to the new key, and
+    /// the later queued requests on it are renamed.
     ///
-    /// - Returns: The changed records, and the queued requests with rewritten bodies.
+    /// - Returns: The changed records, the keys they moved away from, and the queued requests.
     private func foreignKeysRewritten(to principalSet: String, changedKeys: [String: (JSONValue, JSONValue)], store: EntityStore,
-                                      queued: [QueuedRequest]) throws -> ([EntityRecord], [QueuedRequest]) {
-        guard !changedKeys.isEmpty else { return ([], queued) }
+                                      queued: [QueuedRequest]) throws -> (records: [EntityRecord], movedFrom: [(set: String, key: String)], queued: [QueuedRequest]) {
+        guard !changedKeys.isEmpty else { return ([], [], queued) }
         var records: [String: EntityRecord] = [:]
+        var movedFrom: [(set: String, key: String)] = []
+        var renames: [(from: String, to: String)] = []
         var queued = queued
         for (setName, set) in model.entitySets.sorted(by: { $0.key < $1.key }) {
             guard let type = model.entityTypes[set.entityType] else { continue }
             var columns: [String: (JSONValue, JSONValue)] = [:]
             for navigation in type.navigation.values where model.targetSet(from: setName, navigation: navigation.name) == principalSet {
-                // A foreign key that is part of the dependent's own key is not rewritten (see NOTES).
-                for (dependent, principal) in navigation.constraints where !type.key.contains(dependent) {
+                for (dependent, principal) in navigation.constraints {
                     if let change = changedKeys[principal] { columns[dependent] = change }
                 }
             }
@@ -324,7 +327,13 @@ extension OfflineODataProvider {
                     record.entity[column] = change.1
                     changed = true
                 }
-                if changed { records[record.reference] = record }
+                guard changed else { continue }
+                if let newKey = try? CanonicalKey.render(record.entity, type: type), newKey != record.key {
+                    movedFrom.append((record.set, record.key))
+                    renames.append((record.reference, record.set + newKey))
+                    record.key = newKey
+                }
+                records[record.reference] = record
             }
             for index in queued.indices where queued[index].entity.hasPrefix(setName + "(") {
                 guard let text = queued[index].body, var body = (try? JSON.parse(Array(text.utf8)))?.objectValue else { continue }
@@ -336,7 +345,10 @@ extension OfflineODataProvider {
                 if changed { queued[index].body = String(decoding: JSON.serialize(.object(body)), as: UTF8.self) }
             }
         }
-        return (Array(records.values), queued)
+        for rename in renames {
+            queued = queued.map { Self.renamed($0, from: rename.from, to: rename.to) }
+        }
+        return (Array(records.values), movedFrom, queued)
     }
 
     /// Commits the outcomes not yet committed in one transaction, then reports their failures.
@@ -383,18 +395,21 @@ extension OfflineODataProvider {
         let finalRecord = record
         var rewritten = later.map { Self.renamed($0, from: oldReference, to: newReference) }
         var dependents: [EntityRecord] = []
+        var movedFrom: [(set: String, key: String)] = []
         if oldKey != newKey {
             var changedKeys: [String: (JSONValue, JSONValue)] = [:]
             for name in type.key {
                 if let old = oldEntity[name], let new = entity[name], old != new { changedKeys[name] = (old, new) }
             }
-            (dependents, rewritten) = try foreignKeysRewritten(to: record.set, changedKeys: changedKeys, store: store, queued: rewritten)
+            (dependents, movedFrom, rewritten) = try foreignKeysRewritten(to: record.set, changedKeys: changedKeys, store: store, queued: rewritten)
         }
         rewritten = rewritten.filter { rewrittenEntry in later.first { $0.id == rewrittenEntry.id } != rewrittenEntry }
         let finalRewritten = rewritten
         let finalDependents = dependents
+        let finalMovedFrom = movedFrom
         try await store.write { changes in
             if oldKey != newKey { try changes.remove(set: finalRecord.set, key: oldKey) }
+            for old in finalMovedFrom { try changes.remove(set: old.set, key: old.key) }
             try changes.put(finalRecord)
             for dependent in finalDependents { try changes.put(dependent) }
             for updated in finalRewritten { try changes.enqueue(updated) }

@@ -66,10 +66,17 @@ struct ILOData: AsyncParsableCommand {
     @Flag(name: .long, help: "Print raw JSON instead of tables.")
     var json = false
 
+    @Option(name: .long, help: "Upload in $batch requests of up to N change sets (default: one request at a time).")
+    var batch: Int?
+
     mutating func run() async throws {
         var parameters = OfflineODataParameters(storeName: storeName, storePath: storePath, storeEncryptionKey: key,
                                                 disableDefaultEncryptionKey: noEncryption, pageSize: pageSize)
         if let kdfRounds { parameters.keyDerivation = .pbkdf2(rounds: kdfRounds) }
+        if let batch {
+            guard batch >= 1 else { throw ValidationError("--batch needs at least 1, got \(batch)") }
+            parameters.uploadMode = .batch(maxRequestsPerBatch: batch)
+        }
         let root: String
         if let serviceRoot {
             root = serviceRoot

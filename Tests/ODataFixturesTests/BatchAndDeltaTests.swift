@@ -117,6 +117,44 @@ private func send(_ batch: BatchRequest, to server: FixtureServer, json: Bool = 
         }
     }
 
+    /// A member carrying its own `Repeatability-Request-ID` is executed once even when a later
+    /// `$batch` (another body, no batch-level ID) sends it again: the second answer is the stored one.
+    @Test(arguments: [false, true])
+    func batchMembersWithRepeatabilityIDsAreExecutedOnce(json: Bool) async throws {
+        try await withServer { server in
+            func repeatable(_ request: ODataRequest, _ id: String) -> ODataRequest {
+                var request = request
+                request.headerFields[HTTPField.Name("Repeatability-Request-ID")!] = id
+                request.headerFields[HTTPField.Name("Repeatability-First-Sent")!] = "Sun, 22 Nov 2026 18:00:00 GMT"
+                return request
+            }
+            let create = repeatable(jsonRequest(.post, "Shippers", #"{"CompanyName":"Once"}"#), "member-create-1")
+            let update = repeatable(jsonRequest(.patch, "Customers('ANATR')", #"{"City":"Once"}"#), "member-update-1")
+            let first = BatchRequest(parts: [.changeSet([.init(contentID: "1", request: create)]),
+                                             .changeSet([.init(contentID: "2", request: update)])])
+            let (_, answer) = try await send(first, to: server, json: json)
+            #expect(answer.allResponses.map(\.statusCode) == [201, 204])
+            let createdID = try answer.allResponses[0].json()["ShipperID"]
+            // Sent again in another grouping, with a new member in front of them.
+            let second = BatchRequest(parts: [.changeSet([.init(contentID: "9", request: jsonRequest(.patch, "Customers('BERGS')", #"{"City":"New"}"#))]),
+                                              .changeSet([.init(contentID: "1", request: create)]),
+                                              .changeSet([.init(contentID: "2", request: update)])])
+            let (_, again) = try await send(second, to: server, json: json)
+            #expect(again.allResponses.map(\.statusCode) == [204, 201, 204])
+            #expect(try again.allResponses[1].json()["ShipperID"] == createdID, "the stored answer, not a second create")
+            #expect(again.allResponses[1].headerFields[HTTPField.Name("Repeatability-Result")!] == "accepted")
+            #expect(server.counters.executions(method: "POST", path: "Shippers") == 1)
+            #expect(server.counters.entry(method: "POST", path: "Shippers")?.replayed == 1)
+            #expect(server.counters.executions(method: "PATCH", path: "Customers('ANATR')") == 1)
+            #expect(server.counters.executions(method: "PATCH", path: "Customers('BERGS')") == 1)
+            #expect(try server.read { try $0.entities(in: "Shippers") }.filter { $0["CompanyName"] == "Once" }.count == 1)
+            // The same ID for another request is refused, as for a request of its own.
+            let misuse = BatchRequest(parts: [.changeSet([.init(contentID: "1", request: repeatable(jsonRequest(.patch, "Customers('BERGS')", #"{"City":"X"}"#), "member-update-1"))])])
+            let (_, refused) = try await send(misuse, to: server, json: json)
+            #expect(refused.allResponses.map(\.statusCode) == [422])
+        }
+    }
+
     @Test func malformedBatchIs400() async throws {
         try await withServer { server in
             let result = try await Curl.run(

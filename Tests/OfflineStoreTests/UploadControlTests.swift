@@ -125,6 +125,47 @@ final class UploadProgressRecorder: OfflineODataDelegate {
         await provider.close()
     }
 
+    /// An order item keyed by (OrderID, ProductID) made for a locally created order carries the
+    /// order's temporary ID in its own key: after the order's create, the item moves to the server's
+    /// key, and its queued create and update are sent with it.
+    @Test(arguments: [OfflineODataUploadMode.oneByOne, .batch(maxRequestsPerBatch: 10)])
+    func aTemporaryKeyInsideAnotherEntitysKeyGetsTheServersKey(mode: OfflineODataUploadMode) async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        var parameters = Northwind.parameters(directory)
+        parameters.uploadMode = mode
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "customers", query: "Customers"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "orders", query: "Orders?$filter=OrderID%20lt%2010250"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Order_Details?$filter=OrderID%20lt%2010250"))
+        try await provider.open()
+        let order = try JSON.parse(try await provider.execute(.local("POST", "Orders", body: #"{"ShipCity":"Kiel","Customer@odata.bind":"Customers('ALFKI')"}"#)).payload)
+        let temporaryID = try #require(order["OrderID"]?.intValue)
+        #expect(temporaryID < 0)
+        _ = try await provider.execute(.local("POST", "Order_Details", body: #"{"OrderID":\#(temporaryID),"ProductID":11,"UnitPrice":14,"Quantity":5,"Discount":0}"#))
+        _ = try await provider.execute(.local("PATCH", "Order_Details(OrderID=\(temporaryID),ProductID=11)", body: #"{"Quantity":7}"#))
+        #expect(try await provider.pendingRequests().count == 3)
+
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+        let serverOrder = try #require(try server.read { try $0.entities(in: "Orders") }.first { $0["ShipCity"] == "Kiel" && $0["CustomerID"] == "ALFKI" })
+        let orderID = try #require(serverOrder["OrderID"]?.intValue)
+        #expect(orderID > 0)
+        let serverItem = try server.read { try $0.entity(in: "Order_Details", key: ["OrderID": .int(orderID), "ProductID": 11]) }
+        #expect(serverItem?["Quantity"]?.intValue == 7, "the item was created and updated under the server's order ID")
+        #expect(try server.read { try $0.entity(in: "Order_Details", key: ["OrderID": .int(temporaryID), "ProductID": 11]) } == nil)
+        #expect(server.counters.executions(method: "PATCH", path: "Order_Details(OrderID=\(orderID),ProductID=11)") == 1)
+        // Locally the item lives under the server's key only, and nothing waits.
+        let local = try await provider.get("Order_Details(OrderID=\(orderID),ProductID=11)")
+        #expect(local["Quantity"]?.intValue == 7)
+        #expect(try await provider.getAll("Order_Details?$filter=OrderID%20lt%200").isEmpty)
+        #expect(try await provider.getAll("Orders(\(orderID))/Order_Details").count == 1)
+        #expect(try await provider.hasPendingUpload == false)
+        await provider.close()
+        withExtendedLifetime(directory) {}
+    }
+
     @Test func aCancelledUploadResumesWithoutLossOrDuplication() async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
