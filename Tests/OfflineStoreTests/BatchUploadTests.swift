@@ -154,46 +154,4 @@ private struct ScenarioOutcome: Equatable {
         #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ANATR"]) }?["City"] == "Bremen")
         await provider.close()
     }
-
-    /// Not a test: `UPLOAD_BENCH=1 swift test --filter uploadThroughput` prints requests/s of 1,000
-    /// queued updates sent one by one and in `$batch`es, against the in-process producer, on
-    /// loopback and with 2 ms added per HTTP request (a near network).
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["UPLOAD_BENCH"] != nil))
-    func uploadThroughput() async throws {
-        var lines: [String] = []
-        for latency in [0, 2] {
-            for mode in [OfflineODataUploadMode.oneByOne, .batch(maxRequestsPerBatch: 100), .batch(maxRequestsPerBatch: 1_000)] {
-                let server = try await FixtureServer.start()
-                let directory = try TemporaryDirectory()
-                var parameters = Northwind.parameters(directory)
-                parameters.uploadMode = mode
-                let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
-                for query in Northwind.definingQueries { try await provider.add(definingQuery: query) }
-                try await provider.open()
-                // 1,000 updates of 1,000 different entities (each carries its downloaded ETag).
-                var targets = try await provider.getAll("Orders").map { "PATCH Orders(\($0["OrderID"]?.intValue ?? 0)) ShipCity" }
-                targets += try await provider.getAll("Customers").map { "PATCH Customers('\($0["CustomerID"]?.stringValue ?? "")') City" }
-                targets += try await provider.getAll("Products").map { "PATCH Products(\($0["ProductID"]?.intValue ?? 0)) ProductName" }
-                targets += try await provider.getAll("Employees").map { "PATCH Employees(\($0["EmployeeID"]?.intValue ?? 0)) City" }
-                try #require(targets.count >= 1_000)
-                for (index, target) in targets.prefix(1_000).enumerated() {
-                    let pieces = target.split(separator: " ").map(String.init)
-                    _ = try await provider.execute(.local(pieces[0], pieces[1], body: #"{"\#(pieces[2])":"Bench \#(index)"}"#))
-                }
-                if latency > 0 { _ = try server.faults.add(FaultRule(.latency(.milliseconds(latency)))) }
-                server.resetCounters()
-                let start = ContinuousClock.now
-                let result = try await provider.upload()
-                let elapsed = ContinuousClock.now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                #expect(result.succeeded == 1_000, "\(result.failed.prefix(2).map(\.message))")
-                lines.append("latency \(latency) ms, \(mode): \(server.counters.totalRequests) HTTP requests, "
-                    + String(format: "%.2f s, %.0f requests/s", seconds, 1_000 / seconds))
-                await provider.close()
-                await server.stop()
-                withExtendedLifetime(directory) {}
-            }
-        }
-        print(lines.joined(separator: "\n"))
-    }
 }

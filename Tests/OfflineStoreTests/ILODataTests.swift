@@ -8,7 +8,15 @@ import Testing
 
 /// Runs the built `ilodata` binary as a child process, the way a user would.
 final class ILODataProcess: @unchecked Sendable {
+    /// The `ilodata` built with this test bundle (the same scratch path, so a sanitizer run tests
+    /// its own instrumented binary), else the default build's.
     static var binary: String {
+        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("ilodata").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug/ilodata").path
     }
