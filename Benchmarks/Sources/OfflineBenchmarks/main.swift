@@ -284,7 +284,7 @@ for latency in [0, 2] {
         firstItem += updates
         let queueStart = DispatchTime.now().uptimeNanoseconds
         for id in targets {
-            _ = try await uploader.execute(.local("PATCH", "Items(\(id))", body: #"{"Name":"Uploaded \#(id)"}"#))
+            _ = try await uploader.execute(ODataRequest(method: .patch, resourcePath: "Items(\(id))", body: Data(#"{"Name":"Uploaded \#(id)"}"#.utf8)))
         }
         let queueNanoseconds = Double(DispatchTime.now().uptimeNanoseconds - queueStart)
         _ = try await fixtureControl("DELETE", "counters")
