@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: deps build test demo bench clean
+.PHONY: deps build test demo bench docs clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -24,6 +24,14 @@ demo: deps
 bench: deps
 	$(SWIFT) build -c release --product odata-fixture-server
 	cd Benchmarks && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable'))"); do $(SWIFT) run -c release $$b; done
+
+# The user's guide (DocC catalogs in Sources/OnlineStore and Sources/OfflineStore) as static websites:
+# .build/docs/OnlineStore.doccarchive and .build/docs/OfflineStore.doccarchive. A broken symbol link or
+# any other DocC warning fails the target.
+docs: deps
+	mkdir -p .build
+	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation \
+	  --target OnlineStore --target OfflineStore --output-path .build/docs --warnings-as-errors
 
 clean:
 	rm -rf .build

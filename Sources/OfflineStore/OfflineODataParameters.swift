@@ -18,10 +18,10 @@ public struct OfflineODataParameters: Sendable {
     /// Whether a store without ``storeEncryptionKey`` is stored in plaintext instead of under a
     /// random default key. The default is `false` (encrypted).
     public var disableDefaultEncryptionKey: Bool
-    /// Where the random default key is kept. The default (`nil`) is a ``FileKeyStore`` at
+    /// Where the random default key is kept. The default (`nil`) is a `FileKeyStore` at
     /// `storePath/storeName.key` (mode 0600).
     public var keyStore: (any KeyStore)?
-    /// How the passphrase becomes a key. The default is ``KeyDerivation/standard``.
+    /// How the passphrase becomes a key. The default is `KeyDerivation.standard`.
     public var keyDerivation: KeyDerivation
     /// The number of entities per page of a local read; a longer result carries an
     /// `@odata.nextLink` that the store resolves itself. The default is `0` (no paging).
@@ -38,7 +38,7 @@ public struct OfflineODataParameters: Sendable {
     public var credentials: [String: [String: String]]
     /// Extra headers sent with every back-end request. The default is empty.
     public var httpHeaders: [String: String]
-    /// The HTTP transport; `nil` (the default) makes a ``CurlTransport``.
+    /// The HTTP transport; `nil` (the default) makes a `CurlTransport`.
     public var transport: (any HTTPTransport)?
     /// How often an upload re-sends a request after a transport failure, 408, 429 or 5xx before it
     /// reports the failure. The default is `3`.

@@ -9,7 +9,7 @@ public import ODataCore
 /// Create it with a service root and ``OfflineODataParameters``, add defining queries, then
 /// ``open()``: the first open downloads every defining query (following server-driven paging,
 /// with `$expand`ed relationships) into LMDB; later opens need no network. Requests run
-/// through ``execute(_:)`` with the same ``ODataRequest`` model as the online store and are
+/// through ``execute(_:)`` with the same `ODataRequest` model as the online store and are
 /// answered with the same OData V4 JSON the back end gives.
 ///
 /// One store directory (`storePath/storeName`) can be open only once at a time, in this process

@@ -12,9 +12,23 @@ import HTTPTypes
 /// The callbacks each execution makes follow SPEC's state tables exactly; see ``CallbackPlan``.
 ///
 /// ## Topics
-/// - ``open()``, ``close()``, ``setMode(_:)``
-/// - ``execute(_:listener:)``, ``execute(batch:listener:)``, ``executeSynchronously(_:)``
-/// - ``closeCache()``, ``reopenCache(encryptionKey:)``, ``resetCache()``
+///
+/// ### Opening and modes
+/// - ``init(serviceRoot:options:delegate:transport:)``
+/// - ``open()``
+/// - ``close()``
+/// - ``setMode(_:)``
+///
+/// ### Executing requests
+/// - ``execute(_:listener:)``
+/// - ``response(for:listener:)``
+/// - ``execute(batch:listener:)``
+/// - ``executeSynchronously(_:)``
+///
+/// ### The technical cache
+/// - ``closeCache()``
+/// - ``reopenCache(encryptionKey:)``
+/// - ``resetCache()``
 public final class OnlineODataStore: Sendable {
     /// The service root every request path is relative to.
     public let serviceRoot: String
@@ -43,7 +57,7 @@ public final class OnlineODataStore: Sendable {
     ///   - options: the options.
     ///   - delegate: receives the outcome of ``open()``.
     ///   - transport: the HTTP transport; the default is a `CurlTransport` with `options.transport`.
-    /// - Throws: ``ODataError`` `.invalidURL` for a bad service root; a transport set-up error.
+    /// - Throws: `ODataError` `.invalidURL` for a bad service root; a transport set-up error.
     public init(serviceRoot: String, options: OnlineStoreOptions = OnlineStoreOptions(),
                 delegate: (any OnlineODataStoreDelegate)? = nil, transport: (any HTTPTransport)? = nil) throws {
         root = try ODataRequest.join(serviceRoot: serviceRoot, relative: "")
@@ -112,7 +126,7 @@ public final class OnlineODataStore: Sendable {
 
     /// Switches between active and passive mode.
     /// - Parameter mode: the new mode.
-    /// - Throws: ``ODataError`` `.invalidState` when passive mode is asked of a store without a cache.
+    /// - Throws: `ODataError` `.invalidState` when passive mode is asked of a store without a cache.
     public func setMode(_ mode: StoreMode) throws {
         if mode == .passive, cache == nil {
             throw ODataError(.invalidState, "passive mode needs the technical cache, which is disabled for this store")
@@ -136,7 +150,7 @@ public final class OnlineODataStore: Sendable {
 
     /// Reopens the cache with its key.
     /// - Parameter encryptionKey: the passphrase; `nil` uses the options' key (or the generated one).
-    /// - Throws: ``ODataError`` `.invalidState` without a cache; a cache error for a wrong key.
+    /// - Throws: `ODataError` `.invalidState` without a cache; a cache error for a wrong key.
     public func reopenCache(encryptionKey: String? = nil) throws {
         guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
         if cache.isOpen { return }
@@ -144,7 +158,7 @@ public final class OnlineODataStore: Sendable {
     }
 
     /// Wipes the cache. Allowed only while the cache is closed.
-    /// - Throws: ``ODataError`` `.invalidState` without a cache; a cache error while it is open.
+    /// - Throws: `ODataError` `.invalidState` without a cache; a cache error while it is open.
     public func resetCache() throws {
         guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
         try cache.reset()

@@ -8,7 +8,7 @@ public struct OnlineStoreOptions: Sendable {
     /// Whether the store has a technical cache. The default is `true`.
     public var useCache: Bool = true
     /// The passphrase the cache's key is derived from. The default is `nil`: a random key is
-    /// generated and kept in a key file (0600) in the store directory.
+    /// generated and kept in the key file `<storeDirectory>/<storeName>.cache/cache.key` (0600).
     public var cacheEncryptionKey: String?
     /// Switches cache encryption off. Only for data that is not confidential. The default is `false`.
     public var disableCacheEncryption: Bool = false
