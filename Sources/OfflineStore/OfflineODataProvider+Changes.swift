@@ -227,8 +227,11 @@ extension OfflineODataProvider {
         return ODataResponse(statusCode: 204)
     }
 
-    /// Deletes an ErrorArchive entry and releases its entity from error state; for a failed create,
-    /// the requests queued on the never-created entity are removed too.
+    /// Deletes an ErrorArchive entry and releases its entity from error state (when no other entry
+    /// holds it). The requests queued on an entity whose create failed go with the entry. An
+    /// entity with no request left in the queue is given up: one that never reached the back end
+    /// goes; another returns to its downloaded state and the next download reads it again — so a
+    /// 412 is repaired by deleting the entry, downloading, and making the change again.
     private func deleteErrorEntry(_ parsed: ParsedQuery, store: EntityStore) async throws -> ODataResponse {
         let segments = parsed.path.segments
         guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
@@ -240,25 +243,41 @@ extension OfflineODataProvider {
         let others = try store.errorEntries().filter {
             $0["RequestID"]?.intValue != id && $0["AffectedEntityReference"] == entry["AffectedEntityReference"]
         }
+        let failedCreate = entry["RequestMethod"]?.stringValue == "POST"
+        let reference = entry["AffectedEntityReference"]?.stringValue ?? ""
+        let queuedOnEntity = try store.queuedRequests().filter { $0.entity == reference }.map(\.id)
+        // The requests queued on a never-created entity cannot succeed and go with the entry.
+        let dependents = failedCreate ? queuedOnEntity : []
         var record: EntityRecord?
-        if let reference = entry["AffectedEntityReference"]?.stringValue, let open = reference.firstIndex(of: "("),
+        var neverCreated = false
+        if let open = reference.firstIndex(of: "("),
            var touched = try store.record(set: String(reference[..<open]), key: String(reference[open...])), others.isEmpty {
             touched.inErrorState = false
             touched.isDeleteError = false
+            if failedCreate || queuedOnEntity.isEmpty {
+                // Nothing left to upload for it: a local-only entity goes, another one is given
+                // up to its downloaded state and read again by the next download.
+                neverCreated = touched.state == .created
+                if let original = touched.original { touched.entity = original }
+                touched.state = .downloaded
+                touched.original = nil
+                touched.needsRefresh = true
+            }
             record = touched
-        }
-        // A failed create's entity never reached the back end: the requests queued on it since
-        // cannot succeed and go with the entry.
-        var dependents: [Int64] = []
-        if entry["RequestMethod"]?.stringValue == "POST", let reference = entry["AffectedEntityReference"]?.stringValue {
-            dependents = try store.queuedRequests().filter { $0.entity == reference }.map(\.id)
         }
         let finalRecord = record
         let finalDependents = dependents
+        let removeRecord = neverCreated
         try await store.write { changes in
             try changes.removeError(id)
             for dependent in finalDependents { try changes.dequeue(dependent) }
-            if let finalRecord { try changes.put(finalRecord) }
+            if let finalRecord {
+                if removeRecord {
+                    try changes.remove(set: finalRecord.set, key: finalRecord.key)
+                } else {
+                    try changes.put(finalRecord)
+                }
+            }
         }
         return ODataResponse(statusCode: 204)
     }

@@ -22,6 +22,14 @@ extension OfflineODataProvider {
 
     /// GETs `url` and returns the body of a 200 answer.
     func fetch(_ url: String, accept: String = "application/json", trackChanges: Bool = false) async throws -> Data {
+        // Without `missingIsNil` a 404 throws, so the answer is never nil.
+        try await fetch(url, accept: accept, trackChanges: trackChanges, missingIsNil: false)!
+    }
+
+    /// Reads `url` from the back end; with `missingIsNil`, a 404 or 410 answers `nil`.
+    ///
+    /// - Throws: `OfflineODataError.downloadFailed` for a transport error or any other status than 200.
+    func fetch(_ url: String, accept: String = "application/json", trackChanges: Bool = false, missingIsNil: Bool) async throws -> Data? {
         let response: TransportResponse
         do {
             var headers = backEndHeaders(accept: accept)
@@ -30,6 +38,7 @@ extension OfflineODataProvider {
         } catch {
             throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)")
         }
+        if missingIsNil && (response.status == 404 || response.status == 410) { return nil }
         guard response.status == 200 else {
             let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
             throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)")

@@ -9,7 +9,8 @@ extension OfflineODataProvider {
     /// Each defining query is read again: through its delta link when the back end gave one
     /// (changed entities are applied, `@removed` ones go), else in full and merged by key (entities
     /// the back end no longer returns go). An expired delta link (410) falls back to a full read.
-    /// Entities with pending local requests or in error state keep their local state. Defining
+    /// Entities with pending local requests or in error state keep their local state; once released
+    /// (uploaded, or their ErrorArchive entry deleted) the next download reads them again. Defining
     /// queries added since the last download are read in full; the data of removed ones goes
     /// (unless another defining query still holds it). Everything is applied in one write
     /// transaction at the end, so a download that fails half way changes nothing; local changes
@@ -57,6 +58,25 @@ extension OfflineODataProvider {
 
         // What the store held before the network reads, for the merge of full reads.
         let before = try store.allRecords()
+        // Entities whose local copy may be behind (a download skipped them while they had local
+        // state, or their failed change was given up) and that no answer above brings: read again.
+        var refreshed: [(set: String, key: String, entity: EntityRecord?)] = []
+        let incomingKeys = Set(full.records.keys).union(deltaUpserts.records.keys)
+        for record in before where record.needsRefresh && !record.hasLocalState && !incomingKeys.contains(record.reference) {
+            var single = Ingest(model: model)
+            let url = serviceRoot + PercentEncoding.encodePath(record.reference)
+            guard let body = try await fetch(url, trackChanges: false, missingIsNil: true) else {
+                refreshed.append((record.set, record.key, nil))
+                continue
+            }
+            do {
+                _ = try single.add(try ODataPayload.decodeEntity(body).jsonV4, set: record.set, query: "")
+            } catch let error as ODataError {
+                throw OfflineODataError(.downloadFailed, "the answer of GET \(url) is not an OData entity: \(error.message)")
+            }
+            refreshed.append((record.set, record.key, single.records[record.reference]))
+        }
+        let finalRefreshed = refreshed
         let holders = before.filter { !Set($0.queries).isDisjoint(with: fullQueries.union(removedQueries)) }
             .map { ($0.set, $0.key) }
         let firstOrder = self.counters.nextOrder
@@ -79,8 +99,7 @@ extension OfflineODataProvider {
             func release(_ set: String, _ key: String, queries: Set<String>) throws {
                 guard var record = try changes.current(set: set, key: key) else { return }
                 record.queries.removeAll { queries.contains($0) }
-                let pending = record.state != .downloaded || record.inErrorState
-                if record.queries.isEmpty && !pending {
+                if record.queries.isEmpty && !record.hasLocalState {
                     try changes.remove(set: set, key: key)
                 } else {
                     try changes.put(record)
@@ -97,9 +116,13 @@ extension OfflineODataProvider {
                 if var record = try changes.current(set: incoming.set, key: incoming.key) {
                     var queries = record.queries
                     for name in incoming.queries where !queries.contains(name) { queries.append(name) }
-                    if record.state == .downloaded && !record.inErrorState {
+                    if record.hasLocalState {
+                        // Its local state wins; the back end's change is read again once it is released.
+                        record.needsRefresh = true
+                    } else {
                         record.entity = incoming.entity
                         for (name, value) in incoming.links { record.links[name] = value }
+                        record.needsRefresh = false
                     }
                     record.queries = queries
                     try changes.put(record)
@@ -108,6 +131,17 @@ extension OfflineODataProvider {
                     record.order = order
                     order += 1
                     try changes.put(record)
+                }
+            }
+            for (set, key, entity) in finalRefreshed {
+                guard var record = try changes.current(set: set, key: key), !record.hasLocalState else { continue }
+                if let entity {
+                    record.entity = entity.entity
+                    for (name, value) in entity.links { record.links[name] = value }
+                    record.needsRefresh = false
+                    try changes.put(record)
+                } else {
+                    try changes.remove(set: set, key: key)  // gone on the back end
                 }
             }
             counters.nextOrder = order

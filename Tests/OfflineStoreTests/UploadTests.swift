@@ -128,6 +128,74 @@ final class FailureRecorder: OfflineODataDelegate {
         #expect(try await provider.getAll("Customers?$filter=inErrorState()").map { $0["CustomerID"] } == ["BERGS"])
     }
 
+    /// The repair of a 412: a download in between skips the entity (its local state wins) although
+    /// its delta moves on; deleting the entry gives the failed change up (downloaded state again)
+    /// and the next download reads the entity from the back end, so the change made again carries
+    /// the current ETag and succeeds.
+    @Test func a412IsRepairedByDeletingTheEntryDownloadingAndChangingAgain() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        _ = try server.mutate { data in try data.update(in: "Customers", key: ["CustomerID": "BERGS"], changes: ["Phone": "0921-99 99 99"]) }
+        _ = try await provider.execute(.local("PATCH", "Customers('BERGS')", body: #"{"City":"Umeå"}"#))
+        #expect(try await provider.upload().failed.map(\.statusCode) == [412])
+        // The usual "upload, then download": the entity in error state keeps its local state.
+        try await provider.download()
+        #expect(try await provider.get("Customers('BERGS')")["City"] == "Umeå")
+        #expect(try await provider.get("Customers('BERGS')")["Phone"] != "0921-99 99 99")
+        let entry = try #require(try await provider.getAll("ErrorArchive").first)
+        let requestID = try #require(entry["RequestID"]?.intValue)
+        _ = try await provider.execute(.local("DELETE", "ErrorArchive(\(requestID))"))
+        // Given up: the downloaded state again, out of error state.
+        let released = try await provider.get("Customers('BERGS')")
+        #expect(released["City"] == "Luleå")
+        #expect(released[EntityRecord.inErrorStateAnnotation] == nil)
+        #expect(try await provider.getAll("Customers?$filter=inErrorState()").isEmpty)
+        // The next download reads it again, although the delta has nothing new for it.
+        try await provider.download()
+        let current = try await provider.get("Customers('BERGS')")
+        #expect(current["Phone"] == "0921-99 99 99")
+        let producerETag = try #require(try await Producer.get(server, "Customers('BERGS')").1?["@odata.etag"])
+        #expect(current["@odata.etag"] == producerETag)
+        // The change made again goes through.
+        _ = try await provider.execute(.local("PATCH", "Customers('BERGS')", body: #"{"City":"Umeå"}"#))
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+        let remote = try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "BERGS"]) }
+        #expect(remote?["City"] == "Umeå")
+        #expect(remote?["Phone"] == "0921-99 99 99")
+        await provider.close()
+    }
+
+    /// Deleting the entry of a failed create removes the never-created entity (and what was queued on
+    /// it); an entity whose failed delete is given up and that is gone on the back end goes at the
+    /// next download.
+    @Test func givingUpAFailedCreateOrDeleteLeavesNoGhost() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        _ = try server.faults.add(FaultRule(.fail(status: 400, code: "Invalid", message: "refused"), method: "POST", path: "Customers", times: 1))
+        _ = try server.faults.add(FaultRule(.fail(status: 403, code: "Forbidden", message: "not yours"), method: "DELETE", path: "Customers('PARIS')", times: 1))
+        _ = try await provider.execute(.local("POST", "Customers", body: #"{"CustomerID":"GHOST","CompanyName":"Never"}"#))
+        _ = try await provider.execute(.local("PATCH", "Customers('GHOST')", body: #"{"City":"Nowhere"}"#))
+        _ = try await provider.execute(.local("DELETE", "Customers('PARIS')"))
+        let result = try await provider.upload()
+        #expect(result.failed.map(\.statusCode) == [400, nil, 403])
+        for entry in try await provider.getAll("ErrorArchive") {
+            _ = try await provider.execute(.local("DELETE", "ErrorArchive(\(entry["RequestID"]?.intValue ?? 0))"))
+        }
+        #expect(try await provider.getAll("ErrorArchive").isEmpty)
+        // The never-created customer is gone.
+        await #expect(throws: OfflineODataError.self) { try await provider.get("Customers('GHOST')") }
+        #expect(try await provider.getAll("Customers?$filter=CustomerID%20eq%20'GHOST'").isEmpty)
+        // The failed delete is given up: the customer is back as downloaded.
+        #expect(try await provider.get("Customers('PARIS')")["CustomerID"] == "PARIS")
+        // Someone else deletes it on the back end; the next download removes it here.
+        _ = try server.mutate { data in try data.delete(from: "Customers", key: ["CustomerID": "PARIS"]) }
+        try await provider.download()
+        await #expect(throws: OfflineODataError.self) { try await provider.get("Customers('PARIS')") }
+        #expect(try await provider.hasPendingUpload == false)
+        await provider.close()
+    }
+
     @Test(arguments: [true, false])
     func aLostAcknowledgementIsRetriedAndExecutedOnceWithRepeatableRequests(repeatable: Bool) async throws {
         let server = try await FixtureServer.start()

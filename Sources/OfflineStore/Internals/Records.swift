@@ -29,6 +29,9 @@ struct EntityRecord: Sendable, Hashable {
     var isDeleteError = false
     /// The defining queries that brought this entity (a downloaded entity no query holds any more goes).
     var queries: [String] = []
+    /// Set when the local copy may be behind the back end: a download skipped the entity's changes
+    /// (it had local state then), or its failed change was given up. The next download reads it again.
+    var needsRefresh = false
 
     static let inErrorStateAnnotation = "@com.sap.vocabularies.Offline.v1.inErrorState"
     static let isDeleteErrorAnnotation = "@com.sap.vocabularies.Offline.v1.isDeleteError"
@@ -46,6 +49,8 @@ struct EntityRecord: Sendable, Hashable {
         return object
     }
     var isVisible: Bool { state != .deleted }
+    /// Whether the entity holds local state a download must not overwrite: a change not uploaded, or a failed one.
+    var hasLocalState: Bool { state != .downloaded || inErrorState }
 
     func encoded() -> [UInt8] {
         var object = JSONObject()
@@ -59,6 +64,7 @@ struct EntityRecord: Sendable, Hashable {
         if inErrorState { object.append(.bool(true), forKey: "er") }
         if isDeleteError { object.append(.bool(true), forKey: "de") }
         if !queries.isEmpty { object.append(.array(queries.map(JSONValue.string)), forKey: "q") }
+        if needsRefresh { object.append(.bool(true), forKey: "rf") }
         return JSON.serialize(.object(object))
     }
 
@@ -70,7 +76,7 @@ struct EntityRecord: Sendable, Hashable {
         return EntityRecord(set: set, key: key, order: order, state: state, entity: entity,
                             original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject(),
                             inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false,
-                            queries: object["q"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+                            queries: object["q"]?.arrayValue?.compactMap(\.stringValue) ?? [], needsRefresh: object["rf"]?.boolValue ?? false)
     }
 }
 
