@@ -25,6 +25,8 @@ public struct ODataError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidState = Code("invalidState")
         /// An entity key that cannot be used.
         public static let invalidKey = Code("invalidKey")
+        /// Options that contradict each other (encryption switched off while a key is given…).
+        public static let invalidConfiguration = Code("invalidConfiguration")
 
         /// The kind's name, for logs and metric labels.
         public var description: String { name }

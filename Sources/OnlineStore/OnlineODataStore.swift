@@ -57,9 +57,13 @@ public final class OnlineODataStore: Sendable {
     ///   - options: the options.
     ///   - delegate: receives the outcome of ``open()``.
     ///   - transport: the HTTP transport; the default is a `CurlTransport` with `options.transport`.
-    /// - Throws: `ODataError` `.invalidURL` for a bad service root; a transport set-up error.
+    /// - Throws: `ODataError` `.invalidURL` for a bad service root, `.invalidConfiguration` for
+    ///   encryption switched off while a key or key store is given; a transport set-up error.
     public init(serviceRoot: String, options: OnlineStoreOptions = OnlineStoreOptions(),
                 delegate: (any OnlineODataStoreDelegate)? = nil, transport: (any HTTPTransport)? = nil) throws {
+        if options.disableCacheEncryption && (options.cacheEncryptionKey != nil || options.cacheKeyStore != nil) {
+            throw ODataError(.invalidConfiguration, "disableCacheEncryption is set although a cacheEncryptionKey or cacheKeyStore is given")
+        }
         root = try ODataRequest.join(serviceRoot: serviceRoot, relative: "")
         self.serviceRoot = serviceRoot
         self.options = options
@@ -174,6 +178,7 @@ public final class OnlineODataStore: Sendable {
     private var initialEncryption: CacheEncryption {
         if options.disableCacheEncryption { return .disabled }
         if let key = options.cacheEncryptionKey { return .key(key) }
+        if let keyStore = options.cacheKeyStore { return .keyStore(keyStore) }
         return .keyStore(cache?.defaultKeyStore ?? FileKeyStore(path: options.storeDirectory.appendingPathComponent(options.storeName + ".key").path))
     }
 
@@ -280,7 +285,12 @@ public final class OnlineODataStore: Sendable {
         let plan = plan(for: request.isCacheable ? .cachedRead : .other)
         if case .failure(let reason) = plan { return fail(execution, ODataError(.invalidState, reason)) }
         let url: String
-        do { url = try root + request.relativeURL() } catch { return fail(execution, error) }
+        do { url = try root + request.relativeURL() } catch {
+            // An active read reports its cache answer before any failure (SPEC); a request that
+            // cannot become a URL has none.
+            if plan.readsCache && plan != .cacheOnly { execution.report(.cacheResponse(nil)) }
+            return fail(execution, error)
+        }
 
         var cached: CacheEntry?
         if plan.readsCache {

@@ -10,7 +10,12 @@ public struct OnlineStoreOptions: Sendable {
     /// The passphrase the cache's key is derived from. The default is `nil`: a random key is
     /// generated and kept in the key file `<storeDirectory>/<storeName>.cache/cache.key` (0600).
     public var cacheEncryptionKey: String?
-    /// Switches cache encryption off. Only for data that is not confidential. The default is `false`.
+    /// Where the random cache key is kept when no ``cacheEncryptionKey`` is given — for example the
+    /// platform's keyring behind your own `KeyStore`. The default is `nil`: the key file
+    /// `<storeDirectory>/<storeName>.cache/cache.key` (0600).
+    public var cacheKeyStore: (any KeyStore)?
+    /// Switches cache encryption off. Only for data that is not confidential; a store whose options
+    /// also give ``cacheEncryptionKey`` or ``cacheKeyStore`` is refused. The default is `false`.
     public var disableCacheEncryption: Bool = false
     /// The most bytes the cache may hold (payloads, headers and metadata); least recently used
     /// entries go first. The default is 64 MiB.

@@ -63,6 +63,23 @@ import Testing
         }
     }
 
+    /// A read that cannot become a URL is a failed read: in active mode its (empty) cache answer
+    /// still comes first; in passive mode it fails without one.
+    @Test func aMalformedReadFailsWithTheModesSequence() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            let bad = ODataRequest(resourcePath: "Customers", queryOptions: [.top(-1)])
+            let (active, execution) = await record(store, bad)
+            #expect(active.entries == ["started(initialized)", "cacheResponse(inProgress)", "failed(failed)", "finished(failed)"])
+            #expect(active.cacheResponses.withLock { $0.count == 1 && $0[0] == nil })
+            await #expect(throws: ODataError.self) { try await execution.result() }
+            try store.setMode(.passive)
+            let (passive, _) = await record(store, bad)
+            #expect(passive.entries == ["started(initialized)", "failed(failed)", "finished(failed)"])
+            #expect(harness.server.counters.totalRequests == 0, "nothing was sent")
+        }
+    }
+
     @Test func anEmptyPayloadIsNotNoResponse() async throws {
         try await Harness.run { harness in
             let store = try await harness.openStore()
@@ -143,6 +160,48 @@ import Testing
             }
             try store.reopenCache()
             #expect(store.isCacheOpen)
+        }
+    }
+
+    /// The random cache key goes to the application's key store, not to a file; a store holding
+    /// another key cannot open the cache; switching encryption off while giving a key is refused.
+    @Test func theApplicationsKeyStoreKeepsTheRandomKey() async throws {
+        final class MemoryKeyStore: KeyStore {
+            let key = LockedValue<String?>(nil)
+            func loadKey() throws -> String? { key.withLock { $0 } }
+            func saveKey(_ key: String) throws { self.key.withLock { $0 = key } }
+        }
+        try await Harness.run { harness in
+            let keyStore = MemoryKeyStore()
+            let change: (inout OnlineStoreOptions) -> Void = { options in
+                options.cacheEncryptionKey = nil
+                options.cacheKeyStore = keyStore
+            }
+            let store = try await harness.openStore(change)
+            _ = await record(store, .get("Customers('ALFKI')"))
+            store.close()
+            let saved = try #require(keyStore.key.withLock { $0 })
+            #expect(saved.count >= 32)
+            let cacheFolder = harness.directory.appendingPathComponent("online.cache")
+            #expect(!FileManager.default.fileExists(atPath: cacheFolder.appendingPathComponent("cache.key").path), "no key file")
+            // The same key store opens the cache with its entries.
+            let again = try await harness.openStore(change)
+            try again.setMode(.passive)
+            let (kept, _) = await record(again, .get("Customers('ALFKI')"))
+            #expect(kept.cacheResponses.withLock { $0[0] } != nil)
+            again.close()
+            // Another key store (another random key) cannot open it.
+            let other = try harness.store { options in
+                options.cacheEncryptionKey = nil
+                options.cacheKeyStore = MemoryKeyStore()
+            }
+            await #expect(throws: (any Error).self, "a wrong key never opens the cache") { try await other.open() }
+            #expect(!other.isCacheOpen)
+            #expect(throws: ODataError.self) {
+                _ = try harness.store { options in
+                    options.disableCacheEncryption = true
+                }
+            }
         }
     }
 
