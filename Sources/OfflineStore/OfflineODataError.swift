@@ -2,7 +2,8 @@
 /// defining query or request, a failed download.
 ///
 /// Compare ``code`` with the static members (`error.code == .storeLocked`); ``message`` says what
-/// exactly was wrong. ``previousUser`` is set for ``Code/userSwitchUploadFailed`` (SAP error -10425).
+/// exactly was wrong. ``previousUser`` is set for ``Code/userSwitchUploadFailed`` (SAP error -10425) and
+/// ``Code/pendingRequestsOfAnotherUser``.
 public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of an ``OfflineODataError``.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -44,6 +45,9 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         public static let storage = Code("storage", -10014)
         /// Pending requests of the previous user could not all be uploaded (SAP: -10425).
         public static let userSwitchUploadFailed = Code("userSwitchUploadFailed", -10425)
+        /// The store holds requests queued by another user and ``OfflineODataParameters/forceUploadOnUserSwitch``
+        /// is off: they are neither sent with the current user's credentials nor dropped.
+        public static let pendingRequestsOfAnotherUser = Code("pendingRequestsOfAnotherUser", -10015)
 
         /// The kind's name, for logs.
         public var description: String { name }

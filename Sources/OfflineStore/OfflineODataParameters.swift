@@ -29,8 +29,9 @@ public struct OfflineODataParameters: Sendable {
     /// Whether queued requests carry `Repeatability-Request-ID` / `Repeatability-First-Sent`.
     /// The default is `false`.
     public var enableRepeatableRequests: Bool
-    /// Whether opening a store with another user's pending requests uploads them first.
-    /// The default is `false`.
+    /// Whether opening a store with another user's pending requests (``currentUser`` differs from
+    /// the user who queued them) uploads them first, with that user's credentials. When `false`
+    /// (the default), such an open fails with `OfflineODataError` `.pendingRequestsOfAnotherUser`.
     public var forceUploadOnUserSwitch: Bool
     /// The user working with the store now. The default is `nil`.
     public var currentUser: String?

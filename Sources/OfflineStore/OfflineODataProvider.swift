@@ -177,11 +177,19 @@ public actor OfflineODataProvider {
 
     /// When the store's requests were queued by another user: with `forceUploadOnUserSwitch`,
     /// uploads them first with that user's credentials; then the store belongs to the current user.
+    /// Without it, the open is refused: another user's requests are never sent with the current
+    /// user's credentials.
     ///
     /// - Throws: `OfflineODataError.userSwitchUploadFailed` (-10425) naming the previous user when
-    ///   a request fails (it stays in the ErrorArchive; the accepted ones are not sent again).
+    ///   a request fails (it stays in the ErrorArchive; the accepted ones are not sent again);
+    ///   `.pendingRequestsOfAnotherUser` naming them without `forceUploadOnUserSwitch`.
     private func switchUser(from config: StoreConfiguration, store: EntityStore) async throws {
         guard let current = parameters.currentUser, config.user != current else { return }
+        if !parameters.forceUploadOnUserSwitch, let previous = config.user, case let count = try store.queueCount(), count > 0 {
+            throw OfflineODataError(.pendingRequestsOfAnotherUser,
+                                    "the store holds \(count) requests queued by '\(previous)': open it as '\(previous)' and upload them, or set forceUploadOnUserSwitch",
+                                    previousUser: previous)
+        }
         if parameters.forceUploadOnUserSwitch, let previous = config.user, try store.queueCount() > 0 {
             readSnapshot.set(store, model)
             state = .open

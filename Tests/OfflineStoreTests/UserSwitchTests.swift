@@ -77,6 +77,52 @@ final class RecordingTransport: HTTPTransport {
         await again.close()
     }
 
+    /// Without `forceUploadOnUserSwitch`, another user's pending requests stop the open: nothing is
+    /// sent with the wrong credentials, nothing is dropped, and the owner can still open and upload.
+    @Test func withoutForceUploadAnotherUsersRequestsRefuseTheOpen() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let transport = try RecordingTransport()
+        defer { transport.curl.shutdown() }
+        func provider(_ user: String) throws -> OfflineODataProvider {
+            var parameters = Northwind.parameters(directory)
+            parameters.currentUser = user
+            parameters.credentials = Self.credentials
+            parameters.transport = transport
+            return try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        }
+        let alice = try provider("alice")
+        try await alice.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
+        try await alice.open()
+        _ = try await alice.execute(.local("PATCH", "Shippers(1)", body: #"{"Phone":"alice"}"#))
+        await alice.close()
+
+        let bob = try provider("bob")
+        do {
+            try await bob.open()
+            Issue.record("the open should fail")
+        } catch let error as OfflineODataError {
+            #expect(error.code == .pendingRequestsOfAnotherUser)
+            #expect(error.previousUser == "alice")
+            #expect(error.message.contains("1 requests queued by 'alice'"))
+        }
+        #expect(await bob.currentState == .closed)
+        #expect(transport.authorizations(method: "PATCH").isEmpty, "nothing sent as bob")
+
+        let back = try provider("alice")
+        try await back.open()
+        #expect(try await back.pendingRequests().count == 1)
+        _ = try await back.upload()
+        #expect(transport.authorizations(method: "PATCH") == ["Basic YWxpY2U="])
+        await back.close()
+        // With an empty queue the store changes hands.
+        let bobAgain = try provider("bob")
+        try await bobAgain.open()
+        #expect(await bobAgain.currentState == .open)
+        await bobAgain.close()
+    }
+
     @Test func aFailingRequestOfThePreviousUserFailsTheOpenWith10425() async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
