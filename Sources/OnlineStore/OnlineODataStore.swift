@@ -161,6 +161,17 @@ public final class OnlineODataStore: Sendable {
         try cache.open(encryption: encryptionKey.map { .key($0) } ?? initialEncryption)
     }
 
+    /// Changes the cache's encryption key without losing entries (every entry is re-sealed in one
+    /// transaction). Afterwards open the cache with the new passphrase (``reopenCache(encryptionKey:)``,
+    /// or ``OnlineStoreOptions/cacheEncryptionKey`` for the next store).
+    /// - Parameter newKey: the new passphrase.
+    /// - Throws: `ODataError` `.invalidState` without a cache; a cache error when the cache is closed,
+    ///   not encrypted, or cannot be written (then nothing changed).
+    public func rekeyCache(to newKey: String) throws {
+        guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
+        try cache.rekey(to: .key(newKey))
+    }
+
     /// Wipes the cache. Allowed only while the cache is closed.
     /// - Throws: `ODataError` `.invalidState` without a cache; a cache error while it is open.
     public func resetCache() throws {

@@ -205,6 +205,26 @@ import Testing
         }
     }
 
+    /// A rekeyed cache keeps its entries and opens with the new passphrase only.
+    @Test func rekeyingTheCacheKeepsItsEntries() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            _ = await record(store, .get("Customers('ALFKI')"))
+            try store.rekeyCache(to: "a new passphrase")
+            store.closeCache()
+            #expect(throws: (any Error).self, "the old passphrase no longer opens it") { try store.reopenCache() }
+            try store.reopenCache(encryptionKey: "a new passphrase")
+            try store.setMode(.passive)
+            let (kept, _) = await record(store, .get("Customers('ALFKI')"))
+            let cached = try #require(kept.cacheResponses.withLock { $0[0] })
+            #expect(String(decoding: cached.payload, as: UTF8.self).contains("Alfreds Futterkiste"))
+            store.closeCache()
+            #expect(throws: (any Error).self, "a closed cache cannot be rekeyed") { try store.rekeyCache(to: "x") }
+            let plain = try harness.store { $0.useCache = false }
+            #expect(throws: ODataError.self) { try plain.rekeyCache(to: "x") }
+        }
+    }
+
     @Test func cacheLifecycleOnTheStore() async throws {
         try await Harness.run { harness in
             let store = try await harness.openStore()
