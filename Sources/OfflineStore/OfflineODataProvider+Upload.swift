@@ -69,7 +69,11 @@ extension OfflineODataProvider {
             if settled + batch.count > total { total = settled + batch.count }
             // Answers of a `$batch` already sent, by request ID, for the requests still to settle.
             var prefetched: [Int64: Result<TransportResponse, any Error>] = [:]
+            var reread = false
             for (index, entry) in batch.enumerated() {
+                // Later requests were rewritten in the store: read them again, once every answer
+                // of the `$batch` already sent is applied (dropping one would send it twice).
+                if reread && prefetched.isEmpty { break }
                 if settled > 0 || lastID > 0 {
                     reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
                 }
@@ -117,9 +121,9 @@ extension OfflineODataProvider {
                 if (200..<300).contains(response.status) {
                     result.succeeded += 1
                     if try await succeed(entry, response: response, store: store) != nil {
-                        // The create's key changed: later requests were rewritten in the store
-                        // (URLs, affected entities, foreign keys in bodies); read them again.
-                        break
+                        // A create's key or an update's ETag changed later requests in the store
+                        // (URLs, affected entities, foreign keys in bodies, If-Match).
+                        reread = true
                     }
                 } else {
                     let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
@@ -162,7 +166,8 @@ extension OfflineODataProvider {
         for entry in entries {
             guard group.count < limit, failedCreates[entry.entity] == nil else { break }
             group.append(entry)
-            if entry.method == "POST" { break }
+            // A later request on the same entity waits for this one's new key or ETag (next batch).
+            if entry.method == "POST" || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
         }
         return group
     }
@@ -325,9 +330,10 @@ extension OfflineODataProvider {
         return (Array(records.values), queued)
     }
 
-    /// Applies an accepted request to the store; returns `(temporary, server)` references when a
-    /// create changed the entity's key.
+    /// Applies an accepted request to the store; returns `(old, new)` references when later queued
+    /// requests were rewritten (a create's new key, or an update's new ETag), so the queue is read again.
     private func succeed(_ entry: QueuedRequest, response: TransportResponse, store: EntityStore) async throws -> (String, String)? {
+        await enterChangeGate(); defer { leaveChangeGate() }
         let query = LocalQuery(store: store, model: model)
         let later = try store.queuedRequests().filter { $0.id > entry.id }
         let laterOnEntity = later.contains { $0.entity == entry.entity }
@@ -391,10 +397,13 @@ extension OfflineODataProvider {
                 record.original = nil
             }
             let finalRecord = record
+            let refreshed = Self.withNewETag(later, after: entry, etag: etag)
             try await store.write { changes in
                 try changes.put(finalRecord)
+                for updated in refreshed { try changes.enqueue(updated) }
                 try changes.dequeue(entry.id)
             }
+            if !refreshed.isEmpty { return (entry.entity, entry.entity) }
         }
         return nil
     }
@@ -402,6 +411,7 @@ extension OfflineODataProvider {
     /// Records a failed request: ErrorArchive entry, entity in error state, request dequeued — in
     /// one transaction — then the delegate call.
     private func fail(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: String, store: EntityStore) async throws {
+        await enterChangeGate(); defer { leaveChangeGate() }
         var archived = JSONObject()
         archived.append(.int(entry.id), forKey: "RequestID")
         archived.append(.string(entry.method), forKey: "RequestMethod")
