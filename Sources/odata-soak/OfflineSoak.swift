@@ -242,6 +242,7 @@ func runOfflineChild(_ arguments: [String]) async -> Never {
     }
     say("open")
     func upload() async {
+        say("uploading")
         do {
             let result = try await provider.upload()
             say("uploaded \(result.sent) \(result.succeeded) \(result.failed.count)")
@@ -294,6 +295,9 @@ func recordChildOutput(_ text: String, ledger: Ledger, figures: Figures) {
         intent.acknowledged = false
         ledger.record(intent)
         figures.add("offline changes in flight at a kill")
+    }
+    if let start = text.range(of: "uploading\n", options: .backwards), !text[start.upperBound...].contains("uploaded ") {
+        figures.add("offline child kills during an upload")
     }
 }
 

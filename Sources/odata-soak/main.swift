@@ -431,7 +431,7 @@ func soak(_ options: Options) async -> Int32 {
                        "offline local changes (acknowledged)", "offline local changes refused", "offline changes in flight at a kill",
                        "offline uploads", "offline uploads failed", "offline requests uploaded", "offline requests archived in uploads",
                        "offline requests archived after faults", "offline re-sends answered from the repeatability record",
-                       "offline downloads", "offline downloads failed (expected under faults)", "offline child generations", "offline child kills",
+                       "offline downloads", "offline downloads failed (expected under faults)", "offline child generations", "offline child kills", "offline child kills during an upload",
                        "offline write faults injected (fired)"]
     let elapsed = ContinuousClock.now - start
     print("odata-soak: ran \(elapsed.components.seconds) s")
