@@ -173,7 +173,7 @@ func offlineStoreTasks(_ group: inout TaskGroup<Void>, provider: OfflineODataPro
 func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figures) async {
     if download {
         figures.add("offline downloads")
-        do { try await provider.download() } catch { figures.add("offline downloads failed (expected under faults)") }
+        do { try await provider.download() } catch { figures.add("offline downloads failed (under faults)") }
     } else {
         figures.add("offline uploads")
         do {
@@ -402,7 +402,7 @@ func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], in
         }
     }
     for (target, entry) in refusals where !faultTargets.contains(target) {
-        figures.add("offline requests refused (4xx, not a fault)")
+        figures.add("offline requests refused (not a fault)")
         print("odata-soak: refused: \(JSON.string(.object(entry)))")
     }
     func archived(_ intent: Intent) -> Bool {
@@ -490,7 +490,7 @@ func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], in
     // Every repeated request answered from the producer's repeatability record (a lost
     // acknowledgement or a request re-sent after a kill), and the write faults that fired.
     let writes = server.counters.all.filter { $0.method != "GET" }
-    figures.set("offline re-sends answered from the repeatability record", writes.reduce(0) { $0 + $1.replayed })
+    figures.set("offline re-sends replayed (repeatability)", writes.reduce(0) { $0 + $1.replayed })
     figures.set("offline write faults injected (fired)", writes.reduce(0) { $0 + $1.faulted })
 }
 
