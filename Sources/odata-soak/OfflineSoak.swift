@@ -401,9 +401,13 @@ func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], in
             refusals.append((target, entry))
         }
     }
-    for (target, entry) in refusals where !faultTargets.contains(target) {
-        figures.add("offline requests refused (not a fault)")
-        print("odata-soak: refused: \(JSON.string(.object(entry)))")
+    for (target, entry) in refusals {
+        if faultTargets.contains(target) {
+            figures.add("offline follow-ups of a fault archived")
+        } else {
+            figures.add("offline requests refused (not a fault)")
+            print("odata-soak: refused: \(JSON.string(.object(entry)))")
+        }
     }
     func archived(_ intent: Intent) -> Bool {
         archivedValues.contains(intent.kind == .deleteShipper ? "delete " + intent.target : (intent.kind == .create ? intent.target : intent.value))
@@ -456,18 +460,27 @@ func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], in
         figures.add("offline requests lost", certainCreates - postsExecuted)
         print("odata-soak: POST Shippers executed \(postsExecuted) times for \(certainCreates) acknowledged creates")
     }
-    for (marker, changes) in Dictionary(grouping: intents.filter { $0.kind != .patchCustomer }, by: \.target) {
+    // The producer reuses the key of a deleted shipper (max + 1), so updates and deletes are counted
+    // per key over every marker that had it.
+    var byKey: [Int64: [Intent]] = [:]
+    let markers = Dictionary(grouping: intents.filter { $0.kind != .patchCustomer }, by: \.target)
+    for (marker, changes) in markers {
         let found = rows[marker] ?? []
         if found.count > 1 {
             figures.add("offline requests executed twice", found.count - 1)
             print("odata-soak: \(found.count) producer rows named '\(marker)'")
         }
-        let delete = changes.first { $0.kind == .deleteShipper }
-        let key = delete?.key ?? found.first?["ShipperID"]?.intValue
-        if let key {
-            count("PATCH", "Shippers(\(key))", changes.filter { $0.kind == .patchShipper }, what: "updates")
-            count("DELETE", "Shippers(\(key))", changes.filter { $0.kind == .deleteShipper }, what: "deletes")
+        if let key = changes.first(where: { $0.kind == .deleteShipper })?.key ?? found.first?["ShipperID"]?.intValue {
+            byKey[key, default: []] += changes.filter { $0.kind == .patchShipper || $0.kind == .deleteShipper }
         }
+    }
+    for (key, changes) in byKey {
+        count("PATCH", "Shippers(\(key))", changes.filter { $0.kind == .patchShipper }, what: "updates")
+        count("DELETE", "Shippers(\(key))", changes.filter { $0.kind == .deleteShipper }, what: "deletes")
+    }
+    for (marker, changes) in markers {
+        let found = rows[marker] ?? []
+        let delete = changes.first { $0.kind == .deleteShipper }
         guard !archivedTargets.contains(marker), let create = changes.first(where: { $0.kind == .create }) else { continue }
         if let delete, delete.acknowledged {
             if !found.isEmpty {

@@ -430,7 +430,7 @@ func soak(_ options: Options) async -> Int32 {
                        "answers with status 304", "answers with status 500", "answers with status 404",
                        "offline local changes (acknowledged)", "offline local changes refused", "offline changes in flight at a kill",
                        "offline uploads", "offline uploads failed", "offline requests uploaded", "offline requests archived in uploads",
-                       "offline requests archived after faults", "offline re-sends replayed (repeatability)",
+                       "offline requests archived after faults", "offline follow-ups of a fault archived", "offline re-sends replayed (repeatability)",
                        "offline downloads", "offline downloads failed (under faults)", "offline child generations", "offline child kills", "offline child kills during an upload",
                        "offline write faults injected (fired)"]
     let elapsed = ContinuousClock.now - start
