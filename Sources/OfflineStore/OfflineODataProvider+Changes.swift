@@ -26,6 +26,19 @@ extension OfflineODataProvider {
         return headers
     }
 
+    /// The entities whose create failed in an earlier upload and is still in the ErrorArchive, with
+    /// that request's ID: a request on such an entity (it still has its temporary key) cannot
+    /// succeed, so an upload fails it without sending it.
+    static func failedCreates(in store: EntityStore) throws -> [String: Int64] {
+        var result: [String: Int64] = [:]
+        for entry in try store.errorEntries() where entry["RequestMethod"]?.stringValue == "POST" {
+            if let reference = entry["AffectedEntityReference"]?.stringValue, let id = entry["RequestID"]?.intValue {
+                result[reference] = id
+            }
+        }
+        return result
+    }
+
     /// After an accepted update of an entity, the later queued requests on that entity that carry
     /// an `If-Match` get the back end's new ETag: they were made on top of this change, so the
     /// version they expect is the one it produced. A change by someone else is still caught: by

@@ -61,7 +61,7 @@ extension OfflineODataProvider {
         var result = OfflineODataUploadResult()
         var total = try store.queueCount()
         var settled = 0
-        var failedCreates: [String: Int64] = [:]
+        var failedCreates = try Self.failedCreates(in: store)
         var lastID: Int64 = 0
         while true {
             let batch = try store.queuedRequests().filter { $0.id > lastID }

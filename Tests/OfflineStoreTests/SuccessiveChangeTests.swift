@@ -136,4 +136,31 @@ import Testing
         #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ALFKI"]) }?["Fax"] == "during")
         await provider.close()
     }
+
+    /// A create that failed in an earlier upload (still in the ErrorArchive): a later local update
+    /// of its entity fails in its turn without being sent (it still has the temporary key).
+    @Test func anUpdateOfAnEntityWhoseCreateFailedInAnEarlierUploadIsNotSent() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let recorder = FailureRecorder()
+        let provider = try await Northwind.provider(server, directory, queries: [OfflineODataDefiningQuery(name: "shippers", query: "Shippers")],
+                                                    delegate: recorder)
+        try await provider.open()
+        _ = try server.faults.add(FaultRule(.fail(status: 422, code: "NoPhone", message: "Phone required"), method: "POST", path: "Shippers", times: 1))
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Refused"}"#))
+        let first = try await provider.upload()
+        #expect(first.failed.map(\.statusCode) == [422])
+        _ = try await provider.execute(.local("PATCH", "Shippers(-1)", body: #"{"Phone":"555"}"#))
+        server.resetCounters()
+        let second = try await provider.upload()
+        #expect(second.sent == 0, "nothing that cannot succeed is sent")
+        #expect(second.failed.count == 1)
+        #expect(second.failed.first?.message.contains("request 1") == true, "\(second.failed.map(\.message))")
+        #expect(server.counters.totalRequests == 0)
+        let archive = try await provider.getAll("ErrorArchive?$orderby=RequestID")
+        #expect(archive.map { $0["Domain"] ?? .null } == ["OData", "Dependency"])
+        #expect(recorder.failures.withLock { $0.map(\.requestID) } == [1, 2])
+        await provider.close()
+    }
 }
