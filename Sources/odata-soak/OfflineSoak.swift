@@ -210,7 +210,7 @@ func offlineFaults(server: FixtureServer, seed: UInt64, deadline: ContinuousCloc
 
 // MARK: - The child: a store killed at random points
 
-/// `odata-soak --offline-child <store path> <service root> <generation> <seed> <customers>`: opens
+/// `odata-soak --offline-child <store path> <service root> <generation> <seed> <customers> [batch]`: opens
 /// (or creates) the child's store, uploads what a killed predecessor left, then makes local changes
 /// and uploads until killed. Before each change it prints `intent …`, after it `ack` or `nack`.
 /// Exit 2: the store did not open for a reason other than the network.
@@ -222,7 +222,8 @@ func runOfflineChild(_ arguments: [String]) async -> Never {
     func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
     let provider: OfflineODataProvider
     do {
-        provider = try OfflineODataProvider(serviceRoot: arguments[3], parameters: offlineParameters(directory: arguments[2], name: "child", batch: false))
+        provider = try OfflineODataProvider(serviceRoot: arguments[3],
+                                            parameters: offlineParameters(directory: arguments[2], name: "child", batch: arguments.count > 7 && arguments[7] == "batch"))
         for query in offlineDefiningQueries { try await provider.add(definingQuery: query) }
     } catch {
         say("open failed: \(error)")
@@ -302,7 +303,7 @@ func recordChildOutput(_ text: String, ledger: Ledger, figures: Figures) {
 }
 
 /// Starts the child, SIGKILLs it after a random time, starts the next generation, until the deadline.
-func offlineChildLoop(executable: String, storePath: String, serviceRoot: String, customers: [String], seed: UInt64,
+func offlineChildLoop(executable: String, storePath: String, serviceRoot: String, customers: [String], seed: UInt64, batch: Bool,
                       deadline: ContinuousClock.Instant, ledger: Ledger, figures: Figures) async {
     var random = SeededRandom(seed: seed)
     var generation = 0
@@ -311,7 +312,7 @@ func offlineChildLoop(executable: String, storePath: String, serviceRoot: String
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--offline-child", storePath, serviceRoot, String(generation), String(seed &+ UInt64(generation) &* 7919),
-                             customers.joined(separator: ",")]
+                             customers.joined(separator: ","), batch ? "batch" : "single"]
         let pipe = Pipe()
         process.standardOutput = pipe
         let handle = pipe.fileHandleForReading

@@ -1,7 +1,7 @@
 // odata-soak: the online and offline stores under random faults, bounded in time and requests,
 // 127.0.0.1 only.
 //
-//   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N]
+//   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N] [--offline-child-batch]
 //   odata-soak --child <directory>      (internal: a cache writer that the soak SIGKILLs)
 //   odata-soak --offline-child …        (internal: an offline store that the soak SIGKILLs)
 //
@@ -124,6 +124,8 @@ struct Options {
     var seconds = 60
     var maxRequests = 200_000
     var seed = UInt64(1)
+    /// The offline child uploads in `$batch` (a known issue makes this fail: see `docs/RELIABILITY.md`).
+    var childBatch = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -133,6 +135,7 @@ struct Options {
             case "--seconds": seconds = iterator.next().flatMap { Int($0) } ?? seconds
             case "--max-requests": maxRequests = iterator.next().flatMap { Int($0) } ?? maxRequests
             case "--seed": seed = iterator.next().flatMap { UInt64($0) } ?? seed
+            case "--offline-child-batch": childBatch = true
             default: FileHandle.standardError.write(Data("odata-soak: unknown argument \(argument)\n".utf8)); exit(64)
             }
         }
@@ -382,7 +385,7 @@ func soak(_ options: Options) async -> Int32 {
         }
         group.addTask {
             await offlineChildLoop(executable: executable, storePath: offlineDirectory, serviceRoot: server.serviceRoot, customers: share(2),
-                                   seed: options.seed &+ 7000, deadline: deadline, ledger: ledger, figures: figures)
+                                   seed: options.seed &+ 7000, batch: options.childBatch, deadline: deadline, ledger: ledger, figures: figures)
         }
         for index in 0..<8 {
             group.addTask {

@@ -163,4 +163,44 @@ import Testing
         #expect(recorder.failures.withLock { $0.map(\.requestID) } == [1, 2])
         await provider.close()
     }
+
+    /// A `$batch` upload stopped after the producer executed the batch but before its answer was
+    /// applied (here: cancelled while the answer trickles in; in the soak: SIGKILLed), then resumed:
+    /// each request must be executed once. The re-sent `$batch` gets a new `Repeatability-Request-ID`
+    /// and the producer (which de-duplicates HTTP requests, not batch parts) executes the parts again
+    /// (then 412s for the used-up ETags): a KNOWN ISSUE, found by the soak with its child in `$batch`
+    /// mode (`odata-soak --offline-child-batch`). The `$batch`'s ID must survive a stop or a restart.
+    /// One by one, each request's stored ID is re-sent and replayed (`ILODataTests`, `UploadControlTests`).
+    @Test func aBatchUploadStoppedAfterTheProducerExecutedResumesWithoutDuplicates() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        var parameters = Northwind.parameters(directory)
+        parameters.enableRepeatableRequests = true
+        parameters.uploadMode = .batch(maxRequestsPerBatch: 10)
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "customers", query: "Customers"))
+        try await provider.open()
+        let customers = ["ALFKI", "ANATR", "ANTON"]
+        for customer in customers {
+            _ = try await provider.execute(.local("PATCH", "Customers('\(customer)')", body: #"{"Fax":"stopped"}"#))
+        }
+        // Executed at once, answered slowly: the caller gives up before the answer is complete.
+        _ = try server.faults.add(FaultRule(.slowBody(chunkSize: 1, interval: .milliseconds(50)), method: "POST", path: "$batch", times: 1))
+        server.resetCounters()
+        let stopped = Task { try await provider.upload() }
+        try await Task.sleep(for: .milliseconds(400))
+        stopped.cancel()
+        _ = try? await stopped.value
+        #expect(customers.map { server.counters.executions(method: "PATCH", path: "Customers('\($0)')") } == [1, 1, 1],
+                "the producer executed the batch before the stop")
+        #expect(try await provider.pendingRequests().count == 3, "the stopped batch's requests are still queued")
+        let resumed = try await provider.upload()
+        #expect(try await provider.hasPendingUpload == false)
+        withKnownIssue("a re-sent $batch gets a new Repeatability-Request-ID, so its parts run twice") {
+            #expect(resumed.failed.isEmpty, "\(resumed.failed.map(\.message))")
+            #expect(customers.map { server.counters.executions(method: "PATCH", path: "Customers('\($0)')") } == [1, 1, 1])
+        }
+        await provider.close()
+    }
 }
