@@ -96,7 +96,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),

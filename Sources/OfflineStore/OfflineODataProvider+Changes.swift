@@ -16,13 +16,43 @@ extension OfflineODataProvider {
         Date().formatted(.iso8601)
     }
 
-    /// `If-Match` with the entity's downloaded ETag, for updates and deletes.
+    /// `If-Match` with the entity's ETag as the back end last gave it (downloaded, or answered to
+    /// an earlier uploaded change of ours), for updates and deletes.
     private func ifMatch(_ record: EntityRecord) -> JSONObject {
         var headers = JSONObject()
-        if let etag = record.original?["@odata.etag"]?.stringValue ?? record.entity["@odata.etag"]?.stringValue {
+        if let etag = record.entity["@odata.etag"]?.stringValue ?? record.original?["@odata.etag"]?.stringValue {
             headers.append(.string(etag), forKey: "If-Match")
         }
         return headers
+    }
+
+    /// The entities whose create failed in an earlier upload and is still in the ErrorArchive, with
+    /// that request's ID: a request on such an entity (it still has its temporary key) cannot
+    /// succeed, so an upload fails it without sending it.
+    static func failedCreates(in store: EntityStore) throws -> [String: Int64] {
+        var result: [String: Int64] = [:]
+        for entry in try store.errorEntries() where entry["RequestMethod"]?.stringValue == "POST" {
+            if let reference = entry["AffectedEntityReference"]?.stringValue, let id = entry["RequestID"]?.intValue {
+                result[reference] = id
+            }
+        }
+        return result
+    }
+
+    /// After an accepted update of an entity, the later queued requests on that entity that carry
+    /// an `If-Match` get the back end's new ETag: they were made on top of this change, so the
+    /// version they expect is the one it produced. A change by someone else is still caught: by
+    /// this request's own `If-Match`, or, when it happens after this request, by the new ETag.
+    ///
+    /// - Returns: The later requests whose `If-Match` changed.
+    static func withNewETag(_ later: [QueuedRequest], after entry: QueuedRequest, etag: String?) -> [QueuedRequest] {
+        guard let etag else { return [] }
+        return later.compactMap { request in
+            guard request.entity == entry.entity, let old = request.headers["If-Match"]?.stringValue, old != etag else { return nil }
+            var request = request
+            request.headers["If-Match"] = .string(etag)
+            return request
+        }
     }
 
     /// Queues the request of one local change and commits the changed entity, the request and the

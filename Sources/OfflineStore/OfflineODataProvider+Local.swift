@@ -23,6 +23,14 @@ extension OfflineODataProvider {
         switch request.method {
         case .get:
             return try read(parsed, store: store, model: model)
+        default:
+            break
+        }
+        // A change reads the store, then writes it: one at a time, never between an upload's
+        // reading and writing of the same records.
+        await enterChangeGate()
+        defer { leaveChangeGate() }
+        switch request.method {
         case .post:
             return try await create(parsed, body: request.body, customTag: request.customTag, store: store)
         case .patch, .put:

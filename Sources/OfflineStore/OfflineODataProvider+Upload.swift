@@ -61,7 +61,7 @@ extension OfflineODataProvider {
         var result = OfflineODataUploadResult()
         var total = try store.queueCount()
         var settled = 0
-        var failedCreates: [String: Int64] = [:]
+        var failedCreates = try Self.failedCreates(in: store)
         var lastID: Int64 = 0
         // Outcomes not yet committed: the answers of one `$batch` are applied in one transaction
         // (one by one: each answer in its own); failures are reported once that committed.
@@ -78,8 +78,12 @@ extension OfflineODataProvider {
             if settled + batch.count > total { total = settled + batch.count }
             // Answers of a `$batch` already sent, by request ID, for the requests still to settle.
             var prefetched: [Int64: Result<TransportResponse, any Error>] = [:]
+            var reread = false
             for (index, entry) in batch.enumerated() {
                 if prefetched.isEmpty { try await commit(&pending, store: store) }
+                // Later requests were rewritten in the store (a create's key, an update's ETag): read
+                // them again once every answer of the `$batch` already sent is applied.
+                if reread && prefetched.isEmpty { break }
                 if settled > 0 || lastID > 0 {
                     reportUploadProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
                 }
@@ -127,14 +131,13 @@ extension OfflineODataProvider {
                         // A create is the last request of its `$batch`; its key may change every
                         // later queued request, so it commits on its own.
                         try await commit(&pending, store: store)
-                        if try await created(entry, response: response, store: store) {
-                            // Later requests were rewritten in the store (URLs, affected entities,
-                            // foreign keys in bodies); read them again.
-                            break
-                        }
+                        // URLs, affected entities and foreign keys in bodies of later requests.
+                        if try await created(entry, response: response, store: store) { reread = true }
                     } else {
                         let laterInSnapshot = batch[(index + 1)...].contains { $0.entity == entry.entity }
                         pending.steps.append(Self.successStep(entry, response: response, laterInSnapshot: laterInSnapshot, snapshotEnd: snapshotEnd))
+                        // Their `If-Match` gets this answer's ETag.
+                        if laterInSnapshot { reread = true }
                     }
                 } else {
                     let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
@@ -176,7 +179,8 @@ extension OfflineODataProvider {
         for entry in entries {
             guard group.count < limit, failedCreates[entry.entity] == nil else { break }
             group.append(entry)
-            if entry.method == "POST" { break }
+            // A later request on the same entity waits for this one's new key or ETag (next batch).
+            if entry.method == "POST" || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
         }
         return group
     }
@@ -355,6 +359,8 @@ extension OfflineODataProvider {
     private func commit(_ pending: inout PendingOutcomes, store: EntityStore) async throws {
         guard !pending.steps.isEmpty else { return }
         let steps = pending.steps
+        await enterChangeGate()
+        defer { leaveChangeGate() }
         try await store.write { changes in for step in steps { try step(changes) } }
         pending.steps.removeAll()
         for failure in pending.failures { reportFailure(failure) }
@@ -367,6 +373,8 @@ extension OfflineODataProvider {
     ///
     /// - Returns: Whether later queued requests were rewritten (the caller reads the queue again).
     private func created(_ entry: QueuedRequest, response: TransportResponse, store: EntityStore) async throws -> Bool {
+        await enterChangeGate()
+        defer { leaveChangeGate() }
         let later = try store.queuedRequests().filter { $0.id > entry.id }
         let laterOnEntity = later.contains { $0.entity == entry.entity }
         guard var record = try store.record(set: String(entry.entity.prefix { $0 != "(" }), key: String(entry.entity.drop { $0 != "(" })),
@@ -420,7 +428,8 @@ extension OfflineODataProvider {
 
     /// The store changes for an accepted update or delete, run inside the transaction that commits
     /// them, so they see the entity as it is then (a local change made while the request was
-    /// under way is kept, not overwritten).
+    /// under way is kept, not overwritten). An update's new ETag goes to the later queued requests
+    /// on the entity.
     ///
     /// - Parameters:
     ///   - laterInSnapshot: Whether a later request of the upload's queue snapshot is on the same entity.
@@ -436,6 +445,9 @@ extension OfflineODataProvider {
                     if !laterOnEntity && record.state == .deleted { try changes.remove(set: record.set, key: record.key) }
                 } else {
                     if let etag { record.entity["@odata.etag"] = .string(etag) }
+                    for updated in Self.withNewETag(try changes.queuedRequests(after: entry.id), after: entry, etag: etag) {
+                        try changes.enqueue(updated)
+                    }
                     if !laterOnEntity && record.state != .deleted && !record.inErrorState {
                         record.state = .downloaded
                         record.original = nil

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 
 /// Runs the short soak (`odata-soak --short`, ~10 s) as a child process, as `make soak` does for
-/// longer: faults, cache reopenings, mode switches and a SIGKILLed cache writer, and every
-/// must-be-zero figure zero (the soak's exit status says so).
+/// longer: faults, cache reopenings, mode switches and a SIGKILLed cache writer; offline stores
+/// making local changes, uploading and downloading under write faults, one of them in a child
+/// SIGKILLed at random points; and every must-be-zero figure zero (the soak's exit status says so).
 @Suite struct SoakTests {
     /// The soak executable next to this test bundle (same build directory, any scratch path).
     static func soakExecutable() -> URL? {
@@ -42,7 +43,9 @@ import Testing
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0, "the soak failed:\n\(text)")
         #expect(text.contains("odata-soak: OK"))
-        for column in ["wrong cache answers", "stale answers served as fresh", "store-open failures", "crashes"] {
+        for column in ["wrong cache answers", "stale answers served as fresh", "store-open failures", "crashes",
+                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
+                       "offline requests refused (not a fault)", "offline queues not drained"] {
             let line = text.split(separator: "\n").first { $0.contains(column) }
             #expect(line.map { $0.hasSuffix(" 0") } == true, "\(column): \(line ?? "missing")")
         }

@@ -1,0 +1,515 @@
+// The offline part of the soak: offline stores making local creates, updates and deletes, uploading
+// and downloading under write faults, one of them in a child process SIGKILLed at random points;
+// at the end every local change is reconciled with what the producer executed.
+import Foundation
+import HTTPTypes
+import ODataCore
+import ODataFixtures
+import OfflineStore
+import TechnicalCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - The ledger: what the stores acknowledged
+
+/// One local change, as the soak asked a store for it.
+struct Intent: Sendable {
+    enum Kind: String, Sendable {
+        case create, patchCustomer, patchShipper, deleteShipper
+    }
+
+    /// The store's name (`o1`, `o2`, `c<generation>` for the child).
+    var actor: String
+    var kind: Kind
+    /// The CustomerID for `patchCustomer`; the shipper's marker (its CompanyName, never changed) otherwise.
+    var target: String
+    /// The value written (`Fax` of a customer, `Phone` of a shipper); unique per change. Empty for a delete.
+    var value: String
+    /// For a delete: the shipper's key (deletes are only made once the create got the producer's key).
+    var key: Int64?
+    /// Whether the store acknowledged the change as queued; `false` for the change the child was
+    /// making when it was killed (it may or may not have been committed).
+    var acknowledged = true
+}
+
+/// Every local change of every offline store, in the order each store made them.
+final class Ledger: Sendable {
+    private let intents = LockedValue<[Intent]>([])
+
+    func record(_ intent: Intent) { intents.withLock { $0.append(intent) } }
+
+    var all: [Intent] { intents.withLock { $0 } }
+}
+
+// MARK: - Local changes
+
+/// Parameters of every offline store in the soak: repeatable requests on, generous retries.
+func offlineParameters(directory: String, name: String, batch: Bool) -> OfflineODataParameters {
+    var parameters = OfflineODataParameters(storeName: name, storePath: directory, storeEncryptionKey: "soak offline passphrase",
+                                            keyDerivation: .pbkdf2(rounds: 1_000), enableRepeatableRequests: true)
+    parameters.uploadRetries = 6
+    parameters.uploadRetryDelay = .milliseconds(20)
+    if batch { parameters.uploadMode = .batch(maxRequestsPerBatch: 8) }
+    return parameters
+}
+
+let offlineDefiningQueries = [
+    OfflineODataDefiningQuery(name: "customers", query: "Customers"),
+    OfflineODataDefiningQuery(name: "shippers", query: "Shippers"),
+]
+
+/// Makes random local changes on one store: creates of shippers (each with a unique marker as its
+/// CompanyName), updates of the store's own customers and shippers, deletes of its own shippers
+/// that already have the producer's key.
+struct LocalChanger {
+    let name: String
+    let provider: OfflineODataProvider
+    let customers: [String]
+    var random: SeededRandom
+    /// Markers of this store's shippers that are not deleted.
+    var live: [String] = []
+    var sequence = 0
+
+    init(name: String, provider: OfflineODataProvider, customers: [String], seed: UInt64) {
+        self.name = name
+        self.provider = provider
+        self.customers = customers
+        self.random = SeededRandom(seed: seed)
+    }
+
+    /// The local key of a shipper by marker, read without entering the store's actor.
+    func key(of marker: String) -> Int64? {
+        guard let response = try? provider.read(.get("Shippers", .filter("CompanyName eq '\(marker)'"))),
+              let value = try? JSON.parse(response.payload) else { return nil }
+        return value["value"]?.arrayValue?.first?["ShipperID"]?.intValue
+    }
+
+    /// The store's own shippers (after a restart), by marker prefix.
+    mutating func findLive(prefix: String) {
+        guard let response = try? provider.read(.get("Shippers")), let value = try? JSON.parse(response.payload) else { return }
+        live = (value["value"]?.arrayValue ?? []).compactMap { $0["CompanyName"]?.stringValue }.filter { $0.hasPrefix(prefix) }
+    }
+
+    /// Makes one random local change. `announce` runs just before the store is asked.
+    ///
+    /// - Returns: The change and whether the store accepted it, or `nil` when nothing was asked.
+    mutating func change(announce: (Intent) -> Void = { _ in }) async -> (Intent, Bool)? {
+        sequence += 1
+        let roll = Int.random(in: 0..<100, using: &random)
+        let intent: Intent
+        let request: ODataRequest
+        if roll < 35 || live.isEmpty {
+            let marker = "soak \(name)-\(sequence)"
+            intent = Intent(actor: name, kind: .create, target: marker, value: "\(marker)#0")
+            request = Self.request(.post, "Shippers", #"{"CompanyName":"\#(marker)","Phone":"\#(intent.value)"}"#)
+        } else if roll < 70 {
+            let customer = customers[Int.random(in: 0..<customers.count, using: &random)]
+            intent = Intent(actor: name, kind: .patchCustomer, target: customer, value: "\(name)-\(sequence)")
+            request = Self.request(.patch, "Customers('\(customer)')", #"{"Fax":"\#(intent.value)"}"#)
+        } else {
+            let index = Int.random(in: 0..<live.count, using: &random)
+            let marker = live[index]
+            guard let key = key(of: marker) else { return nil }
+            if roll < 88 || key < 0 {
+                intent = Intent(actor: name, kind: .patchShipper, target: marker, value: "\(marker)#\(sequence)")
+                request = Self.request(.patch, "Shippers(\(key))", #"{"Phone":"\#(intent.value)"}"#)
+            } else {
+                intent = Intent(actor: name, kind: .deleteShipper, target: marker, value: "", key: key)
+                request = ODataRequest(method: .delete, resourcePath: "Shippers(\(key))")
+            }
+        }
+        announce(intent)
+        do {
+            _ = try await provider.execute(request)
+        } catch {
+            return (intent, false)
+        }
+        switch intent.kind {
+        case .create: live.append(intent.target)
+        case .deleteShipper: live.removeAll { $0 == intent.target }
+        default: break
+        }
+        return (intent, true)
+    }
+
+    static func request(_ method: HTTPRequestMethod, _ path: String, _ body: String) -> ODataRequest {
+        ODataRequest(method: method, resourcePath: path, body: Data(body.utf8))
+    }
+}
+
+typealias HTTPRequestMethod = HTTPRequest.Method
+
+// MARK: - In-process stores
+
+/// One in-process store: a task making local changes and a task uploading and downloading, at the
+/// same time (local changes made while an upload runs must survive).
+func offlineStoreTasks(_ group: inout TaskGroup<Void>, provider: OfflineODataProvider, name: String, customers: [String], seed: UInt64,
+                       deadline: ContinuousClock.Instant, ledger: Ledger, figures: Figures) {
+    group.addTask {
+        var changer = LocalChanger(name: name, provider: provider, customers: customers, seed: seed)
+        while ContinuousClock.now < deadline {
+            if let outcome = await changer.change() {
+                if outcome.1 {
+                    ledger.record(outcome.0)
+                    figures.add("offline local changes (acknowledged)")
+                } else {
+                    figures.add("offline local changes refused")
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 15...45, using: &changer.random)))
+        }
+    }
+    group.addTask {
+        var random = SeededRandom(seed: seed &+ 77)
+        while ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 100...400, using: &random)))
+            await synchronize(provider, download: Int.random(in: 0..<5, using: &random) == 0, figures: figures)
+        }
+    }
+}
+
+/// One upload or download, counted.
+func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figures) async {
+    if download {
+        figures.add("offline downloads")
+        do { try await provider.download() } catch { figures.add("offline downloads failed (under faults)") }
+    } else {
+        figures.add("offline uploads")
+        do {
+            let result = try await provider.upload()
+            figures.add("offline requests uploaded", result.succeeded)
+            figures.add("offline requests archived in uploads", result.failed.count)
+        } catch {
+            figures.add("offline uploads failed")
+        }
+    }
+}
+
+/// Write faults on the offline stores' requests: latency, 5xx, dropped connections, lost acknowledgements.
+func offlineFaults(server: FixtureServer, seed: UInt64, deadline: ContinuousClock.Instant) async {
+    var random = SeededRandom(seed: seed)
+    var installed: [FaultID] = []
+    while ContinuousClock.now < deadline {
+        let action: FaultAction = switch Int.random(in: 0..<4, using: &random) {
+        case 0: .latency(.milliseconds(Int.random(in: 5...60, using: &random)))
+        case 1: .fail(status: [500, 502, 503][Int.random(in: 0..<3, using: &random)], code: "SOAK", message: "injected")
+        case 2: .dropConnection
+        default: .executeThenDropConnection
+        }
+        let path = ["Shippers*", "Customers*", "$batch"][Int.random(in: 0..<3, using: &random)]
+        let method = path == "$batch" ? "POST" : ["POST", "PATCH", "DELETE"][Int.random(in: 0..<3, using: &random)]
+        if let id = try? server.faults.add(FaultRule(action, method: method, path: path, times: Int.random(in: 1...2, using: &random))) {
+            installed.append(id)
+        }
+        if installed.count > 4 { _ = server.faults.remove(installed.removeFirst()) }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    server.faults.removeAll()
+}
+
+// MARK: - The child: a store killed at random points
+
+/// `odata-soak --offline-child <store path> <service root> <generation> <seed> <customers> [batch]`: opens
+/// (or creates) the child's store, uploads what a killed predecessor left, then makes local changes
+/// and uploads until killed. Before each change it prints `intent …`, after it `ack` or `nack`.
+/// Exit 2: the store did not open for a reason other than the network.
+func runOfflineChild(_ arguments: [String]) async -> Never {
+    guard arguments.count >= 7, let generation = Int(arguments[4]), let seed = UInt64(arguments[5]) else {
+        FileHandle.standardError.write(Data("odata-soak: --offline-child <store path> <service root> <generation> <seed> <customers>\n".utf8))
+        exit(64)
+    }
+    func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    let provider: OfflineODataProvider
+    do {
+        provider = try OfflineODataProvider(serviceRoot: arguments[3],
+                                            parameters: offlineParameters(directory: arguments[2], name: "child", batch: arguments.count > 7 && arguments[7] == "batch"))
+        for query in offlineDefiningQueries { try await provider.add(definingQuery: query) }
+    } catch {
+        say("open failed: \(error)")
+        exit(2)
+    }
+    while true {
+        do {
+            try await provider.open()
+            break
+        } catch let error as OfflineODataError where error.code == .downloadFailed {
+            say("open: download failed under faults")
+            try? await Task.sleep(for: .milliseconds(20))
+        } catch {
+            say("open failed: \(error)")
+            exit(2)
+        }
+    }
+    say("open")
+    func upload() async {
+        say("uploading")
+        do {
+            let result = try await provider.upload()
+            say("uploaded \(result.sent) \(result.succeeded) \(result.failed.count)")
+        } catch {
+            say("upload failed: \(error)")
+        }
+    }
+    if (try? await provider.hasPendingUpload) == true { await upload() }
+    var changer = LocalChanger(name: "c\(generation)", provider: provider, customers: arguments[6].split(separator: ",").map(String.init),
+                               seed: seed)
+    changer.findLive(prefix: "soak c")
+    while true {
+        let outcome = await changer.change(announce: { intent in
+            say(["intent", intent.kind.rawValue, intent.target, intent.value, intent.key.map(String.init) ?? ""].joined(separator: "\t"))
+        })
+        if let outcome { say(outcome.1 ? "ack" : "nack") }
+        switch Int.random(in: 0..<12, using: &changer.random) {
+        case 0, 1: await upload()
+        case 2:
+            do { try await provider.download(); say("downloaded") } catch { say("download failed: \(error)") }
+        default: break
+        }
+        try? await Task.sleep(for: .milliseconds(Int.random(in: 2...15, using: &changer.random)))
+    }
+}
+
+/// Reads the lines a child printed into the ledger: each `intent` followed by `ack` is an
+/// acknowledged change; one without `ack` or `nack` (the kill came in between) is uncertain.
+func recordChildOutput(_ text: String, ledger: Ledger, figures: Figures) {
+    var pending: Intent?
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        if fields.count == 5, fields[0] == "intent", let kind = Intent.Kind(rawValue: fields[1]) {
+            if let unsettled = pending {
+                var intent = unsettled
+                intent.acknowledged = false
+                ledger.record(intent)
+            }
+            pending = Intent(actor: "c", kind: kind, target: fields[2], value: fields[3], key: Int64(fields[4]))
+        } else if line == "ack", let intent = pending {
+            ledger.record(intent)
+            figures.add("offline local changes (acknowledged)")
+            pending = nil
+        } else if line == "nack" {
+            figures.add("offline local changes refused")
+            pending = nil
+        }
+    }
+    if var intent = pending {
+        intent.acknowledged = false
+        ledger.record(intent)
+        figures.add("offline changes in flight at a kill")
+    }
+    if let start = text.range(of: "uploading\n", options: .backwards), !text[start.upperBound...].contains("uploaded ") {
+        figures.add("offline child kills during an upload")
+    }
+}
+
+/// Starts the child, SIGKILLs it after a random time, starts the next generation, until the deadline.
+func offlineChildLoop(executable: String, storePath: String, serviceRoot: String, customers: [String], seed: UInt64, batch: Bool,
+                      deadline: ContinuousClock.Instant, ledger: Ledger, figures: Figures) async {
+    var random = SeededRandom(seed: seed)
+    var generation = 0
+    while ContinuousClock.now < deadline {
+        generation += 1
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--offline-child", storePath, serviceRoot, String(generation), String(seed &+ UInt64(generation) &* 7919),
+                             customers.joined(separator: ","), batch ? "batch" : "single"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let handle = pipe.fileHandleForReading
+        let collected = LockedValue<Data?>(nil)
+        do { try process.run() } catch {
+            figures.add("store-open failures")
+            return
+        }
+        figures.add("offline child generations")
+        let reader = Thread { let data = handle.readDataToEndOfFile(); collected.withLock { $0 = data } }
+        reader.start()
+        let lifetime = Duration.milliseconds(Int.random(in: 300...1_500, using: &random))
+        let killAt = min(ContinuousClock.now + lifetime, deadline)
+        while process.isRunning && ContinuousClock.now < killAt { try? await Task.sleep(for: .milliseconds(10)) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            figures.add("offline child kills")
+        }
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+        var text: Data?
+        for _ in 0..<400 {
+            text = collected.withLock { $0 }
+            if text != nil { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let output = String(decoding: text ?? Data(), as: UTF8.self)
+        recordChildOutput(output, ledger: ledger, figures: figures)
+        if process.terminationReason == .uncaughtSignal {
+            if process.terminationStatus != SIGKILL { figures.add("crashes") }
+        } else if process.terminationStatus == 2 {
+            print("odata-soak: the offline child's store did not open: \(output.split(separator: "\n").last ?? "")")
+            figures.add("store-open failures")
+        } else {
+            figures.add("crashes")
+        }
+    }
+}
+
+// MARK: - The end: drain, then reconcile
+
+/// Uploads until the queue is empty (faults are off by now); returns whether it emptied.
+func drain(_ provider: OfflineODataProvider, figures: Figures) async -> Bool {
+    for _ in 0..<6 {
+        if (try? await provider.hasPendingUpload) == false { return true }
+        await synchronize(provider, download: false, figures: figures)
+    }
+    return (try? await provider.hasPendingUpload) == false
+}
+
+/// Compares the ledger with the producer's executions, data and the stores' ErrorArchives.
+///
+/// - Parameters:
+///   - archives: Every ErrorArchive entry of every store.
+///   - initialFax: Each customer's `Fax` before the soak.
+func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], initialFax: [String: JSONValue], figures: Figures) {
+    let intents = ledger.all
+    // The ErrorArchive: which changes and entities it holds, and why.
+    var archivedValues = Set<String>()
+    var archivedTargets = Set<String>()
+    var faultTargets = Set<String>()
+    var refusals: [(String, JSONObject)] = []
+    let deleteKeys = Dictionary(intents.compactMap { intent in intent.key.map { ($0, intent.target) } }, uniquingKeysWith: { first, _ in first })
+    for entry in archives {
+        let url = entry["RequestURL"]?.stringValue ?? ""
+        let body = entry["RequestBody"]?.stringValue.flatMap { try? JSON.parse($0) }
+        var target = ""
+        if url.hasPrefix("Customers('") {
+            target = String(url.dropFirst("Customers('".count).prefix { $0 != "'" })
+            if let fax = body?["Fax"]?.stringValue { archivedValues.insert(fax) }
+        } else if let name = body?["CompanyName"]?.stringValue {
+            target = name
+            archivedValues.insert(name)
+        } else if let phone = body?["Phone"]?.stringValue {
+            target = String(phone.prefix { $0 != "#" })
+            archivedValues.insert(phone)
+        } else if url.hasPrefix("Shippers("), let key = Int64(url.dropFirst("Shippers(".count).prefix { $0 != ")" }), let marker = deleteKeys[key] {
+            target = marker
+            archivedValues.insert("delete " + marker)
+        }
+        archivedTargets.insert(target)
+        let status = entry["HTTPStatusCode"]?.intValue ?? 0
+        let domain = entry["Domain"]?.stringValue ?? ""
+        if domain != "OData" || status == 408 || status == 429 || status >= 500 {
+            faultTargets.insert(target)
+            figures.add("offline requests archived after faults")
+        } else {
+            refusals.append((target, entry))
+        }
+    }
+    for (target, entry) in refusals {
+        if faultTargets.contains(target) {
+            figures.add("offline follow-ups of a fault archived")
+        } else {
+            figures.add("offline requests refused (not a fault)")
+            print("odata-soak: refused: \(JSON.string(.object(entry)))")
+        }
+    }
+    func archived(_ intent: Intent) -> Bool {
+        archivedValues.contains(intent.kind == .deleteShipper ? "delete " + intent.target : (intent.kind == .create ? intent.target : intent.value))
+    }
+    /// Executions of one method and path against the changes that asked for them.
+    func count(_ method: String, _ path: String, _ changes: [Intent], what: String) {
+        let executed = server.counters.executions(method: method, path: path)
+        let twice = executed - changes.count
+        let lost = changes.filter { $0.acknowledged && !archived($0) }.count - executed
+        if twice > 0 {
+            figures.add("offline requests executed twice", twice)
+            print("odata-soak: \(method) \(path) executed \(executed) times for \(changes.count) \(what)")
+        }
+        if lost > 0 {
+            figures.add("offline requests lost", lost)
+            print("odata-soak: \(method) \(path) executed \(executed) times for \(changes.count) \(what), \(lost) lost")
+        }
+    }
+    /// The values the producer may hold after the changes: the last acknowledged one, or one of
+    /// the uncertain ones made after it.
+    func acceptable(_ changes: [Intent], initial: JSONValue) -> [JSONValue] {
+        guard let last = changes.lastIndex(where: \.acknowledged) else { return [initial] + changes.map { .string($0.value) } }
+        return changes[last...].map { .string($0.value) }
+    }
+
+    // Customers: every update executed once, the last one on the producer.
+    let customers = (try? server.read { try $0.entities(in: "Customers") }) ?? []
+    let faxes = Dictionary(customers.compactMap { row in row["CustomerID"]?.stringValue.map { ($0, row["Fax"] ?? .null) } }, uniquingKeysWith: { first, _ in first })
+    for (customer, changes) in Dictionary(grouping: intents.filter { $0.kind == .patchCustomer }, by: \.target) {
+        count("PATCH", "Customers('\(customer)')", changes, what: "updates")
+        guard !archivedTargets.contains(customer) else { continue }
+        let allowed = acceptable(changes, initial: initialFax[customer] ?? .null)
+        if !allowed.contains(faxes[customer] ?? .null) {
+            figures.add("offline final-state mismatches")
+            print("odata-soak: Customers('\(customer)') has Fax \(JSON.string(faxes[customer] ?? .null)) on the producer, expected one of \(allowed.map { JSON.string($0) })")
+        }
+    }
+
+    // Shippers: each create once (one row per marker), its updates and delete once, the last state on the producer.
+    let shippers = (try? server.read { try $0.entities(in: "Shippers") }) ?? []
+    let rows = Dictionary(grouping: shippers, by: { $0["CompanyName"]?.stringValue ?? "" })
+    let creates = intents.filter { $0.kind == .create }
+    let postsExecuted = server.counters.executions(method: "POST", path: "Shippers")
+    if postsExecuted > creates.count {
+        figures.add("offline requests executed twice", postsExecuted - creates.count)
+        print("odata-soak: POST Shippers executed \(postsExecuted) times for \(creates.count) creates")
+    }
+    let certainCreates = creates.filter { $0.acknowledged && !archived($0) }.count
+    if postsExecuted < certainCreates {
+        figures.add("offline requests lost", certainCreates - postsExecuted)
+        print("odata-soak: POST Shippers executed \(postsExecuted) times for \(certainCreates) acknowledged creates")
+    }
+    // The producer reuses the key of a deleted shipper (max + 1), so updates and deletes are counted
+    // per key over every marker that had it.
+    var byKey: [Int64: [Intent]] = [:]
+    let markers = Dictionary(grouping: intents.filter { $0.kind != .patchCustomer }, by: \.target)
+    for (marker, changes) in markers {
+        let found = rows[marker] ?? []
+        if found.count > 1 {
+            figures.add("offline requests executed twice", found.count - 1)
+            print("odata-soak: \(found.count) producer rows named '\(marker)'")
+        }
+        if let key = changes.first(where: { $0.kind == .deleteShipper })?.key ?? found.first?["ShipperID"]?.intValue {
+            byKey[key, default: []] += changes.filter { $0.kind == .patchShipper || $0.kind == .deleteShipper }
+        }
+    }
+    for (key, changes) in byKey {
+        count("PATCH", "Shippers(\(key))", changes.filter { $0.kind == .patchShipper }, what: "updates")
+        count("DELETE", "Shippers(\(key))", changes.filter { $0.kind == .deleteShipper }, what: "deletes")
+    }
+    for (marker, changes) in markers {
+        let found = rows[marker] ?? []
+        let delete = changes.first { $0.kind == .deleteShipper }
+        guard !archivedTargets.contains(marker), let create = changes.first(where: { $0.kind == .create }) else { continue }
+        if let delete, delete.acknowledged {
+            if !found.isEmpty {
+                figures.add("offline final-state mismatches")
+                print("odata-soak: '\(marker)' was deleted locally but is on the producer")
+            }
+        } else if found.isEmpty {
+            if create.acknowledged && delete == nil {
+                figures.add("offline requests lost")
+                print("odata-soak: the create of '\(marker)' never reached the producer")
+            }
+        } else if found.count == 1 {
+            let allowed = acceptable(changes.filter { $0.kind != .deleteShipper }, initial: .null)
+            if !allowed.contains(found[0]["Phone"] ?? .null) {
+                figures.add("offline final-state mismatches")
+                print("odata-soak: '\(marker)' has Phone \(JSON.string(found[0]["Phone"] ?? .null)) on the producer, expected one of \(allowed.map { JSON.string($0) })")
+            }
+        }
+    }
+    // Every repeated request answered from the producer's repeatability record (a lost
+    // acknowledgement or a request re-sent after a kill), and the write faults that fired.
+    let writes = server.counters.all.filter { $0.method != "GET" }
+    figures.set("offline re-sends replayed (repeatability)", writes.reduce(0) { $0 + $1.replayed })
+    figures.set("offline write faults injected (fired)", writes.reduce(0) { $0 + $1.faulted })
+}
+
+/// Every entry of a store's ErrorArchive.
+func errorArchive(_ provider: OfflineODataProvider) -> [JSONObject] {
+    guard let response = try? provider.read(.get("ErrorArchive")), let value = try? JSON.parse(response.payload) else { return [] }
+    return (value["value"]?.arrayValue ?? []).compactMap(\.objectValue)
+}
