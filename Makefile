@@ -58,12 +58,13 @@ fuzz: deps
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=10
 
-# The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path.
+# The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path; a report
+# stops the test process (and its children: ilodata, odata-soak), so any finding fails the run.
 # LeakSanitizer is off: at exit it reports the XCTest runner's and SIGKILLed children's live objects
 # (see docs/notes/proof.md); leaks are checked by the soak's flat-RSS column instead.
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-	$(SWIFT) test --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
 
