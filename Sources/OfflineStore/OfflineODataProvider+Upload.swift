@@ -445,8 +445,10 @@ extension OfflineODataProvider {
                     if !laterOnEntity && record.state == .deleted { try changes.remove(set: record.set, key: record.key) }
                 } else {
                     if let etag { record.entity["@odata.etag"] = .string(etag) }
-                    for updated in Self.withNewETag(try changes.queuedRequests(after: entry.id), after: entry, etag: etag) {
-                        try changes.enqueue(updated)
+                    if laterOnEntity {
+                        for updated in Self.withNewETag(try changes.queuedRequests(after: entry.id), after: entry, etag: etag) {
+                            try changes.enqueue(updated)
+                        }
                     }
                     if !laterOnEntity && record.state != .deleted && !record.inErrorState {
                         record.state = .downloaded
