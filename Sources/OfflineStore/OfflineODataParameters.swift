@@ -50,8 +50,8 @@ public struct OfflineODataParameters: Sendable {
     /// together in `$batch` bodies. The default is ``OfflineODataUploadMode/oneByOne``: it works
     /// with every back end (some refuse or limit `$batch`), and a request's failure or retry touches
     /// only that request. ``OfflineODataUploadMode/batch(maxRequestsPerBatch:)`` saves a round trip
-    /// per request and commits the answers of a `$batch` in one transaction — measured 4× the
-    /// requests per second on loopback and 10× with 2 ms per HTTP request, in `$batch`es of 100
+    /// per request and commits the answers of a `$batch` in one transaction — measured 4.8× the
+    /// requests per second on loopback and 13× with 2 ms per HTTP request, in `$batch`es of 100
     /// (BENCHMARKS.md) — with the same outcome for every request. Choose it for back ends that
     /// accept `$batch`.
     public var uploadMode: OfflineODataUploadMode = .oneByOne
