@@ -40,7 +40,10 @@ public struct OnlineStoreOptions: Sendable {
     /// In active mode, an entry younger than this is delivered without asking the server (the
     /// server callback then carries the cached response). The default is `nil`: always revalidate.
     public var maxAge: Duration?
-    /// Identical GETs in flight at the same time share one network request. The default is `true`.
+    /// Identical GETs in flight at the same time share one network request. A read that joins a
+    /// request already under way gets that request's answer, which the server may have produced
+    /// just before the read began (at most one round trip earlier); set `false` when every read
+    /// must reflect writes acknowledged before it started. The default is `true`.
     public var coalescesIdenticalReads: Bool = true
     /// Header fields sent with every request (for example `Authorization`). The default is
     /// `Accept: application/json`.
