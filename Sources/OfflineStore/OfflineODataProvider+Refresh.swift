@@ -69,12 +69,16 @@ extension OfflineODataProvider {
                 refreshed.append((record.set, record.key, nil))
                 continue
             }
+            let reference: String
             do {
-                _ = try single.add(try ODataPayload.decodeEntity(body).jsonV4, set: record.set, query: "")
+                reference = try single.add(try ODataPayload.decodeEntity(body).jsonV4, set: record.set, query: "")
             } catch let error as ODataError {
                 throw OfflineODataError(.downloadFailed, "the answer of GET \(url) is not an OData entity: \(error.message)")
             }
-            refreshed.append((record.set, record.key, single.records[record.reference]))
+            guard reference == record.reference, let fresh = single.records[reference] else {
+                throw OfflineODataError(.downloadFailed, "GET \(url) answered the entity \(reference)")
+            }
+            refreshed.append((record.set, record.key, fresh))
         }
         let finalRefreshed = refreshed
         let holders = before.filter { !Set($0.queries).isDisjoint(with: fullQueries.union(removedQueries)) }
