@@ -240,7 +240,7 @@ private func expectCurlError(
             _ = try await transport.send(TransportRequest(url: server.url("/chunked-big")))
         }
         #expect(error?.message.contains("maxResponseBodySize") == true)
-        // The server saw the client go before it could send all 4 MiB.
+        // The server saw the client go before it could send all 64 MiB.
         #expect(await server.wait { $0.clientClosed >= 1 })
     }
 
