@@ -267,10 +267,11 @@ extension OfflineODataProvider {
         guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
             throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
         }
-        guard let entry = try store.errorEntries().first(where: { $0["RequestID"]?.intValue == id }) else {
+        let entries = try store.errorEntries()
+        guard let entry = entries.first(where: { $0["RequestID"]?.intValue == id }) else {
             throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
         }
-        let others = try store.errorEntries().filter {
+        let others = entries.filter {
             $0["RequestID"]?.intValue != id && $0["AffectedEntityReference"] == entry["AffectedEntityReference"]
         }
         let failedCreate = entry["RequestMethod"]?.stringValue == "POST"
