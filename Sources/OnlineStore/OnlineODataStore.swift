@@ -49,6 +49,9 @@ public final class OnlineODataStore: Sendable {
         var mode: StoreMode = .active
         var running: [UUID: @Sendable () -> Void] = [:]
         var inFlight: [String: Task<TransportResponse, any Error>] = [:]
+        /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that
+        /// began after the last one, so it never gets an answer older than a write this store made.
+        var writeEpoch: UInt64 = 0
     }
 
     /// Creates a store; nothing is opened until ``open()``.
@@ -327,15 +330,29 @@ public final class OnlineODataStore: Sendable {
         var headers = options.defaultHeaderFields
         for field in request.headerFields { headers[fields: field.name] = request.headerFields[fields: field.name] }
         let cacheRequest = CacheRequest(method: request.method.rawValue, headers: Self.cacheHeaders(request.headerFields), useCache: request.useCache)
+        var conditionalNames: [HTTPField.Name] = []
         if plan.readsCache, case .revalidate(let conditional) = CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active) {
             for header in conditional {
-                if let name = HTTPField.Name(header.name) { headers[name] = header.value }
+                if let name = HTTPField.Name(header.name) {
+                    headers[name] = header.value
+                    conditionalNames.append(name)
+                }
             }
         }
-        let transportRequest = TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body)
-        let reply: TransportResponse
+        let coalescing = request.method == .get && options.coalescesIdenticalReads
+        // The answer is stored as of when the request was sent, so that a slower answer to an earlier
+        // request never replaces it (`keepingNewer`).
+        var sentAt = Date()
+        var reply: TransportResponse
         do {
-            reply = try await send(transportRequest, coalescing: request.method == .get && options.coalescesIdenticalReads)
+            reply = try await send(TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body), coalescing: coalescing)
+            if reply.status == 304, let cached, !conditionalNames.isEmpty,
+               !CachePolicy.notModified(Self.cacheHeaders(reply.headerFields), confirms: cached) {
+                // The 304 is about another representation than the copy held: ask for the body.
+                for name in conditionalNames { headers[name] = nil }
+                sentAt = Date()
+                reply = try await send(TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body), coalescing: coalescing)
+            }
         } catch {
             if !isOpen { return fail(execution, ODataError(.invalidState, "the store was closed while the request ran")) }
             return fail(execution, error)
@@ -345,14 +362,16 @@ public final class OnlineODataStore: Sendable {
         }
 
         let response: ODataResponse
-        if reply.status == 304, let cached {
+        if reply.status == 304, let cached, CachePolicy.notModified(Self.cacheHeaders(reply.headerFields), confirms: cached) {
             counters.withLock { $0.notModified += 1 }
-            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headerFields: reply.headerFields, payload: Data(), stored: cached) : nil
+            // The copy the request revalidated is the answer, even when another answer replaced it in
+            // the cache meanwhile (the refresh then leaves that one alone).
+            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headerFields: reply.headerFields, payload: Data(), stored: cached, sentAt: sentAt) : nil
             response = Self.response(from: refreshed ?? cached, revalidated: true)
         } else {
             response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
             if plan.readsCache {
-                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headerFields: reply.headerFields, payload: reply.body, stored: cached)
+                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headerFields: reply.headerFields, payload: reply.body, stored: cached, sentAt: sentAt)
             }
         }
         if response.isSuccess {
@@ -400,6 +419,7 @@ public final class OnlineODataStore: Sendable {
         }
         var headers = options.defaultHeaderFields
         headers[.contentType] = encoded.contentType
+        let sentAt = Date()
         let reply: TransportResponse
         do {
             reply = try await send(TransportRequest(method: "POST", url: batchURL, headerFields: headers, body: encoded.body), coalescing: false)
@@ -415,7 +435,7 @@ public final class OnlineODataStore: Sendable {
             for (part, url) in zip(decoded.parts, urls) {
                 guard let url, case .response(let partResponse, _) = part else { continue }
                 _ = await updateCache(url: url, request: CacheRequest(method: "GET"), status: partResponse.statusCode,
-                                      headerFields: partResponse.headerFields, payload: partResponse.payload, stored: nil)
+                                      headerFields: partResponse.headerFields, payload: partResponse.payload, stored: nil, sentAt: sentAt)
             }
         }
         execution.report(.serverResponse(response))
@@ -430,16 +450,18 @@ public final class OnlineODataStore: Sendable {
         (try? cache?.entry(for: url)) ?? nil
     }
 
-    /// Carries out what ``CachePolicy`` says the server's answer does to the stored entry.
-    /// A cache closed meanwhile is left alone. - Returns: the refreshed entry after a 304.
-    private func updateCache(url: String, request: CacheRequest, status: Int, headerFields: HTTPFields, payload: Data, stored: CacheEntry?) async -> CacheEntry? {
+    /// Carries out what ``CachePolicy`` says the server's answer does to the stored entry: as of
+    /// `sentAt`, so that an answer never replaces one to a request sent later, and a 304 refreshes
+    /// only the copy it confirmed. A cache closed meanwhile is left alone.
+    /// - Returns: the refreshed entry after a 304, if it is still the one stored.
+    private func updateCache(url: String, request: CacheRequest, status: Int, headerFields: HTTPFields, payload: Data, stored: CacheEntry?, sentAt: Date) async -> CacheEntry? {
         guard let cache, cache.isOpen else { return nil }
         let headers = Self.cacheHeaders(headerFields)
         switch CachePolicy.action(for: request, status: status, headers: headers, hasStoredEntry: stored != nil, mode: .active) {
         case .store:
-            _ = try? await cache.store(CacheEntry(status: status, headers: headers, payload: payload), for: url)
+            _ = try? await cache.store(CacheEntry(status: status, headers: headers, payload: payload, storedAt: sentAt), for: url, keepingNewer: true)
         case .refresh:
-            return (try? await cache.refresh(for: url, with304Headers: headers)) ?? nil
+            return (try? await cache.refresh(for: url, with304Headers: headers, revalidating: stored, at: sentAt)) ?? nil
         case .remove:
             _ = try? await cache.removeEntry(for: url)
         case .leave:
@@ -453,7 +475,16 @@ public final class OnlineODataStore: Sendable {
     }
 
     private func send(_ request: TransportRequest, coalescing: Bool) async throws -> TransportResponse {
-        let key = request.url + "\n" + request.headerFields.map { "\($0.name.canonicalName):\($0.value)" }.joined(separator: "\n")
+        let isWrite = request.method != "GET" && request.method != "HEAD"
+        if isWrite {
+            defer { state.withLock { $0.writeEpoch &+= 1 } }
+            return try await send(request, key: "", coalescing: false)
+        }
+        let header = request.headerFields.map { "\($0.name.canonicalName):\($0.value)" }.joined(separator: "\n")
+        return try await send(request, key: "\(state.withLock { $0.writeEpoch })\n\(request.url)\n\(header)", coalescing: coalescing)
+    }
+
+    private func send(_ request: TransportRequest, key: String, coalescing: Bool) async throws -> TransportResponse {
         let (task, isLeader): (Task<TransportResponse, any Error>, Bool) = state.withLock { state in
             if coalescing, let existing = state.inFlight[key] { return (existing, false) }
             let transport = self.transport

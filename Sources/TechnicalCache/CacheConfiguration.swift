@@ -87,6 +87,9 @@ public struct CacheStatistics: Sendable, Hashable {
     public var writes = 0
     /// Entries refreshed by a 304.
     public var refreshes = 0
+    /// Writes dropped because the stored entry had moved on meanwhile: a 304 refresh whose entry was
+    /// replaced by another representation, or a store that was told to keep a newer entry.
+    public var supersededWrites = 0
     /// Entries evicted to stay within the budget.
     public var evictions = 0
     /// Bytes evicted to stay within the budget.

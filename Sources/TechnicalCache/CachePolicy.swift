@@ -135,6 +135,35 @@ public enum CachePolicy {
         }
     }
 
+    /// Whether a 304 answer confirms `stored`, the entry whose validators the request sent
+    /// (RFC 9111 §4.3.4, with the weak comparison of `If-None-Match`, RFC 9110 §8.8.3.2).
+    ///
+    /// A 304 that names an `ETag` confirms only an entry with that entity tag; one without an `ETag`
+    /// but with a `Last-Modified` confirms only an entry with that date (or without one); a 304
+    /// without validators confirms the entry.
+    ///
+    /// - Parameters:
+    ///   - headers: The 304 response's headers.
+    ///   - stored: The stored entry.
+    /// - Returns: `false` when the 304 is about another representation: its body is not the answer.
+    public static func notModified(_ headers: [CacheEntry.Header], confirms stored: CacheEntry) -> Bool {
+        func value(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
+        if let etag = value("etag") {
+            guard let storedTag = stored.etag else { return false }
+            return opaqueTag(etag) == opaqueTag(storedTag)
+        }
+        if let lastModified = value("last-modified"), let storedDate = stored.lastModified {
+            return lastModified.trimmingCharacters(in: .whitespaces) == storedDate.trimmingCharacters(in: .whitespaces)
+        }
+        return true
+    }
+
+    /// An entity tag without its weakness indicator, for the weak comparison.
+    private static func opaqueTag(_ tag: String) -> Substring {
+        let trimmed = tag.trimmingCharacters(in: .whitespaces)
+        return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed[...]
+    }
+
     /// Whether a `Cache-Control` header in `headers` carries `directive` (case-insensitive,
     /// arguments such as `max-age=0` ignored).
     ///

@@ -23,8 +23,8 @@ import ODataCore
 /// - ``init(directory:configuration:)``
 /// - ``open(encryption:)``
 /// - ``entry(for:)``
-/// - ``store(_:for:)-(CacheEntry,String)->Bool``
-/// - ``refresh(for:with304Headers:)-(String,[CacheEntry.Header])->CacheEntry?``
+/// - ``store(_:for:keepingNewer:)-(CacheEntry,String,Bool)->Bool``
+/// - ``refresh(for:with304Headers:revalidating:at:)-(String,[CacheEntry.Header],CacheEntry?,Date)->CacheEntry?``
 /// - ``removeEntry(for:)-(String)->Bool``
 /// - ``statistics``
 public final class ResponseCache: Sendable {
@@ -365,34 +365,51 @@ public final class ResponseCache: Sendable {
     /// `Cache-Control: no-store`, or one larger than the largest allowed entry (counted as an oversize
     /// reject).
     ///
+    /// Writers that run requests concurrently pass `keepingNewer` with each entry's
+    /// ``CacheEntry/storedAt`` set to the time its request was sent: the answer to an earlier request
+    /// that arrives last then never replaces the answer to a later one (checked in the write
+    /// transaction, so also against other processes; counted as a superseded write).
+    ///
     /// - Parameters:
     ///   - entry: The response to keep (credentials were already dropped from its headers).
     ///   - url: The literal request URL.
+    ///   - keepingNewer: When `true`, an entry stored with a later ``CacheEntry/storedAt`` (to the
+    ///     millisecond) is kept and `entry` is dropped. The default is `false`: `entry` replaces it.
     /// - Returns: `true` when the entry was stored.
     /// - Throws: ``CacheError/notOpen``; ``CacheError/invalidEntry`` for a status outside 100…999;
     ///   ``CacheError/storage`` when the write fails (the previous state is kept).
     @discardableResult
-    public func store(_ entry: CacheEntry, for url: String) throws -> Bool {
-        let prepared = try prepareStore(entry, url: url)
+    public func store(_ entry: CacheEntry, for url: String, keepingNewer: Bool = false) throws -> Bool {
+        let prepared = try prepareStore(entry, url: url, condition: keepingNewer ? .storedNoLaterThan(entry.storedAt) : .always)
         let cache = prepared.cache
         let outcome = try runWrite(cache) { txn in try self.applyStore(prepared, txn) }
         return finishStore(outcome, cache: cache)
     }
 
-    /// Stores `entry` for `url` like ``store(_:for:)-(CacheEntry,String)->Bool``, suspending instead of
-    /// blocking while other writes finish.
+    /// Stores `entry` for `url` like ``store(_:for:keepingNewer:)-(CacheEntry,String,Bool)->Bool``,
+    /// suspending instead of blocking while other writes finish.
     ///
     /// - Parameters:
     ///   - entry: The response to keep.
     ///   - url: The literal request URL.
+    ///   - keepingNewer: When `true`, an entry stored with a later ``CacheEntry/storedAt`` is kept.
     /// - Returns: `true` when the entry was stored.
     /// - Throws: As the synchronous variant.
     @discardableResult
-    public func store(_ entry: CacheEntry, for url: String) async throws -> Bool {
-        let prepared = try prepareStore(entry, url: url)
+    public func store(_ entry: CacheEntry, for url: String, keepingNewer: Bool = false) async throws -> Bool {
+        let prepared = try prepareStore(entry, url: url, condition: keepingNewer ? .storedNoLaterThan(entry.storedAt) : .always)
         let cache = prepared.cache
         let outcome = try await runWrite(cache) { txn in try self.applyStore(prepared, txn) }
         return finishStore(outcome, cache: cache)
+    }
+
+    /// What the entry stored for a key must be for a write to go ahead (checked in its transaction).
+    private enum StoreCondition: Sendable {
+        case always
+        /// Nothing stored, a damaged entry, or one stored no later than this (to the millisecond).
+        case storedNoLaterThan(Date)
+        /// An entry with exactly these validators: the representation a 304 confirmed.
+        case storedValidators(etag: String?, lastModified: String?)
     }
 
     private struct PreparedStore: Sendable {
@@ -403,6 +420,7 @@ public final class ResponseCache: Sendable {
         let generation: UInt64
         let storable: Bool
         let oversize: Bool
+        let condition: StoreCondition
     }
 
     private struct StoreOutcome: Sendable {
@@ -411,9 +429,10 @@ public final class ResponseCache: Sendable {
         var removed: Bool
         var evictions: Int
         var evictedBytes: Int
+        var superseded = false
     }
 
-    private func prepareStore(_ entry: CacheEntry, url: String) throws -> PreparedStore {
+    private func prepareStore(_ entry: CacheEntry, url: String, condition: StoreCondition = .always) throws -> PreparedStore {
         guard (100...999).contains(entry.status) else {
             throw CacheError.invalidEntry.with(detail: "status \(entry.status) is not an HTTP status code")
         }
@@ -421,21 +440,45 @@ public final class ResponseCache: Sendable {
         let crypto = cache.crypto.withLock { $0 }
         let key = crypto.entryKey(for: url, partition: configuration.partition)
         if CachePolicy.hasDirective("no-store", in: entry.headers) {
-            return PreparedStore(cache: cache, key: key, entry: entry, sealed: nil, generation: crypto.generation, storable: false, oversize: false)
+            return PreparedStore(cache: cache, key: key, entry: entry, sealed: nil, generation: crypto.generation, storable: false, oversize: false, condition: condition)
         }
         // The stored size is known before sealing: each box adds the sealer's overhead.
         let combined = entry.payload.count <= SealedEntry.combinedLimit
         let overhead = (combined ? 4 : 0) + (crypto.sealer == nil ? 0 : (combined ? 1 : 2) * Sealer.overhead)
         let metaCount = EntryCodec.encodeMeta(entry).count
         if 5 + metaCount + entry.payload.count + overhead + OpenCache.perEntryOverhead > configuration.maxEntryBytes {
-            return PreparedStore(cache: cache, key: key, entry: entry, sealed: nil, generation: crypto.generation, storable: false, oversize: true)
+            return PreparedStore(cache: cache, key: key, entry: entry, sealed: nil, generation: crypto.generation, storable: false, oversize: true, condition: condition)
         }
         let sealed = try crypto.seal(entry, key: key)
-        return PreparedStore(cache: cache, key: key, entry: entry, sealed: sealed, generation: crypto.generation, storable: true, oversize: false)
+        return PreparedStore(cache: cache, key: key, entry: entry, sealed: sealed, generation: crypto.generation, storable: true, oversize: false, condition: condition)
+    }
+
+    /// Whether the entry stored for the prepared key allows the write.
+    private static func conditionHolds(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> Bool {
+        if case .always = prepared.condition { return true }
+        let crypto = prepared.cache.crypto.withLock { $0 }
+        // nil: nothing stored; .some(nil): stored but damaged.
+        let meta = try txn.withValue(forKey: prepared.key, in: prepared.cache.entries) { buffer in
+            buffer.map { crypto.openMeta($0, key: prepared.key) }
+        }
+        switch prepared.condition {
+        case .always:
+            return true
+        case .storedNoLaterThan(let date):
+            guard let stored = meta ?? nil else { return true }
+            return Int64(stored.storedAt.timeIntervalSince1970 * 1000) <= Int64(date.timeIntervalSince1970 * 1000)
+        case .storedValidators(let etag, let lastModified):
+            guard let stored = meta ?? nil else { return false }
+            let entry = CacheEntry(status: stored.status, trustedHeaders: stored.headers, payload: Data(), storedAt: stored.storedAt)
+            return entry.etag == etag && entry.lastModified == lastModified
+        }
     }
 
     private func applyStore(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> StoreOutcome {
         let cache = prepared.cache
+        guard try Self.conditionHolds(prepared, txn) else {
+            return StoreOutcome(stored: false, oversize: false, removed: false, evictions: 0, evictedBytes: 0, superseded: true)
+        }
         guard prepared.storable, var sealed = prepared.sealed else {
             try cache.flushTouches(txn)
             var total = try cache.readBytes(txn)
@@ -459,6 +502,7 @@ public final class ResponseCache: Sendable {
             if outcome.stored { $0.writes += 1 }
             if outcome.oversize { $0.oversizeRejects += 1 }
             if outcome.removed { $0.removals += 1 }
+            if outcome.superseded { $0.supersededWrites += 1 }
             $0.evictions += outcome.evictions
             $0.evictedBytes += outcome.evictedBytes
         }
@@ -467,20 +511,26 @@ public final class ResponseCache: Sendable {
     }
 
     /// Refreshes the entry for `url` after a 304: its headers are merged with the 304's and its stored
-    /// time is set to now; the payload stays.
+    /// time is set; the payload stays.
+    ///
+    /// Only the representation the 304 is about is refreshed (RFC 9111 §4.3.4): nothing changes, and
+    /// `nil` is returned, when the stored entry does not have the validators of `revalidated` (another
+    /// answer replaced it meanwhile), or when the 304 names another entity tag
+    /// (``CachePolicy/notModified(_:confirms:)``). The check and the write are one transaction.
     ///
     /// - Parameters:
     ///   - url: The literal request URL.
     ///   - headers: The 304 response's headers.
-    /// - Returns: The refreshed entry (the one to deliver), or `nil` when nothing usable is stored.
+    ///   - revalidated: The entry whose validators the request sent; `nil` for the one stored now.
+    ///   - date: The refreshed entry's ``CacheEntry/storedAt`` (never earlier than it was): the time the
+    ///     request was sent, for writers that store with `keepingNewer`. The default is now.
+    /// - Returns: The refreshed entry (the one to deliver), or `nil` when nothing it applies to is stored.
     /// - Throws: ``CacheError/notOpen``; ``CacheError/storage`` when the write fails.
     @discardableResult
-    public func refresh(for url: String, with304Headers headers: [CacheEntry.Header]) throws -> CacheEntry? {
-        guard var entry = try entry(for: url) else { return nil }
-        entry.refresh(with: headers, at: Date())
-        let prepared = try prepareStore(entry, url: url)
+    public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) throws -> CacheEntry? {
+        guard let prepared = try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) else { return nil }
         let outcome = try runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
-        return finishRefresh(outcome, entry: entry, cache: prepared.cache)
+        return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
     }
 
     /// Refreshes the entry for `url` after a 304 like the synchronous variant, suspending instead of
@@ -489,26 +539,38 @@ public final class ResponseCache: Sendable {
     /// - Parameters:
     ///   - url: The literal request URL.
     ///   - headers: The 304 response's headers.
-    /// - Returns: The refreshed entry, or `nil` when nothing usable is stored.
+    ///   - revalidated: The entry whose validators the request sent; `nil` for the one stored now.
+    ///   - date: The refreshed entry's ``CacheEntry/storedAt`` (never earlier than it was).
+    /// - Returns: The refreshed entry, or `nil` when nothing it applies to is stored.
     /// - Throws: As the synchronous variant.
     @discardableResult
-    public func refresh(for url: String, with304Headers headers: [CacheEntry.Header]) async throws -> CacheEntry? {
-        guard var entry = try entry(for: url) else { return nil }
-        entry.refresh(with: headers, at: Date())
-        let prepared = try prepareStore(entry, url: url)
+    public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) async throws -> CacheEntry? {
+        guard let prepared = try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) else { return nil }
         let outcome = try await runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
-        return finishRefresh(outcome, entry: entry, cache: prepared.cache)
+        return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
     }
 
-    private func finishRefresh(_ outcome: StoreOutcome, entry: CacheEntry, cache: OpenCache) -> CacheEntry {
+    private func prepareRefresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, at date: Date) throws -> PreparedStore? {
+        guard var entry = try entry(for: url) else { return nil }
+        let expected = revalidated ?? entry
+        guard entry.etag == expected.etag, entry.lastModified == expected.lastModified, CachePolicy.notModified(headers, confirms: entry) else {
+            counters.withLock { $0.supersededWrites += 1 }
+            return nil
+        }
+        entry.refresh(with: headers, at: max(date, entry.storedAt))
+        return try prepareStore(entry, url: url, condition: .storedValidators(etag: expected.etag, lastModified: expected.lastModified))
+    }
+
+    private func finishRefresh(_ outcome: StoreOutcome, entry: CacheEntry, cache: OpenCache) -> CacheEntry? {
         counters.withLock {
             if outcome.stored { $0.refreshes += 1 }
             if outcome.oversize { $0.oversizeRejects += 1 }
+            if outcome.superseded { $0.supersededWrites += 1 }
             $0.evictions += outcome.evictions
             $0.evictedBytes += outcome.evictedBytes
         }
         syncIfDue(cache)
-        return entry
+        return outcome.superseded ? nil : entry
     }
 
     /// Removes the entry for `url` (for example after a 404 or 410).

@@ -38,6 +38,31 @@ final class Committed: Sendable {
     func set(_ id: Int, _ value: Int64) { values.withLock { $0[id] = max($0[id] ?? Int64.min, value) } }
 }
 
+/// The reads in flight, by store and URL, with the floor each began with. A store shares one network
+/// request among identical reads in flight together (`coalescesIdenticalReads`), so a read may get the
+/// answer to one that began before it: its floor is the lowest of those in flight when it began.
+final class ReadsInFlight: Sendable {
+    private let reads = LockedValue<[String: [Int: Int64]]>([:])
+    private let next = LockedValue(0)
+
+    /// Registers a read; returns its token and the floor its answer must reach.
+    func begin(_ key: String, floor: Int64) -> (token: Int, floor: Int64) {
+        let token = next.withLock { $0 += 1; return $0 }
+        return reads.withLock { reads in
+            let lowest = min(floor, reads[key]?.values.min() ?? floor)
+            reads[key, default: [:]][token] = floor
+            return (token, lowest)
+        }
+    }
+
+    func end(_ key: String, token: Int) {
+        reads.withLock { reads in
+            reads[key]?[token] = nil
+            if reads[key]?.isEmpty == true { reads[key] = nil }
+        }
+    }
+}
+
 func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
@@ -159,7 +184,11 @@ func check(_ response: ODataResponse, productID: Int?, customerID: String?, top:
     if let productID {
         guard entity.properties["ProductID"]?.intValue == Int64(productID) else { figures.add("wrong cache answers"); return }
         let claimsFresh = !response.isFromCache || response.isRevalidated
-        if claimsFresh, let stock = entity.properties["UnitsInStock"]?.intValue, stock < floor { figures.add("stale answers served as fresh") }
+        if claimsFresh, let stock = entity.properties["UnitsInStock"]?.intValue, stock < floor {
+            figures.add("stale answers served as fresh")
+            print("odata-soak: stale answer for Products(\(productID)): UnitsInStock \(stock) < \(floor) acknowledged before the read; "
+                  + "from cache \(response.isFromCache), revalidated \(response.isRevalidated), ETag \(response.headerFields[.eTag] ?? "none")")
+        }
     }
     if let customerID, entity.properties["CustomerID"]?.stringValue != customerID { figures.add("wrong cache answers") }
 }
@@ -186,7 +215,7 @@ final class CacheAnswerChecker: ODataRequestListener {
 }
 
 /// One reader: random reads, each identifiable by its payload, until the deadline or the request budget.
-func reader(stores: [OnlineODataStore], seed: UInt64, deadline: ContinuousClock.Instant, committed: Committed, figures: Figures) async {
+func reader(stores: [OnlineODataStore], seed: UInt64, deadline: ContinuousClock.Instant, committed: Committed, inFlight: ReadsInFlight, figures: Figures) async {
     var random = SeededRandom(seed: seed)
     let customers = ["ALFKI", "ANATR", "ANTON", "AROUT", "BERGS", "BLAUS", "BLONP", "BOLID"]
     while ContinuousClock.now < deadline, figures.take("budget") {
@@ -205,10 +234,13 @@ func reader(stores: [OnlineODataStore], seed: UInt64, deadline: ContinuousClock.
             top = Int.random(in: 1...5, using: &random)
             request = .get("Products", .top(top!), .orderBy(["ProductID"]))
         }
-        let floor = productID.map { committed.get($0) } ?? Int64.min
+        let storeIndex = Int.random(in: 0..<stores.count, using: &random)
+        let store = stores[storeIndex]
+        let key = "\(storeIndex) \((try? request.relativeURL()) ?? "")"
+        let (token, floor) = inFlight.begin(key, floor: productID.map { committed.get($0) } ?? Int64.min)
+        defer { inFlight.end(key, token: token) }
         figures.add("requests issued")
         do {
-            let store = stores[Int.random(in: 0..<stores.count, using: &random)]
             let checker = CacheAnswerChecker(productID: productID, customerID: customerID, top: top, figures: figures)
             if let response = try await store.execute(request, listener: checker).result() {
                 check(response, productID: productID, customerID: customerID, top: top, floor: floor, figures: figures)
@@ -225,6 +257,7 @@ func reader(stores: [OnlineODataStore], seed: UInt64, deadline: ContinuousClock.
 func soak(_ options: Options) async -> Int32 {
     let figures = Figures()
     let committed = Committed()
+    let inFlight = ReadsInFlight()
     let start = ContinuousClock.now
     let deadline = start + .seconds(options.seconds)
     figures.set("budget", options.maxRequests)
@@ -389,7 +422,7 @@ func soak(_ options: Options) async -> Int32 {
         }
         for index in 0..<8 {
             group.addTask {
-                await reader(stores: [active, passive], seed: options.seed &* 31 &+ UInt64(index), deadline: deadline, committed: committed, figures: figures)
+                await reader(stores: [active, passive], seed: options.seed &* 31 &+ UInt64(index), deadline: deadline, committed: committed, inFlight: inFlight, figures: figures)
             }
         }
     }

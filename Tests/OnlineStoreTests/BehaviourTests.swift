@@ -130,6 +130,33 @@ import Testing
         }
     }
 
+    /// A read that begins after a write this store made never shares the answer of a read that began
+    /// before it; and that earlier read's slower answer never replaces the later one in the cache.
+    @Test func aReadAfterAWriteGetsTheNewValueAndKeepsItCached() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            func stock(_ response: ODataResponse?) throws -> Int64? { try response?.entity().properties["UnitsInStock"]?.intValue }
+            // The first read is executed at once but its body arrives slowly.
+            _ = try harness.server.faults.add(FaultRule(.slowBody(chunkSize: 40, interval: .milliseconds(150)), method: "GET", path: "Products(1)", times: 1))
+            let early = store.execute(.get("Products(1)"))
+            for _ in 0..<200 where harness.server.counters.requests(method: "GET", path: "Products(1)") == 0 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            var patch = ODataRequest(method: .patch, resourcePath: "Products(1)", body: Data(#"{"UnitsInStock":4242}"#.utf8))
+            patch.headerFields[.contentType] = "application/json"
+            #expect(try await store.execute(patch).result()?.isSuccess == true)
+            let late = try await store.execute(.get("Products(1)")).result()
+            #expect(try stock(late) == 4242, "not the answer of the read that began before the write")
+            #expect(early.status == .inProgress || early.status == .initialized, "the early read is still under way")
+            let earlyResponse = try await early.result()
+            #expect(try stock(earlyResponse) != 4242, "the early read was executed before the write")
+            #expect(harness.server.counters.requests(method: "GET", path: "Products(1)") == 2 && store.statistics.coalesced == 0)
+            #expect(store.statistics.cache?.supersededWrites == 1)
+            try store.setMode(.passive)
+            #expect(try stock(await store.execute(.get("Products(1)")).result()) == 4242, "the cache kept the later answer")
+        }
+    }
+
     @Test func closingTheStoreWhileRequestsRunEndsEachClearly() async throws {
         try await Harness.run { harness in
             let store = try await harness.openStore()

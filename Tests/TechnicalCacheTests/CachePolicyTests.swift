@@ -107,6 +107,19 @@ struct ActionCase: Sendable, CustomTestStringConvertible {
         #expect(!CachePolicy.hasDirective("no-store", in: [.init(name: "Cache-Control", value: "no-storage")]))
     }
 
+    /// A 304 confirms only the representation it names (RFC 9111 §4.3.4, weak comparison).
+    @Test func aNotModifiedAnswerConfirmsOnlyTheRepresentationItNames() {
+        let tagged = makeEntry(payload: "x", etag: "W/\"7\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
+        let dated = makeEntry(payload: "x", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
+        #expect(CachePolicy.notModified([.init(name: "ETag", value: "W/\"7\"")], confirms: tagged))
+        #expect(CachePolicy.notModified([.init(name: "etag", value: "\"7\"")], confirms: tagged), "weak comparison")
+        #expect(!CachePolicy.notModified([.init(name: "ETag", value: "W/\"8\"")], confirms: tagged))
+        #expect(!CachePolicy.notModified([.init(name: "ETag", value: "W/\"7\"")], confirms: dated), "a tag the entry lacks")
+        #expect(CachePolicy.notModified([.init(name: "Last-Modified", value: "Mon, 01 Jan 2024 00:00:00 GMT")], confirms: dated))
+        #expect(!CachePolicy.notModified([.init(name: "Last-Modified", value: "Tue, 02 Jan 2024 00:00:00 GMT")], confirms: dated))
+        #expect(CachePolicy.notModified([.init(name: "Date", value: "Tue, 02 Jan 2024 00:00:00 GMT")], confirms: tagged), "no validators")
+    }
+
     @Test func entriesNeverHoldCredentials() {
         var entry = CacheEntry(status: 200, headers: [
             .init(name: "Authorization", value: "Basic c2VjcmV0"),

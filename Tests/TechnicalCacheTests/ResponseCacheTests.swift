@@ -256,22 +256,73 @@ import TechnicalCache
         try cache.store(original, for: "u")
         Thread.sleep(forTimeInterval: 0.01)
         let refreshed = try #require(try cache.refresh(for: "u", with304Headers: [
-            .init(name: "ETag", value: "\"v2\""),
+            .init(name: "ETag", value: "W/\"v1\""),
             .init(name: "Date", value: "Mon, 01 Jan 2024 00:00:00 GMT"),
             .init(name: "Content-Length", value: "0"),
             .init(name: "Set-Cookie", value: "x=1"),
         ]))
         #expect(refreshed.payload == Data("body".utf8))
-        #expect(refreshed.etag == "\"v2\"")
+        #expect(refreshed.etag == "W/\"v1\"")
         #expect(refreshed.storedAt > original.storedAt)
         let stored = try #require(try cache.entry(for: "u"))
-        #expect(stored.etag == "\"v2\"")
+        #expect(stored.etag == "W/\"v1\"")
         #expect(stored.headerValue(named: "content-length") == "4")
         #expect(stored.headerValue(named: "Date") == "Mon, 01 Jan 2024 00:00:00 GMT")
         #expect(stored.headerValue(named: "Set-Cookie") == nil)
         #expect(stored.payload == Data("body".utf8))
         #expect(cache.statistics.refreshes == 1)
         #expect(try cache.refresh(for: "never", with304Headers: []) == nil)
+    }
+
+    /// A 304 refreshes only the copy it confirmed: not one that replaced it meanwhile, and not when it
+    /// names another entity tag. Nothing changes then, and the write counts as superseded.
+    @Test func aRefreshLeavesAnotherRepresentationAlone() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let first = makeEntry(payload: "old body", etag: "W/\"1\"")
+        try await cache.store(first, for: "u")
+        let second = makeEntry(payload: "new body", etag: "W/\"2\"")
+        try await cache.store(second, for: "u")
+        // The request revalidated `first`; `second` replaced it while the 304 was on its way.
+        #expect(try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"1\"")], revalidating: first) == nil)
+        // A 304 naming another tag than the stored one.
+        let refreshSynchronously = { () throws -> CacheEntry? in try cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"3\"")]) }
+        #expect(try refreshSynchronously() == nil)
+        let stored = try #require(try cache.entry(for: "u"))
+        #expect(stored.payload == Data("new body".utf8) && stored.etag == "W/\"2\"")
+        #expect(cache.statistics.supersededWrites == 2 && cache.statistics.refreshes == 0)
+        // The copy it confirmed is refreshed, and never dated earlier than it was.
+        let refreshed = try #require(try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"2\"")],
+                                                             revalidating: second, at: Date(timeIntervalSinceNow: -3600)))
+        #expect(refreshed.payload == Data("new body".utf8) && refreshed.storedAt.timeIntervalSince(second.storedAt) > -0.001, "stored to the millisecond")
+        #expect(cache.statistics.refreshes == 1)
+    }
+
+    /// With `keepingNewer`, the answer to an earlier request never replaces the answer to a later one.
+    @Test func keepingNewerDropsTheAnswerToAnEarlierRequest() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let now = Date()
+        let later = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"2\"")], payload: Data("later".utf8), storedAt: now)
+        let earlier = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"1\"")], payload: Data("earlier".utf8), storedAt: now - 0.5)
+        #expect(try await cache.store(later, for: "u", keepingNewer: true))
+        #expect(try await cache.store(earlier, for: "u", keepingNewer: true) == false)
+        let storeSynchronously = { () throws -> Bool in try cache.store(earlier, for: "u", keepingNewer: true) }
+        #expect(try storeSynchronously() == false)
+        #expect(try cache.entry(for: "u")?.payload == Data("later".utf8))
+        #expect(cache.statistics.supersededWrites == 2)
+        let latest = CacheEntry(status: 200, headers: [], payload: Data("latest".utf8), storedAt: now + 0.5)
+        #expect(try await cache.store(latest, for: "u", keepingNewer: true))
+        #expect(try cache.entry(for: "u")?.payload == Data("latest".utf8))
+        // Without it, the last write wins whatever its date.
+        #expect(try await cache.store(earlier, for: "u"))
+        #expect(try cache.entry(for: "u")?.payload == Data("earlier".utf8))
     }
 
     @Test func removeEntryRemovesOnce() async throws {

@@ -69,6 +69,20 @@ struct CacheCrypto: @unchecked Sendable {
         return SealedEntry(format: SealedEntry.splitFormat, meta: sealedMeta, payload: payload)
     }
 
+    /// The metadata of a stored value made by `seal(_:key:)`, without opening a separately sealed
+    /// payload; `nil` when it fails authentication or decoding.
+    func openMeta(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> (status: Int, storedAt: Date, headers: [CacheEntry.Header])? {
+        guard let parts = SealedEntry.split(stored) else { return nil }
+        guard parts.format == SealedEntry.splitFormat else {
+            return open(stored, key: key).map { ($0.status, $0.storedAt, $0.headers) }
+        }
+        guard let sealer else { return EntryCodec.decodeMeta(parts.meta) }
+        guard parts.payload.count >= Sealer.overhead,
+              let meta = try? sealer.open(parts.meta, authenticating: key + parts.payload.suffix(16))
+        else { return nil }
+        return meta.withUnsafeBytes { EntryCodec.decodeMeta($0) }
+    }
+
     /// Opens a stored value made by `seal(_:key:)`; `nil` when it fails authentication or decoding.
     func open(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> CacheEntry? {
         guard let parts = SealedEntry.split(stored) else { return nil }
