@@ -42,8 +42,10 @@ public struct OnlineStoreOptions: Sendable {
     public var maxAge: Duration?
     /// Identical GETs in flight at the same time share one network request. A read that joins a
     /// request already under way gets that request's answer, which the server may have produced
-    /// just before the read began (at most one round trip earlier); set `false` when every read
-    /// must reflect writes acknowledged before it started. The default is `true`.
+    /// just before the read began (at most one round trip earlier). A read never joins one that
+    /// began before a write made through this store finished, so it always sees this store's own
+    /// writes; set `false` when every read must also reflect writes acknowledged to other clients
+    /// before it started. The default is `true`.
     public var coalescesIdenticalReads: Bool = true
     /// Header fields sent with every request (for example `Authorization`). The default is
     /// `Accept: application/json`.
