@@ -318,25 +318,32 @@ public final class OnlineODataStore: Sendable {
                 return
             }
         }
-        if let cached, let maxAge = options.maxAge, plan.readsCache,
-           Date().timeIntervalSince(cached.storedAt) < Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18 {
-            let response = Self.response(from: cached, revalidated: false)
-            counters.withLock { $0.servedFresh += 1 }
-            execution.report(.serverResponse(response))
-            execution.report(.finished(response))
-            return
-        }
-
         var headers = options.defaultHeaderFields
         for field in request.headerFields { headers[fields: field.name] = request.headerFields[fields: field.name] }
         let cacheRequest = CacheRequest(method: request.method.rawValue, headers: Self.cacheHeaders(request.headerFields), useCache: request.useCache)
         var conditionalNames: [HTTPField.Name] = []
-        if plan.readsCache, case .revalidate(let conditional) = CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active) {
-            for header in conditional {
-                if let name = HTTPField.Name(header.name) {
-                    headers[name] = header.value
-                    conditionalNames.append(name)
+        if plan.readsCache {
+            switch CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active, maxAge: options.maxAge) {
+            case .serveStored:
+                // Younger than `maxAge`, or `only-if-cached`: the stored entry is the server response.
+                guard let cached else { break }
+                let response = Self.response(from: cached, revalidated: false)
+                counters.withLock { $0.servedFresh += 1 }
+                execution.report(.serverResponse(response))
+                execution.report(.finished(response))
+                return
+            case .unsatisfiable:
+                // `only-if-cached` with nothing stored (RFC 9111 §5.2.1.7).
+                return fail(execution, ODataServiceError(code: "", message: "HTTP 504: not cached (only-if-cached)", statusCode: 504), Self.notCached)
+            case .revalidate(let conditional):
+                for header in conditional {
+                    if let name = HTTPField.Name(header.name) {
+                        headers[name] = header.value
+                        conditionalNames.append(name)
+                    }
                 }
+            case .fetch:
+                break
             }
         }
         let coalescing = request.method == .get && options.coalescesIdenticalReads
@@ -534,7 +541,8 @@ public struct OnlineStoreStatistics: Sendable, Hashable {
     public var cacheHits = 0
     /// Cache lookups that found nothing.
     public var cacheMisses = 0
-    /// Reads answered within ``OnlineStoreOptions/maxAge`` without the server.
+    /// Reads answered from the cache without the server: within ``OnlineStoreOptions/maxAge``, or
+    /// asked with `Cache-Control: only-if-cached`.
     public var servedFresh = 0
     /// The technical cache's own counters, when the store has one.
     public var cache: CacheStatistics?

@@ -38,7 +38,8 @@ public struct OnlineStoreOptions: Sendable {
     /// of one fsync per stored response and per 304 refresh (0.5–8 ms measured here).
     public var cacheDurability: CacheDurability = .periodic(interval: .seconds(1))
     /// In active mode, an entry younger than this is delivered without asking the server (the
-    /// server callback then carries the cached response). The default is `nil`: always revalidate.
+    /// server callback then carries the cached response), unless the request says
+    /// `Cache-Control: no-cache`. The default is `nil`: always revalidate.
     public var maxAge: Duration?
     /// Identical GETs in flight at the same time share one network request. A read that joins a
     /// request already under way gets that request's answer, which the server may have produced

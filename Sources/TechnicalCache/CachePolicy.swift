@@ -61,8 +61,10 @@ public enum CacheAction: Sendable, Hashable {
 ///
 /// Rules (SPEC "Cache content rules", RFC 9111):
 /// - Only `GET` requests with `useCache` are cacheable; create, update and delete never touch the cache.
-/// - Active mode always asks the server, conditionally when the entry has a validator: `If-None-Match`
-///   with its `ETag` (RFC 9110 §13.1.2), and `If-Modified-Since` with its `Last-Modified` (§13.1.3).
+/// - Active mode asks the server, conditionally when the entry has a validator: `If-None-Match`
+///   with its `ETag` (RFC 9110 §13.1.2), and `If-Modified-Since` with its `Last-Modified` (§13.1.3);
+///   only an entry younger than the caller's `maxAge`, or `Cache-Control: only-if-cached`, is served
+///   without asking.
 /// - Passive mode answers from the cache only and never changes it.
 /// - `Cache-Control: no-store` in the request or the response keeps the response out of the cache
 ///   (RFC 9111 §5.2.1.5, §5.2.2.5); a `no-store` response also drops the stale entry it supersedes.
@@ -82,8 +84,12 @@ public enum CachePolicy {
     ///   - request: The request.
     ///   - stored: The stored entry for its URL, or `nil`.
     ///   - mode: Active or passive.
+    ///   - maxAge: In active mode, a stored entry younger than this (by ``CacheEntry/storedAt``) is
+    ///     served without asking the server, unless the request says `Cache-Control: no-cache` or sets
+    ///     its own validators. The default is `nil`: always ask.
+    ///   - now: The time to measure the entry's age at. The default is now.
     /// - Returns: The decision.
-    public static func decision(for request: CacheRequest, stored: CacheEntry?, mode: CacheMode) -> CacheDecision {
+    public static func decision(for request: CacheRequest, stored: CacheEntry?, mode: CacheMode, maxAge: Duration? = nil, now: Date = Date()) -> CacheDecision {
         guard isCacheable(request) else {
             return mode == .passive ? .unsatisfiable : .fetch
         }
@@ -96,6 +102,10 @@ public enum CachePolicy {
         // An application that sets its own validators keeps them.
         if request.headers.contains(where: { ["if-none-match", "if-modified-since"].contains($0.name.lowercased()) }) {
             return .fetch
+        }
+        if let maxAge, !hasDirective("no-cache", in: request.headers) {
+            let seconds = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
+            if now.timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
         }
         var conditional: [CacheEntry.Header] = []
         if let etag = stored.etag { conditional.append(.init(name: "If-None-Match", value: etag)) }

@@ -521,7 +521,8 @@ public final class ResponseCache: Sendable {
     /// - Parameters:
     ///   - url: The literal request URL.
     ///   - headers: The 304 response's headers.
-    ///   - revalidated: The entry whose validators the request sent; `nil` for the one stored now.
+    ///   - revalidated: The entry whose validators the request sent, as the caller holds it (its
+    ///     payload is kept); `nil` for the one stored now.
     ///   - date: The refreshed entry's ``CacheEntry/storedAt`` (never earlier than it was): the time the
     ///     request was sent, for writers that store with `keepingNewer`. The default is now.
     /// - Returns: The refreshed entry (the one to deliver), or `nil` when nothing it applies to is stored.
@@ -550,15 +551,17 @@ public final class ResponseCache: Sendable {
         return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
     }
 
+    /// The refreshed entry, written only if the stored one still has the validators of the one
+    /// refreshed (the caller's copy when given: same validators, same representation, one lookup less).
     private func prepareRefresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, at date: Date) throws -> PreparedStore? {
-        guard var entry = try entry(for: url) else { return nil }
-        let expected = revalidated ?? entry
-        guard entry.etag == expected.etag, entry.lastModified == expected.lastModified, CachePolicy.notModified(headers, confirms: entry) else {
+        guard var entry = try revalidated ?? entry(for: url) else { return nil }
+        guard CachePolicy.notModified(headers, confirms: entry) else {
             counters.withLock { $0.supersededWrites += 1 }
             return nil
         }
+        let condition = StoreCondition.storedValidators(etag: entry.etag, lastModified: entry.lastModified)
         entry.refresh(with: headers, at: max(date, entry.storedAt))
-        return try prepareStore(entry, url: url, condition: .storedValidators(etag: expected.etag, lastModified: expected.lastModified))
+        return try prepareStore(entry, url: url, condition: condition)
     }
 
     private func finishRefresh(_ outcome: StoreOutcome, entry: CacheEntry, cache: OpenCache) -> CacheEntry? {

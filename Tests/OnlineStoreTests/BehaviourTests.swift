@@ -302,6 +302,27 @@ import Testing
         }
     }
 
+    /// `Cache-Control: only-if-cached` in active mode: the stored entry without the network, or a
+    /// 504 failure when nothing is stored (RFC 9111 §5.2.1.7).
+    @Test func onlyIfCachedAnswersFromTheCacheOrFailsWith504() async throws {
+        try await Harness.run { harness in
+            let store = try await harness.openStore()
+            _ = await record(store, .get("Customers('ALFKI')"))
+            harness.server.resetCounters()
+            var cachedOnly = ODataRequest.get("Customers('ALFKI')")
+            cachedOnly.headerFields[.cacheControl] = "only-if-cached"
+            let (hit, hitExecution) = await record(store, cachedOnly)
+            #expect(hit.entries == activeSuccess)
+            #expect(try await hitExecution.result()?.isFromCache == true)
+            var missing = ODataRequest.get("Customers('ANATR')")
+            missing.headerFields[.cacheControl] = "only-if-cached"
+            let (miss, missExecution) = await record(store, missing)
+            #expect(miss.entries == activeFailure)
+            await #expect(throws: ODataServiceError.self) { try await missExecution.result() }
+            #expect(harness.server.counters.totalRequests == 0)
+        }
+    }
+
     @Test func batchesAssembleTheirCacheResponseAndUpdateEachPart() async throws {
         try await Harness.run { harness in
             let store = try await harness.openStore()

@@ -97,6 +97,21 @@ struct ActionCase: Sendable, CustomTestStringConvertible {
         #expect(action == testCase.expected)
     }
 
+    /// `maxAge`: a young entry is served without the server; an old one, a `no-cache` request or the
+    /// application's own validators go to the server.
+    @Test func maxAgeServesAYoungEntryOnly() {
+        let now = Date()
+        let stored = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "\"v1\"")], payload: Data(), storedAt: now - 30)
+        #expect(CachePolicy.decision(for: get(), stored: stored, mode: .active, maxAge: .seconds(60), now: now) == .serveStored)
+        #expect(CachePolicy.decision(for: get(), stored: stored, mode: .active, maxAge: .seconds(29), now: now)
+                == .revalidate(conditionalHeaders: [.init(name: "If-None-Match", value: "\"v1\"")]))
+        #expect(CachePolicy.decision(for: get([.init(name: "Cache-Control", value: "no-cache")]), stored: stored, mode: .active, maxAge: .seconds(60), now: now)
+                == .revalidate(conditionalHeaders: [.init(name: "If-None-Match", value: "\"v1\"")]))
+        #expect(CachePolicy.decision(for: get([.init(name: "If-None-Match", value: "\"x\"")]), stored: stored, mode: .active, maxAge: .seconds(60), now: now) == .fetch)
+        #expect(CachePolicy.decision(for: get(), stored: nil, mode: .active, maxAge: .seconds(60), now: now) == .fetch)
+        #expect(CachePolicy.decision(for: get(), stored: stored, mode: .active, now: now) != .serveStored, "no maxAge: always ask")
+    }
+
     @Test func cacheabilityAndDirectives() {
         #expect(CachePolicy.isCacheable(get()))
         #expect(CachePolicy.isCacheable(CacheRequest(method: "get")))
