@@ -37,7 +37,8 @@ public struct CacheEntry: Sendable, Equatable {
     private var storedHeaders: [Header]
     /// The response body (may be empty).
     public var payload: Data
-    /// When the response was stored or last refreshed by a 304.
+    /// When the response was stored or last refreshed by a 304; a writer that orders its writes
+    /// (`keepingNewer`) sets it to the time its request was sent. `maxAge` measures age from it.
     public var storedAt: Date
     /// When the entry was last stored or returned by a lookup.
     public var lastUsedAt: Date

@@ -368,7 +368,7 @@ public final class ResponseCache: Sendable {
     /// Writers that run requests concurrently pass `keepingNewer` with each entry's
     /// ``CacheEntry/storedAt`` set to the time its request was sent: the answer to an earlier request
     /// that arrives last then never replaces the answer to a later one (checked in the write
-    /// transaction, so also against other processes; counted as a superseded write).
+    /// transaction; counted as a superseded write).
     ///
     /// - Parameters:
     ///   - entry: The response to keep (credentials were already dropped from its headers).
