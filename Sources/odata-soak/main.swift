@@ -193,7 +193,7 @@ func check(_ response: ODataResponse, productID: Int?, customerID: String?, top:
         if claimsFresh, let stock = entity.properties["UnitsInStock"]?.intValue, stock < floor {
             figures.add("stale answers served as fresh")
             print("odata-soak: stale answer for Products(\(productID)): UnitsInStock \(stock) < \(floor) acknowledged before the read; "
-                  + "from cache \(response.isFromCache), revalidated \(response.isRevalidated), ETag \(response.headerFields[.eTag] ?? "none")")
+                  + "from cache \(response.isFromCache), revalidated \(response.isRevalidated), ETag \(response.etag ?? "none")")
         }
     }
     if let customerID, entity.properties["CustomerID"]?.stringValue != customerID { figures.add("wrong cache answers") }
