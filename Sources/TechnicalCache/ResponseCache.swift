@@ -309,11 +309,17 @@ public final class ResponseCache: Sendable {
                     crypto = current
                     continue
                 }
-                let removed = (try? removeDamaged(key: key, cache: cache)) ?? false
+                let removal = (try? removeDamaged(key: key, cache: cache)) ?? .gone
+                if removal == .resealed && attempt < 3 {
+                    // A rekey swaps the keys just before its commit: this lookup read the value sealed
+                    // under the old key with the new one. Read it again.
+                    crypto = cache.crypto.withLock { $0 }
+                    continue
+                }
                 counters.withLock {
                     $0.requests += 1
                     $0.misses += 1
-                    if removed { $0.integrityFailures += 1 }
+                    if removal == .removed { $0.integrityFailures += 1 }
                 }
                 return nil
             }
@@ -337,22 +343,32 @@ public final class ResponseCache: Sendable {
         }
     }
 
+    /// What `removeDamaged` found in its write transaction.
+    private enum Removal {
+        /// The entry still failed to open and was removed.
+        case removed
+        /// The entry opens with the current keys (a rekey re-sealed it meanwhile).
+        case resealed
+        /// Nothing is stored any more.
+        case gone
+    }
+
     /// Removes an entry that failed to open, after checking again inside the write transaction with the
     /// current keys (a lookup racing with `rekey` must not delete a good entry).
-    private func removeDamaged(key: [UInt8], cache: OpenCache) throws -> Bool {
+    private func removeDamaged(key: [UInt8], cache: OpenCache) throws -> Removal {
         try cache.environment.write { txn in
             let crypto = cache.crypto.withLock { $0 }
-            let stillDamaged: Bool = try txn.withValue(forKey: key, in: cache.entries) { buffer in
-                guard let buffer else { return false }
-                return crypto.open(buffer, key: key) == nil
+            let found: Removal = try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                guard let buffer else { return .gone }
+                return crypto.open(buffer, key: key) == nil ? .removed : .resealed
             }
-            guard stillDamaged else { return false }
+            guard found == .removed else { return found }
             try cache.flushTouches(txn)
             var total = try cache.readBytes(txn)
             total -= try cache.removeEntry(key, txn)
             try cache.writeBytes(total, txn)
             cache.currentBytes.store(total, ordering: .relaxed)
-            return true
+            return .removed
         }
     }
 
