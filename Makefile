@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: deps build test demo bench docs clean
+.PHONY: deps build test demo bench docs guide clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -32,6 +32,10 @@ docs: deps
 	mkdir -p .build
 	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation \
 	  --target OnlineStore --target OfflineStore --output-path .build/docs --warnings-as-errors
+
+# The user's guide's Swift blocks, compiled with the tests (Tests/GuideTests): run after editing one.
+guide:
+	python3 scripts/guide_blocks.py > Tests/GuideTests/GuideBlocks.swift
 
 clean:
 	rm -rf .build

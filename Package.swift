@@ -110,6 +110,7 @@ let package = Package(
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
+        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "TechnicalCache", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
     ]
 )
