@@ -188,9 +188,7 @@ func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figu
 
 /// Write faults on the offline stores' requests: latency, 5xx, dropped connections, lost acknowledgements.
 func offlineFaults(server: FixtureServer, seed: UInt64, deadline: ContinuousClock.Instant) async {
-    var random = SeededRandom(seed: seed)
-    var installed: [FaultID] = []
-    while ContinuousClock.now < deadline {
+    await rotateFaults(server: server, seed: seed, every: .milliseconds(100), keep: 4, deadline: deadline) { random in
         let action: FaultAction = switch Int.random(in: 0..<4, using: &random) {
         case 0: .latency(.milliseconds(Int.random(in: 5...60, using: &random)))
         case 1: .fail(status: [500, 502, 503][Int.random(in: 0..<3, using: &random)], code: "SOAK", message: "injected")
@@ -199,13 +197,8 @@ func offlineFaults(server: FixtureServer, seed: UInt64, deadline: ContinuousCloc
         }
         let path = ["Shippers*", "Customers*", "$batch"][Int.random(in: 0..<3, using: &random)]
         let method = path == "$batch" ? "POST" : ["POST", "PATCH", "DELETE"][Int.random(in: 0..<3, using: &random)]
-        if let id = try? server.faults.add(FaultRule(action, method: method, path: path, times: Int.random(in: 1...2, using: &random))) {
-            installed.append(id)
-        }
-        if installed.count > 4 { _ = server.faults.remove(installed.removeFirst()) }
-        try? await Task.sleep(for: .milliseconds(100))
+        return FaultRule(action, method: method, path: path, times: Int.random(in: 1...2, using: &random))
     }
-    server.faults.removeAll()
 }
 
 // MARK: - The child: a store killed at random points

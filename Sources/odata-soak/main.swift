@@ -63,6 +63,20 @@ final class ReadsInFlight: Sendable {
     }
 }
 
+/// Installs the rule `next` makes every `interval` until the deadline, keeping the last `keep` of them
+/// installed (each fires as its rule says, counted by the producer); removes every fault at the end.
+func rotateFaults(server: FixtureServer, seed: UInt64, every interval: Duration, keep: Int, deadline: ContinuousClock.Instant,
+                  _ next: (inout SeededRandom) -> FaultRule) async {
+    var random = SeededRandom(seed: seed)
+    var installed: [FaultID] = []
+    while ContinuousClock.now < deadline {
+        if let id = try? server.faults.add(next(&random)) { installed.append(id) }
+        if installed.count > keep { _ = server.faults.remove(installed.removeFirst()) }
+        try? await Task.sleep(for: interval)
+    }
+    server.faults.removeAll()
+}
+
 func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
@@ -343,9 +357,7 @@ func soak(_ options: Options) async -> Int32 {
     await withTaskGroup(of: Void.self) { group in
         // Faults: every 100 ms one random fault on reads, counted when it fires.
         group.addTask {
-            var random = SeededRandom(seed: options.seed &+ 1000)
-            var installed: [FaultID] = []
-            while ContinuousClock.now < deadline {
+            await rotateFaults(server: server, seed: options.seed &+ 1000, every: .milliseconds(100), keep: 4, deadline: deadline) { random in
                 let action: FaultAction = switch Int.random(in: 0..<5, using: &random) {
                 case 0: .latency(.milliseconds(Int.random(in: 5...80, using: &random)))
                 case 1: .fail(status: [500, 502, 503][Int.random(in: 0..<3, using: &random)], code: "SOAK", message: "injected")
@@ -354,28 +366,15 @@ func soak(_ options: Options) async -> Int32 {
                 default: .executeThenDropConnection
                 }
                 let path = ["Products*", "Customers*", "*"][Int.random(in: 0..<3, using: &random)]
-                if let id = try? server.faults.add(FaultRule(action, method: "GET", path: path, times: Int.random(in: 1...3, using: &random))) {
-                    installed.append(id)
-                }
-                if installed.count > 4 {
-                    _ = server.faults.remove(installed.removeFirst())
-                }
-                try? await Task.sleep(for: .milliseconds(100))
+                return FaultRule(action, method: "GET", path: path, times: Int.random(in: 1...3, using: &random))
             }
-            server.faults.removeAll()
         }
         // Overtaken answers: every 10 ms one read of a hot product is executed at once but its body
         // arrives 25–150 ms late, so that later reads of the same URL answer first.
         group.addTask {
-            var random = SeededRandom(seed: options.seed &+ 1500)
-            var installed: [FaultID] = []
-            while ContinuousClock.now < deadline {
+            await rotateFaults(server: server, seed: options.seed &+ 1500, every: .milliseconds(10), keep: 3, deadline: deadline) { random in
                 let action = FaultAction.slowBody(chunkSize: 64, interval: .milliseconds(Int.random(in: 5...30, using: &random)))
-                if let id = try? server.faults.add(FaultRule(action, method: "GET", path: "Products(\(Int.random(in: 1...2, using: &random)))", times: 1)) {
-                    installed.append(id)
-                }
-                if installed.count > 3 { _ = server.faults.remove(installed.removeFirst()) }
-                try? await Task.sleep(for: .milliseconds(10))
+                return FaultRule(action, method: "GET", path: "Products(\(Int.random(in: 1...2, using: &random)))", times: 1)
             }
         }
         // A writer: the producer's data moves on, so stale data can be told from fresh.
