@@ -8,7 +8,17 @@ missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+install_mock_sap() {
+    # mock-sap (PyPI): an SAP-shaped OData producer the tests run beside our own (Fixtures/…/MockSAP.swift).
+    local venv
+    venv="$(cd "$(dirname "$0")/.." && pwd)/.build/mock-sap"
+    if [ -x "$venv/bin/mock-sap" ] && "$venv/bin/mock-sap" --version 2>/dev/null | grep -q "0.22.0"; then return 0; fi
+    echo "install-deps: installing mock-sap==0.22.0 into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check mock-sap==0.22.0
+}
+
+if [ ${#missing[@]} -eq 0 ]; then install_mock_sap; exit 0; fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -18,3 +28,4 @@ fi
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_mock_sap
