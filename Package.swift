@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "TechnicalCache", targets: ["TechnicalCache"]),
         .library(name: "ODataQuery", targets: ["ODataQuery"]),
+        .library(name: "ODataSession", targets: ["ODataSession"]),
         .library(name: "OnlineStore", targets: ["OnlineStore"]),
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .executable(name: "odata-demo", targets: ["odata-demo"]),
@@ -58,11 +59,16 @@ let package = Package(
             ]
         ),
         .target(name: "ODataQuery", dependencies: ["ODataCore"]),
-        .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "TechnicalCache"]),
+        // The session with a back end, below both stores: authentication, CSRF tokens, cookies, SAP dialect.
+        .target(
+            name: "ODataSession",
+            dependencies: ["ODataCore", "CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
+        .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache"]),
         .target(
             name: "OfflineStore",
             dependencies: [
-                "ODataCore", "CurlHTTP", "LMDB", "TechnicalCache", "ODataQuery",
+                "ODataCore", "CurlHTTP", "ODataSession", "LMDB", "TechnicalCache", "ODataQuery",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -107,6 +113,11 @@ let package = Package(
             dependencies: ["TechnicalCache", "LMDB", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
+        .testTarget(
+            name: "ODataSessionTests",
+            dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache",
+                           .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),

@@ -1,4 +1,5 @@
 public import CurlHTTP
+public import ODataSession
 public import TechnicalCache
 
 /// The settings of an ``OfflineODataProvider``.
@@ -41,6 +42,12 @@ public struct OfflineODataParameters: Sendable {
     public var httpHeaders: [String: String]
     /// The HTTP transport; `nil` (the default) makes a `CurlTransport`.
     public var transport: (any HTTPTransport)?
+    /// The session with the back end: authentication (basic, bearer, custom), CSRF tokens, session cookies
+    /// and the SAP dialect (`sap-client`, `sap-language`, `MERGE`). The default is `SessionOptions()`: no
+    /// authentication, a CSRF token fetched before the first upload, cookies kept in memory. The
+    /// authenticator is the current user's; a previous user's requests (``forceUploadOnUserSwitch``) go in a
+    /// session of their own with ``credentials`` of that user.
+    public var session: SessionOptions = SessionOptions()
     /// How often an upload re-sends a request after a transport failure, 408, 429 or 5xx before it
     /// reports the failure. The default is `3`.
     public var uploadRetries: Int = 3

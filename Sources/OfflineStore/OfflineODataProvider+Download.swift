@@ -30,11 +30,18 @@ extension OfflineODataProvider {
     ///
     /// - Throws: `OfflineODataError.downloadFailed` for a transport error or any other status than 200.
     func fetch(_ url: String, accept: String = "application/json", trackChanges: Bool = false, missingIsNil: Bool) async throws -> Data? {
-        let response: TransportResponse
+        var response: TransportResponse
         do {
             var headers = backEndHeaders(accept: accept)
             if trackChanges { headers[HTTPField.Name("Prefer")!] = "odata.track-changes" }
             response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
+            if trackChanges && (response.status == 400 || response.status == 501) {
+                // Change tracking is a preference (RFC 7240), yet some producers (mock-sap, for a set
+                // without a change timestamp) refuse the request: ask again without it; the set is then
+                // downloaded in full each time, as for a producer that ignores the preference.
+                headers[HTTPField.Name("Prefer")!] = nil
+                response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
+            }
         } catch {
             throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)")
         }

@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataSession
 
 /// The outcome of an ``OfflineODataProvider/upload()``.
 public struct OfflineODataUploadResult: Sendable, Hashable {
@@ -118,6 +119,14 @@ extension OfflineODataProvider {
                         // headers) and the next upload sends it again.
                         try await commit(&pending, store: store)
                         throw CancellationError()
+                    }
+                    if let error = error as? SessionError {
+                        // Refused by the session's rules (a CSRF token the back end keeps rejecting): not executed.
+                        failed(entry, OfflineODataFailedRequest(
+                            requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
+                            statusCode: error.statusCode, serviceError: nil, message: "session error: \(error)", affectedEntity: entry.entity),
+                            domain: "Session")
+                        continue
                     }
                     failed(entry, OfflineODataFailedRequest(
                         requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
@@ -283,6 +292,8 @@ extension OfflineODataProvider {
                 let response = try await transport().send(request)
                 let retryable = response.status == 408 || response.status == 429 || (500..<600).contains(response.status)
                 if !retryable || attempt >= parameters.uploadRetries { return response }
+            } catch let error as SessionError where !error.isRetryable {
+                throw error  // the back end would refuse it the same way
             } catch {
                 if attempt >= parameters.uploadRetries { throw error }
             }

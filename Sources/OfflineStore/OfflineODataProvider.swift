@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import Synchronization
 public import ODataCore
+public import ODataSession
 
 /// An offline OData store: a local, encrypted copy of the entities that its defining queries
 /// select, read and changed locally, with the changes queued as requests for a later upload.
@@ -27,6 +28,12 @@ public actor OfflineODataProvider {
     public nonisolated let serviceRoot: String
     /// The parameters the provider was created with.
     public nonisolated let parameters: OfflineODataParameters
+    /// The session with the back end: authentication, CSRF tokens and cookies
+    /// (``OfflineODataParameters/session``). Downloads and uploads go through it; it ends at ``close()``.
+    public nonisolated let session: ServiceSession
+    /// What the session sends through: the parameters' transport, or a `CurlTransport` made on first use and
+    /// shut down at ``close()``.
+    private nonisolated let baseTransport: any HTTPTransport
     private weak var delegate: (any OfflineODataDelegate)?
 
     var definingQueryList: [OfflineODataDefiningQuery] = []
@@ -36,10 +43,12 @@ public actor OfflineODataProvider {
     var configuration: StoreConfiguration?
     var counters = StoreCounters()
     var model = ServiceModel()
-    private var ownTransport: CurlTransport?
     /// The user whose credentials back-end requests carry instead of the current user's (during
     /// the upload of a previous user's requests at open).
     var credentialsUser: String?
+    /// The previous user's own session while their requests are uploaded at open: it shares no cookie,
+    /// token or credential with the current user's ``session``.
+    private var previousUserSession: ServiceSession?
     /// The open store and its model, for reads that do not enter the actor.
     nonisolated let readSnapshot = ReadSnapshot()
     /// Whether a step that reads the store and then writes it (a local change, applying an upload
@@ -66,6 +75,8 @@ public actor OfflineODataProvider {
         self.serviceRoot = serviceRoot.hasSuffix("/") ? serviceRoot : serviceRoot + "/"
         self.parameters = parameters
         self.delegate = delegate
+        baseTransport = parameters.transport ?? LazyCurlTransport()
+        session = ServiceSession(serviceRoot: self.serviceRoot, options: parameters.session, transport: baseTransport)
     }
 
     /// The service root of an existing store, read from its (sealed) configuration.
@@ -198,7 +209,14 @@ public actor OfflineODataProvider {
             readSnapshot.set(store, model)
             state = .open
             credentialsUser = previous
-            defer { credentialsUser = nil }
+            var previousOptions = parameters.session
+            previousOptions.authentication = nil  // the previous user's credentials are `credentials[previous]`
+            previousUserSession = ServiceSession(serviceRoot: serviceRoot, options: previousOptions, transport: baseTransport)
+            defer {
+                credentialsUser = nil
+                previousUserSession?.endSession()
+                previousUserSession = nil
+            }
             let result = try await upload()
             guard result.failed.isEmpty else {
                 throw OfflineODataError(.userSwitchUploadFailed,
@@ -219,8 +237,8 @@ public actor OfflineODataProvider {
         store = nil
         lock?.release()
         lock = nil
-        ownTransport?.shutdown()
-        ownTransport = nil
+        session.endSession()
+        (baseTransport as? LazyCurlTransport)?.shutdown()
         configuration = nil
     }
 
@@ -266,11 +284,7 @@ public actor OfflineODataProvider {
     }
 
     func transport() throws -> any HTTPTransport {
-        if let transport = parameters.transport { return transport }
-        if let ownTransport { return ownTransport }
-        let transport = try CurlTransport()
-        ownTransport = transport
-        return transport
+        previousUserSession ?? session
     }
 
     // MARK: What the offline store does not have

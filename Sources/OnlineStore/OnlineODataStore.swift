@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 public import CurlHTTP
 public import ODataCore
+public import ODataSession
 public import TechnicalCache
 import HTTPTypes
 
@@ -37,9 +38,12 @@ public final class OnlineODataStore: Sendable {
     /// The options the store was created with.
     public let options: OnlineStoreOptions
 
+    /// The session with the back end: authentication, CSRF tokens and cookies (``OnlineStoreOptions/session``).
+    /// Every request of the store goes through it.
+    public let session: ServiceSession
     private let delegate: (any OnlineODataStoreDelegate)?
     private let transport: any HTTPTransport
-    private let ownsTransport: Bool
+    private let ownedTransport: CurlTransport?
     private let cache: ResponseCache?
     private let state = LockedValue(State())
     private let counters = LockedValue(OnlineStoreStatistics())
@@ -71,15 +75,11 @@ public final class OnlineODataStore: Sendable {
         self.serviceRoot = serviceRoot
         self.options = options
         self.delegate = delegate
-        if let transport {
-            self.transport = transport
-            ownsTransport = false
-        } else {
-            self.transport = try CurlTransport(configuration: options.transport)
-            ownsTransport = true
-        }
+        ownedTransport = transport == nil ? try CurlTransport(configuration: options.transport) : nil
+        session = ServiceSession(serviceRoot: root, options: options.session, transport: transport ?? ownedTransport!)
+        self.transport = session
         if options.useCache {
-            let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: options.cachePartition,
+            let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
                                                    keyDerivation: options.cacheKeyDerivation, durability: options.cacheDurability)
             cache = try ResponseCache(directory: options.storeDirectory.appendingPathComponent(options.storeName + ".cache").path,
                                       configuration: configuration)
@@ -89,7 +89,15 @@ public final class OnlineODataStore: Sendable {
     }
 
     deinit {
-        if ownsTransport, let curl = transport as? CurlTransport { curl.shutdown() }
+        ownedTransport?.shutdown()
+    }
+
+    /// The cache partition: the user's, and the SAP client and language, which select other data under the
+    /// same URL.
+    private static func cachePartition(_ options: OnlineStoreOptions) -> String? {
+        let parts = [options.cachePartition, options.session.sapClient.map { "sap-client=\($0)" },
+                     options.session.sapLanguage.map { "sap-language=\($0)" }].compactMap { $0 }
+        return parts.isEmpty ? nil : parts.joined(separator: "\n")
     }
 
     // MARK: - Lifecycle
@@ -123,6 +131,7 @@ public final class OnlineODataStore: Sendable {
         }
         for cancel in cancels { cancel() }
         cache?.close()
+        session.endSession()
     }
 
     /// Whether the store is open.

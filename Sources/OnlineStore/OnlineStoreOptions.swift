@@ -1,6 +1,7 @@
 import Foundation
 public import CurlHTTP
 public import HTTPTypes
+public import ODataSession
 public import TechnicalCache
 
 /// The options of an ``OnlineODataStore``; every property says its default.
@@ -51,6 +52,11 @@ public struct OnlineStoreOptions: Sendable {
     /// Header fields sent with every request (for example `Authorization`). The default is
     /// `Accept: application/json`.
     public var defaultHeaderFields: HTTPFields = [.accept: "application/json"]
+    /// The session with the back end: authentication (basic, bearer, custom), CSRF tokens, session cookies
+    /// and the SAP dialect (`sap-client`, `sap-language`, `MERGE`). The default is `SessionOptions()`: no
+    /// authentication, CSRF tokens fetched when the store first writes, cookies kept in memory. The SAP client
+    /// and language also partition the cache, as they select other data under the same URL.
+    public var session: SessionOptions = SessionOptions()
     /// The HTTP transport's options. The default is `CurlConfiguration()`.
     public var transport: CurlConfiguration = CurlConfiguration()
 

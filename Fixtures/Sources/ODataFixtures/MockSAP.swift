@@ -64,7 +64,7 @@ public final class MockSAP: Sendable {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--host", "127.0.0.1", "--port", "0", "--quiet", "--no-request-log"] + arguments
+        process.arguments = ["--host", "127.0.0.1", "--port", "0", "--quiet"] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

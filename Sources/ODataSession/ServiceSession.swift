@@ -1,0 +1,224 @@
+public import CurlHTTP
+import Foundation
+import HTTPTypes
+import ODataCore
+
+/// The session with one OData service, below both stores: authentication, CSRF tokens, session cookies and
+/// the SAP dialect, as SAP Gateway, S/4HANA and CAP ship them.
+///
+/// A session is an `HTTPTransport` that wraps another one. Each request gets the authenticator's header
+/// fields, the session's cookies, a CSRF token when it modifies data, and `sap-client` / `sap-language`
+/// when configured; a `PATCH` goes as the ``SessionOptions/updateMethod`` says. It retries a request at most
+/// once after a `401` (with renewed credentials) and at most once after a `403 X-CSRF-Token: Required` (with a
+/// new token); the back end executed neither of the rejected attempts, so nothing runs twice, and the retry
+/// carries the same headers (the same `Repeatability-Request-ID`).
+///
+/// Nothing of the session is ever written: tokens and cookies live in memory, and the answers it passes up
+/// carry no `Set-Cookie` and no CSRF token, so neither the technical cache nor the offline store can keep one.
+/// ``endSession()`` forgets them (a user switch, a closed store).
+///
+/// ```swift
+/// var options = SessionOptions()
+/// options.authentication = BasicAuthentication(user: "CLERK", password: password)
+/// options.sapClient = "100"
+/// let session = ServiceSession(serviceRoot: "https://gateway/sap/opu/odata/sap/API_SALES_ORDER_SRV/",
+///                              options: options, transport: try CurlTransport())
+/// ```
+public final class ServiceSession: HTTPTransport {
+    /// The service root the CSRF token is fetched from.
+    public let serviceRoot: String
+    /// The options the session was created with.
+    public let options: SessionOptions
+    private let base: any HTTPTransport
+    private let csrfToken = SingleFlight<CSRFToken>()
+    private let cookies = CookieJar()
+    private let counters = LockedValue(SessionStatistics())
+    private let csrfField: HTTPField.Name?
+
+    /// A fetched token, or the back end's word that it wants none.
+    private struct CSRFToken: Sendable, Equatable {
+        var value: String?
+    }
+
+    /// Creates a session.
+    ///
+    /// - Parameters:
+    ///   - serviceRoot: The service root, an absolute `http(s)` URL; the CSRF token is fetched from it.
+    ///   - options: Authentication, CSRF, cookies and dialect.
+    ///   - transport: The transport that sends the requests.
+    public init(serviceRoot: String, options: SessionOptions = SessionOptions(), transport: any HTTPTransport) {
+        self.serviceRoot = serviceRoot.hasSuffix("/") ? serviceRoot : serviceRoot + "/"
+        self.options = options
+        self.base = transport
+        csrfField = options.csrf.isEnabled ? HTTPField.Name(options.csrf.headerName) : nil
+    }
+
+    /// What the session has done so far.
+    public var statistics: SessionStatistics { counters.withLock { $0 } }
+
+    /// Forgets the session's CSRF token, cookies and the authenticator's credentials; the next request
+    /// starts a new session.
+    public func endSession() {
+        csrfToken.reset()
+        cookies.removeAll()
+        options.authentication?.reset()
+        counters.withLock { $0.sessionsEnded += 1 }
+    }
+
+    /// Sends a request within the session.
+    ///
+    /// - Parameter request: The request as a store built it.
+    /// - Returns: The final answer, without `Set-Cookie` and CSRF token fields.
+    /// - Throws: ``SessionError`` for a CSRF token the back end keeps rejecting or cannot give; the
+    ///   authenticator's error; the transport's error; `CancellationError`.
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let request = dialect(request)
+        let modifying = Self.modifyingMethods.contains(request.method.uppercased())
+        var credentials = try await options.authentication?.headerFields()
+        var token: CSRFToken? = modifying && csrfField != nil ? try await currentToken() : nil
+        var renewedCredentials = false
+        var renewedToken = false
+        while true {
+            try Task.checkCancellation()
+            let response = try await sendOnce(request, credentials: credentials, token: token?.value)
+            if response.status == 401, let sent = credentials, !renewedCredentials, let authenticator = options.authentication {
+                renewedCredentials = true
+                if let renewed = try await authenticator.renewedHeaderFields(replacing: sent) {
+                    counters.withLock { $0.credentialRenewals += 1 }
+                    credentials = renewed
+                    continue
+                }
+            }
+            if response.status == 403, let csrfField, response.headerFields[csrfField]?.lowercased() == "required" {
+                guard !renewedToken else {
+                    throw SessionError(.csrfTokenRejected, statusCode: 403,
+                                       "\(request.method) \(Self.pathOnly(request.url)): the back end refused the CSRF token (\(options.csrf.headerName): Required) again after a new one was fetched; the request was not executed")
+                }
+                renewedToken = true
+                token = try await newToken(replacing: token ?? CSRFToken(value: nil))
+                continue
+            }
+            return stripped(response)
+        }
+    }
+
+    // MARK: - One attempt
+
+    private func sendOnce(_ request: TransportRequest, credentials: HTTPFields?, token: String?) async throws -> TransportResponse {
+        var outgoing = request
+        for field in credentials ?? [:] { outgoing.headerFields[field.name] = field.value }
+        if let csrfField, let token { outgoing.headerFields[csrfField] = token }
+        let url = URL(string: request.url)
+        if options.keepsCookies, let url, let cookie = cookies.header(for: url) {
+            outgoing.headerFields[.cookie] = cookie
+        }
+        let response = try await base.send(outgoing)
+        counters.withLock { $0.requests += 1 }
+        if options.keepsCookies, let url {
+            cookies.store(response.headerFields[values: .setCookie], for: url)
+        }
+        return response
+    }
+
+    /// The answer as the stores see it: no cookie and no token a layer above could keep.
+    private func stripped(_ response: TransportResponse) -> TransportResponse {
+        var response = response
+        response.headerFields[.setCookie] = nil
+        if let csrfField { response.headerFields[csrfField] = nil }
+        return response
+    }
+
+    // MARK: - CSRF tokens
+
+    private func currentToken() async throws -> CSRFToken {
+        try await csrfToken.value { try await self.fetchToken() }
+    }
+
+    private func newToken(replacing rejected: CSRFToken) async throws -> CSRFToken {
+        try await csrfToken.replacing(rejected) { try await self.fetchToken() }
+    }
+
+    /// `GET <service root>` with `X-CSRF-Token: Fetch` (authenticated, with the session's cookies).
+    private func fetchToken() async throws -> CSRFToken {
+        guard let csrfField else { return CSRFToken(value: nil) }
+        counters.withLock { $0.csrfTokenFetches += 1 }
+        var request = dialect(TransportRequest(method: "GET", url: serviceRoot))
+        request.headerFields[csrfField] = "Fetch"
+        request.headerFields[.accept] = "application/json"
+        var credentials = try await options.authentication?.headerFields()
+        var response: TransportResponse
+        do {
+            response = try await sendOnce(request, credentials: credentials, token: nil)
+            if response.status == 401, let sent = credentials, let authenticator = options.authentication,
+               let renewed = try await authenticator.renewedHeaderFields(replacing: sent) {
+                counters.withLock { $0.credentialRenewals += 1 }
+                credentials = renewed
+                response = try await sendOnce(request, credentials: credentials, token: nil)
+            }
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw SessionError(.csrfTokenFetchFailed, "fetching a CSRF token from \(Self.pathOnly(serviceRoot)) failed: \(error)")
+        }
+        let value = response.headerFields[csrfField]
+        if let value, !value.isEmpty, value.lowercased() != "required" {
+            return CSRFToken(value: value)
+        }
+        guard (200..<400).contains(response.status) else {
+            throw SessionError(.csrfTokenFetchFailed, statusCode: response.status,
+                               "fetching a CSRF token from \(Self.pathOnly(serviceRoot)) answered HTTP \(response.status) without a token")
+        }
+        return CSRFToken(value: nil)  // the back end wants none
+    }
+
+    // MARK: - Dialect
+
+    /// `sap-client` / `sap-language` on the URL, and the update method.
+    private func dialect(_ request: TransportRequest) -> TransportRequest {
+        var request = request
+        var additions: [String] = []
+        if let client = options.sapClient, !Self.hasQueryParameter(request.url, "sap-client") {
+            additions.append("sap-client=" + PercentEncoding.encodeQueryValue(client))
+        }
+        if let language = options.sapLanguage, !Self.hasQueryParameter(request.url, "sap-language") {
+            additions.append("sap-language=" + PercentEncoding.encodeQueryValue(language))
+        }
+        if !additions.isEmpty {
+            request.url += (request.url.contains("?") ? "&" : "?") + additions.joined(separator: "&")
+        }
+        if request.method.uppercased() == "PATCH" {
+            switch options.updateMethod {
+            case .patch: break
+            case .merge: request.method = "MERGE"
+            case .tunnelledMerge:
+                request.method = "POST"
+                request.headerFields[HTTPField.Name("X-HTTP-Method")!] = "MERGE"
+            }
+        }
+        return request
+    }
+
+    private static let modifyingMethods: Set<String> = ["POST", "PUT", "PATCH", "MERGE", "DELETE"]
+
+    private static func hasQueryParameter(_ url: String, _ name: String) -> Bool {
+        guard let query = url.split(separator: "?", maxSplits: 1).dropFirst().first else { return false }
+        return query.split(separator: "&").contains { $0 == name || $0.hasPrefix(name + "=") }
+    }
+
+    /// A URL without its query, for messages (a query may carry values the user would not log).
+    private static func pathOnly(_ url: String) -> String {
+        String(url.split(separator: "?", maxSplits: 1).first ?? "")
+    }
+}
+
+/// What a ``ServiceSession`` has done since it was created.
+public struct SessionStatistics: Sendable, Hashable {
+    /// HTTP requests sent, token fetches and retries included.
+    public var requests = 0
+    /// CSRF tokens fetched (`X-CSRF-Token: Fetch`).
+    public var csrfTokenFetches = 0
+    /// Requests retried with renewed credentials after a `401`.
+    public var credentialRenewals = 0
+    /// Times ``ServiceSession/endSession()`` ended the session.
+    public var sessionsEnded = 0
+}

@@ -1,0 +1,354 @@
+import CurlHTTP
+import Foundation
+import HTTPTypes
+import ODataCore
+import ODataFixtures
+import ODataSession
+import OfflineStore
+import OnlineStore
+import TechnicalCache
+import Testing
+
+/// Both stores against mock-sap, a producer nobody here wrote, with SAP Gateway's CSRF protection on.
+@Suite(.serialized) struct SAPBackEndTests {
+    // MARK: Online store
+
+    @Test func onlineCreateUpdateDeleteAndBatchSucceedWithOneTokenFetch() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try Directory()
+        let store = try OnlineODataStore(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), options: onlineOptions(directory))
+        try await store.open()
+        defer { store.close() }
+
+        let created = try await store.execute(ODataRequest(method: .post, resourcePath: "ProductSet", body: product("ZZ-ONLINE"))).result()
+        #expect(created?.statusCode == 201)
+        let updated = try await store.execute(ODataRequest(method: .patch, resourcePath: "ProductSet('ZZ-ONLINE')",
+                                                           body: Data(#"{"Name":"Renamed online"}"#.utf8))).result()
+        #expect(updated?.statusCode == 204)
+        let batch = BatchRequest(parts: [
+            .changeSet([
+                .init(contentID: "1", request: ODataRequest(method: .post, resourcePath: "ProductSet", body: product("ZZ-BATCH"))),
+                .init(contentID: "2", request: ODataRequest(method: .patch, resourcePath: "ProductSet('ZZ-ONLINE')",
+                                                            body: Data(#"{"Category":"Batched"}"#.utf8))),
+            ]),
+            .request(.get("ProductSet('ZZ-ONLINE')")),
+        ])
+        let batched = try await store.execute(batch: batch).result()
+        #expect(batched?.statusCode == 202)
+        let deleted = try await store.execute(ODataRequest(method: .delete, resourcePath: "ProductSet('ZZ-BATCH')")).result()
+        #expect(deleted?.statusCode == 204)
+
+        let product = try sap.read("ProductSet('ZZ-ONLINE')")
+        #expect(product["Name"]?.stringValue == "Renamed online" && product["Category"]?.stringValue == "Batched")
+        #expect(try sap.status("ProductSet('ZZ-BATCH')") == 404)
+        #expect(store.session.statistics.csrfTokenFetches == 1)
+        #expect(try sap.logged(method: "POST", path: "ProductSet").count == 1)
+    }
+
+    // MARK: Offline store
+
+    @Test(arguments: [OfflineODataUploadMode.oneByOne, .batch(maxRequestsPerBatch: 10)])
+    func offlineUploadOfCreatesUpdatesAndDeletesSucceedsWithOneTokenFetch(mode: OfflineODataUploadMode) async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try Directory()
+        let provider = try await offlineStore(sap, directory, mode: mode)
+        defer { Task { await provider.close() } }
+        let partner = try #require(try await firstPartner(provider))
+        try await queueChanges(provider, partner: partner, newProduct: "ZZ-OFFLINE")
+
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+        #expect(result.succeeded == 3)
+        #expect(provider.session.statistics.csrfTokenFetches == 1)
+        try expectChangesArrived(sap, partner: partner, newProduct: "ZZ-OFFLINE")
+        // The update carried the entity's ETag (If-Match), which mock-sap checks.
+        #expect(try sap.logged(method: mode == .oneByOne ? "PATCH" : "POST", path: mode == .oneByOne ? "BusinessPartnerSet" : "$batch").count == 1)
+    }
+
+    @Test func aTokenThatExpiresInTheMiddleOfAnUploadIsFetchedAgainOnceAndNothingRunsTwice() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try Directory()
+        let provider = try await offlineStore(sap, directory)
+        defer { Task { await provider.close() } }
+        let partner = try #require(try await firstPartner(provider))
+        try await queueChanges(provider, partner: partner, newProduct: "ZZ-EXPIRY")
+        // The token is refused once, at the update: the second of the three requests.
+        try sap.admin("POST", "faults", json: #"{"match":"BusinessPartnerSet","method":"PATCH","scenario":"csrf","count":1}"#)
+
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+        #expect(provider.session.statistics.csrfTokenFetches == 2)
+        try expectChangesArrived(sap, partner: partner, newProduct: "ZZ-EXPIRY")
+        // Each request ran once: the refused PATCH (403) was not executed, its retry was.
+        #expect(try sap.logged(method: "POST", path: "ProductSet").map(\.status) == [201])
+        #expect(try sap.logged(method: "PATCH", path: "BusinessPartnerSet").map(\.status).sorted() == [204, 403])
+        #expect(try sap.logged(method: "DELETE", path: "ProductSet").map(\.status) == [204])
+        #expect(try await provider.hasPendingUpload == false)
+    }
+
+    @Test func aProducerThatNeverAcceptsTheTokenFailsTheRequestIntoTheErrorArchiveAfterOneRetry() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try Directory()
+        let provider = try await offlineStore(sap, directory)
+        defer { Task { await provider.close() } }
+        let partner = try #require(try await firstPartner(provider))
+        try await queueChanges(provider, partner: partner, newProduct: "ZZ-NEVER")
+        try sap.admin("POST", "faults", json: #"{"match":"ProductSet","method":"POST","scenario":"csrf"}"#)
+
+        let result = try await provider.upload()
+        // The create failed, naming CSRF; the update and the delete after it still went (the delete of the
+        // product that was never created fails at the back end in its turn).
+        let failure = try #require(result.failed.first)
+        #expect(failure.method == "POST" && failure.statusCode == 403)
+        #expect(failure.message.contains("CSRF"))
+        #expect(try sap.logged(method: "POST", path: "ProductSet").count == 2)  // one retry, no more
+        #expect(provider.session.statistics.csrfTokenFetches == 2)
+        #expect(try sap.read("BusinessPartnerSet('\(partner)')")["CompanyName"]?.stringValue == "Renamed by upload")
+
+        // Nothing is lost: the create waits in the ErrorArchive with its body, for repair.
+        let archive = try await provider.execute(.get("ErrorArchive", .filter("RequestMethod eq 'POST'")))
+        let entries = try ODataPayload.decodeEntitySet(archive.payload).entities
+        #expect(entries.count == 1)
+        #expect(entries.first?.properties["HTTPStatusCode"]?.intValue == 403)
+        #expect(entries.first?.properties["RequestBody"]?.stringValue?.contains("ZZ-NEVER") == true)
+        #expect(entries.first?.properties["Message"]?.stringValue?.contains("CSRF") == true)
+    }
+
+    // MARK: Authentication
+
+    @Test func twentyConcurrentRequestsThatMeetA401RefreshTheBearerTokenOnceAndAllSucceed() async throws {
+        let sap = try MockSAP.start(arguments: ["--oauth", "ODATASTORES:client-s3cret"])
+        defer { sap.stop() }
+        let tokenURL = sap.baseURL + "sap/bc/sec/oauth2/token"
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let bearer = BearerAuthentication {
+            let response = try await curl.send(TransportRequest(
+                method: "POST", url: tokenURL,
+                headerFields: [.contentType: "application/x-www-form-urlencoded",
+                               .authorization: "Basic " + Data("ODATASTORES:client-s3cret".utf8).base64EncodedString()],
+                body: Data("grant_type=client_credentials".utf8)))
+            guard case .object(let answer) = try JSON.parse(response.body), let token = answer["access_token"]?.stringValue else {
+                throw ODataError(.malformedPayload, "no access_token")
+            }
+            return token
+        }
+        let directory = try Directory()
+        var options = onlineOptions(directory)
+        options.useCache = false
+        options.session.authentication = bearer
+        let store = try OnlineODataStore(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), options: options)
+        try await store.open()
+        defer { store.close() }
+        #expect(try await store.execute(.get("ProductSet", .top(1))).result()?.statusCode == 200)
+        #expect(bearer.tokenRequests == 1)
+
+        try sap.admin("DELETE", "tokens")  // every issued token is revoked: the next requests meet 401
+        let statuses = try await withThrowingTaskGroup(of: Int?.self) { group in
+            for index in 0..<20 {
+                group.addTask { try await store.execute(.get("ProductSet", .top(1), .skip(index))).result()?.statusCode }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 20))
+        #expect(bearer.tokenRequests == 2)
+        #expect(store.session.statistics.credentialRenewals == 20)
+    }
+
+    @Test func noCredentialTokenOrCookieReachesAFileOrAnErrorMessage() async throws {
+        let password = "pw-\(UUID().uuidString)"
+        let sap = try MockSAP.start(arguments: ["--auth", "CLERK:\(password)"])
+        defer { sap.stop() }
+        let wire = try RecordingTransport()
+        let directory = try Directory()
+        var authentication = SessionOptions()
+        authentication.authentication = BasicAuthentication(user: "CLERK", password: password)
+
+        // Unencrypted stores on purpose: a secret written anywhere would be found by the search.
+        var options = onlineOptions(directory)
+        options.disableCacheEncryption = true
+        options.cacheEncryptionKey = nil
+        options.session = authentication
+        let online = try OnlineODataStore(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), options: options, transport: wire)
+        try await online.open()
+        _ = try await online.execute(.get("ProductSet", .top(3))).result()
+        _ = try await online.execute(ODataRequest(method: .post, resourcePath: "ProductSet", body: product("ZZ-SECRET"))).result()
+        var failedOnline = ""
+        do {
+            _ = try await online.execute(ODataRequest(method: .post, resourcePath: "ProductSet", body: product("ZZ-SECRET"))).result()
+        } catch { failedOnline = "\(error)" }  // a duplicate key: the producer's error
+        online.close()
+
+        var parameters = OfflineODataParameters(storeName: "sap", storePath: directory.path + "/offline", disableDefaultEncryptionKey: true,
+                                                enableRepeatableRequests: true, transport: wire)
+        parameters.session = authentication
+        parameters.uploadRetries = 0
+        let provider = try OfflineODataProvider(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "ProductSet"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "partners", query: "BusinessPartnerSet"))
+        try await provider.open()
+        let partner = try #require(try await firstPartner(provider))
+        try await queueChanges(provider, partner: partner, newProduct: "ZZ-SECRT2")
+        try sap.admin("POST", "faults", json: #"{"match":"BusinessPartnerSet","method":"PATCH","scenario":"precondition"}"#)
+        let result = try await provider.upload()
+        #expect(result.failed.map(\.statusCode) == [412])  // an ErrorArchive entry to search
+        let archive = try await provider.execute(.get("ErrorArchive")).payload
+        await provider.close()
+
+        let secrets = wire.secrets()
+        #expect(secrets.count >= 3, "the wire carried an Authorization, a CSRF token and a session cookie")
+        let texts = [failedOnline, String(decoding: archive, as: UTF8.self)] + result.failed.map(\.message)
+        for secret in secrets + [password] {
+            #expect(!texts.contains { $0.contains(secret) }, "a secret in an error message or the ErrorArchive")
+            let files = try directory.filesContaining(Data(secret.utf8))
+            #expect(files.isEmpty, "a secret was written to \(files)")
+        }
+        #expect(try directory.fileCount() > 3)  // the search looked at real files
+    }
+
+    // MARK: - Helpers
+
+    private func onlineOptions(_ directory: Directory) -> OnlineStoreOptions {
+        var options = OnlineStoreOptions()
+        options.storeDirectory = URL(fileURLWithPath: directory.path)
+        options.cacheEncryptionKey = "online cache key"
+        options.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
+        return options
+    }
+
+    private func offlineStore(_ sap: MockSAP, _ directory: Directory, mode: OfflineODataUploadMode = .oneByOne) async throws -> OfflineODataProvider {
+        var parameters = OfflineODataParameters(storeName: "sap", storePath: directory.path, storeEncryptionKey: "offline key",
+                                                keyDerivation: .pbkdf2(rounds: 1_000), enableRepeatableRequests: true)
+        parameters.uploadMode = mode
+        let provider = try OfflineODataProvider(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "ProductSet"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "partners", query: "BusinessPartnerSet"))
+        try await provider.open()
+        return provider
+    }
+
+    private func firstPartner(_ provider: OfflineODataProvider) async throws -> String? {
+        let response = try await provider.execute(.get("BusinessPartnerSet", .orderBy(["BusinessPartnerID"]), .top(1)))
+        return try ODataPayload.decodeEntitySet(response.payload).entities.first?.properties["BusinessPartnerID"]?.stringValue
+    }
+
+    /// A create, an update (with If-Match of the downloaded ETag) and a delete of the created product.
+    private func queueChanges(_ provider: OfflineODataProvider, partner: String, newProduct: String) async throws {
+        _ = try await provider.execute(ODataRequest(method: .post, resourcePath: "ProductSet", body: product(newProduct)))
+        _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "BusinessPartnerSet('\(partner)')",
+                                                    body: Data(#"{"CompanyName":"Renamed by upload"}"#.utf8)))
+        _ = try await provider.execute(ODataRequest(method: .delete, resourcePath: "ProductSet('HT-1001')"))
+    }
+
+    private func expectChangesArrived(_ sap: MockSAP, partner: String, newProduct: String) throws {
+        #expect(try sap.read("ProductSet('\(newProduct)')")["Name"]?.stringValue == "Made by \(newProduct)")
+        #expect(try sap.read("BusinessPartnerSet('\(partner)')")["CompanyName"]?.stringValue == "Renamed by upload")
+        #expect(try sap.status("ProductSet('HT-1001')") == 404)
+    }
+
+    private func product(_ id: String) -> Data {
+        Data(#"{"ProductID":"\#(id)","Name":"Made by \#(id)","Category":"Notebooks","Price":"12.500","CurrencyCode":"EUR","TypeCode":"PR","SupplierID":"0100000005","TaxTarifCode":1,"MeasureUnit":"EA"}"#.utf8)
+    }
+}
+
+/// A temporary directory, removed at the end of a test, that can be searched for bytes.
+final class Directory: Sendable {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("session-tests-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    private func files() -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: path)
+        var files: [String] = []
+        while let relative = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path + "/" + relative, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files.append(path + "/" + relative)
+            }
+        }
+        return files
+    }
+
+    func fileCount() throws -> Int { files().count }
+
+    func filesContaining(_ needle: Data) throws -> [String] {
+        try files().filter { try Data(contentsOf: URL(fileURLWithPath: $0)).range(of: needle) != nil }
+    }
+}
+
+/// A transport that notes every credential, token and cookie value that crossed the wire.
+final class RecordingTransport: HTTPTransport {
+    private let base: CurlTransport
+    private let seen = LockedValue<Set<String>>([])
+
+    init() throws { base = try CurlTransport() }
+
+    deinit { base.shutdown() }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let response = try await base.send(request)
+        let csrf = HTTPField.Name("X-CSRF-Token")!
+        var values: [String] = []
+        if let value = request.headerFields[.authorization] { values.append(value.components(separatedBy: " ").last ?? value) }
+        if let value = request.headerFields[.cookie] { values += value.components(separatedBy: "; ") }
+        if let value = request.headerFields[csrf], value != "Fetch" { values.append(value) }
+        if let value = response.headerFields[csrf], value != "Required" { values.append(value) }
+        for cookie in response.headerFields[values: .setCookie] {
+            values.append(String(cookie.split(separator: ";").first ?? ""))
+        }
+        seen.withLock { $0.formUnion(values.filter { $0.count >= 8 }) }
+        return response
+    }
+
+    /// Every secret value seen (cookie name=value pairs, tokens, the base64 of basic credentials).
+    func secrets() -> [String] { seen.withLock { Array($0) } }
+}
+
+extension MockSAP {
+    /// An entity of GWSAMPLE_BASIC read straight from the producer.
+    func read(_ path: String) throws -> JSONObject {
+        let (status, body) = try get(serviceRoot(MockSAP.gwsampleBasic) + path + "?$format=json")
+        guard status == 200, case .object(let root) = try JSON.parse(body), case .object(let entity)? = root["d"] else {
+            throw ODataError(.malformedPayload, "GET \(path) answered \(status)")
+        }
+        return entity
+    }
+
+    /// The status of a GET of an entity of GWSAMPLE_BASIC.
+    func status(_ path: String) throws -> Int {
+        try get(serviceRoot(MockSAP.gwsampleBasic) + path + "?$format=json").status
+    }
+
+    /// The requests the producer logged with this method on a path containing `path`.
+    func logged(method: String, path: String) throws -> [(path: String, status: Int)] {
+        let (_, body) = try admin("GET", "requests?limit=500")
+        guard case .object(let root) = try JSON.parse(body), let results = root["results"]?.arrayValue else { return [] }
+        return results.compactMap { entry in
+            guard entry["method"]?.stringValue == method, let logged = entry["path"]?.stringValue, logged.contains(path) else { return nil }
+            return (logged, Int(entry["status"]?.intValue ?? 0))
+        }
+    }
+
+    private func get(_ url: String) throws -> (status: Int, body: Data) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-s", "-g", "-o", "-", "-w", "\n%{http_code}", url]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard let newline = text.lastIndex(of: "\n") else { return (0, Data()) }
+        return (Int(text[text.index(after: newline)...]) ?? 0, Data(text[..<newline].utf8))
+    }
+}

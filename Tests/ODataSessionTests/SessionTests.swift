@@ -1,0 +1,239 @@
+import CurlHTTP
+import Foundation
+import HTTPTypes
+import ODataCore
+import Testing
+
+@testable import ODataSession
+
+/// A back end scripted in Swift: it answers each request with `answer`, records what it was sent, and can
+/// hold requests until a given number are waiting (to make them concurrent for real).
+final class ScriptedBackEnd: HTTPTransport {
+    let sent = LockedValue<[TransportRequest]>([])
+    private let answer: @Sendable (TransportRequest, Int) -> (Int, HTTPFields)
+    private let delay: Duration
+
+    init(delay: Duration = .zero, answer: @escaping @Sendable (TransportRequest, Int) -> (Int, HTTPFields)) {
+        self.answer = answer
+        self.delay = delay
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let index = sent.withLock { sent -> Int in
+            sent.append(request)
+            return sent.count - 1
+        }
+        if delay > .zero { try await Task.sleep(for: delay) }
+        let (status, fields) = answer(request, index)
+        return TransportResponse(status: status, headerFields: fields, body: Data(),
+                                 metrics: TransferMetrics(headerBytes: 0, bodyBytes: 0, totalTime: .zero, connectionReused: true,
+                                                          newConnections: 0, httpVersion: .http1_1))
+    }
+
+    var fetches: [TransportRequest] { sent.withLock { $0 }.filter { $0.headerFields[csrf] == "Fetch" } }
+    var writes: [TransportRequest] { sent.withLock { $0 }.filter { $0.method != "GET" } }
+}
+
+private let csrf = HTTPField.Name("X-CSRF-Token")!
+private let root = "http://127.0.0.1:1/service/"
+
+/// A back end as SAP Gateway behaves: a fetch gives token `T<n>` and a session cookie; a write needs the
+/// current token (`valid` decides which are current).
+private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String) -> Bool = { _ in true }) -> ScriptedBackEnd {
+    let issued = LockedValue(0)
+    return ScriptedBackEnd(delay: delay) { request, _ in
+        if request.headerFields[csrf] == "Fetch" {
+            let n = issued.withLock { $0 += 1; return $0 }
+            return (200, [csrf: "T\(n)", .setCookie: "SAP_SESSIONID=S\(n); path=/"])
+        }
+        if request.method != "GET" {
+            guard let token = request.headerFields[csrf], valid(token) else { return (403, [csrf: "Required"]) }
+        }
+        return (request.method == "POST" ? 201 : 200, [:])
+    }
+}
+
+@Suite struct SessionTests {
+    @Test func twentyConcurrentWritesShareOneTokenFetch() async throws {
+        let backEnd = gateway(delay: .milliseconds(20))
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    try await session.send(TransportRequest(method: "POST", url: root + "Items", body: Data("\(index)".utf8))).status
+                }
+            }
+            for try await status in group { #expect(status == 201) }
+        }
+        #expect(backEnd.fetches.count == 1)
+        #expect(session.statistics.csrfTokenFetches == 1)
+        // Every write carried the token and the cookie that came with it.
+        #expect(backEnd.writes.count == 20)
+        #expect(backEnd.writes.allSatisfy { $0.headerFields[csrf] == "T1" && $0.headerFields[.cookie] == "SAP_SESSIONID=S1" })
+    }
+
+    @Test func readsNeitherFetchNorSendAToken() async throws {
+        let backEnd = gateway()
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        #expect(try await session.send(TransportRequest(url: root + "Items")).status == 200)
+        #expect(backEnd.fetches.isEmpty)
+        #expect(backEnd.sent.withLock { $0 }.allSatisfy { $0.headerFields[csrf] == nil })
+    }
+
+    @Test func anExpiredTokenIsFetchedAgainOnceForAllRejectedRequests() async throws {
+        // Token T1 expires after the first write; every later write with it meets 403 Required.
+        let firstWriteDone = LockedValue(false)
+        let backEnd = gateway(delay: .milliseconds(10)) { token in
+            if token == "T1" { return firstWriteDone.withLock { done in defer { done = true }; return !done } }
+            return true
+        }
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        #expect(try await session.send(TransportRequest(method: "POST", url: root + "Items")).status == 201)
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10 {
+                group.addTask { try await session.send(TransportRequest(method: "DELETE", url: root + "Items(1)")).status }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(backEnd.fetches.count == 2)
+        // Ten rejected, ten retried with T2, and nothing more: a rejected write was not executed, so its
+        // retry is the only execution.
+        #expect(backEnd.writes.filter { $0.headerFields[csrf] == "T2" }.count == 10)
+        #expect(backEnd.writes.count == 21)
+    }
+
+    @Test func aTokenRejectedTwiceIsATypedErrorThatNamesCSRFAndNoToken() async throws {
+        let backEnd = gateway { _ in false }
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        do {
+            _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)?secret=query"))
+            Issue.record("a token the back end never accepts must fail")
+        } catch let error as SessionError {
+            #expect(error.code == .csrfTokenRejected)
+            #expect(error.statusCode == 403)
+            #expect(!error.isRetryable)
+            #expect(error.description.contains("CSRF"))
+            #expect(!error.description.contains("T1") && !error.description.contains("T2"))
+            #expect(!error.description.contains("secret=query"))
+        }
+        #expect(backEnd.fetches.count == 2)
+        #expect(backEnd.writes.count == 2)  // one retry, no more
+    }
+
+    @Test func a403WithoutRequiredIsAnOrdinaryAnswer() async throws {
+        let backEnd = ScriptedBackEnd { request, _ in
+            request.headerFields[csrf] == "Fetch" ? (200, [csrf: "T"]) : (403, [:])
+        }
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        #expect(try await session.send(TransportRequest(method: "POST", url: root + "Items")).status == 403)
+        #expect(backEnd.writes.count == 1)
+        #expect(backEnd.fetches.count == 1)
+    }
+
+    @Test func aBackEndWithoutCSRFGetsNoTokenAndOneFetchPerSession() async throws {
+        let backEnd = ScriptedBackEnd { _, _ in (200, [:]) }
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        for _ in 0..<3 { _ = try await session.send(TransportRequest(method: "PUT", url: root + "Items(1)")) }
+        #expect(backEnd.fetches.count == 1)
+        #expect(backEnd.writes.allSatisfy { $0.headerFields[csrf] == nil })
+
+        let off = ScriptedBackEnd { _, _ in (200, [:]) }
+        var options = SessionOptions()
+        options.csrf = .off
+        _ = try await ServiceSession(serviceRoot: root, options: options, transport: off)
+            .send(TransportRequest(method: "PUT", url: root + "Items(1)"))
+        #expect(off.fetches.isEmpty)
+    }
+
+    @Test func aFailedFetchIsARetryableTypedErrorAndTheWriteIsNotSent() async throws {
+        let backEnd = ScriptedBackEnd { _, _ in (503, [:]) }
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        await #expect {
+            _ = try await session.send(TransportRequest(method: "POST", url: root + "Items"))
+        } throws: { error in
+            (error as? SessionError)?.code == .csrfTokenFetchFailed && (error as? SessionError)?.isRetryable == true
+        }
+        #expect(backEnd.writes.isEmpty)
+    }
+
+    @Test func aCustomHeaderNameCarriesTheToken() async throws {
+        let name = HTTPField.Name("X-XSRF-Token")!
+        let backEnd = ScriptedBackEnd { request, _ in
+            request.headerFields[name] == "Fetch" ? (200, [name: "X1"]) : (request.headerFields[name] == "X1" ? 204 : 403, [:])
+        }
+        var options = SessionOptions()
+        options.csrf = .automatic(headerName: "X-XSRF-Token")
+        let response = try await ServiceSession(serviceRoot: root, options: options, transport: backEnd)
+            .send(TransportRequest(method: "DELETE", url: root + "Items(1)"))
+        #expect(response.status == 204)
+    }
+
+    @Test func answersCarryNoCookieAndNoTokenAndEndSessionForgetsBoth() async throws {
+        let backEnd = gateway()
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        let response = try await session.send(TransportRequest(method: "POST", url: root + "Items"))
+        #expect(response.headerFields[.setCookie] == nil && response.headerFields[csrf] == nil)
+        session.endSession()
+        _ = try await session.send(TransportRequest(method: "POST", url: root + "Items"))
+        #expect(backEnd.fetches.count == 2)
+        // The second session's fetch went without the first session's cookie.
+        #expect(backEnd.fetches[1].headerFields[.cookie] == nil)
+        #expect(backEnd.writes.last?.headerFields[.cookie] == "SAP_SESSIONID=S2")
+    }
+
+    @Test func sapClientLanguageAndUpdateMethodFollowTheOptions() async throws {
+        let backEnd = gateway()
+        var options = SessionOptions()
+        options.sapClient = "100"
+        options.sapLanguage = "DE"
+        options.updateMethod = .merge
+        let session = ServiceSession(serviceRoot: root, options: options, transport: backEnd)
+        _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)"))
+        _ = try await session.send(TransportRequest(url: root + "Items?$top=1&sap-client=200"))
+        let sent = backEnd.sent.withLock { $0 }
+        #expect(sent[0].url == root + "?sap-client=100&sap-language=DE")  // the token fetch
+        #expect(sent[1].method == "MERGE" && sent[1].url == root + "Items(1)?sap-client=100&sap-language=DE")
+        #expect(sent[2].url == root + "Items?$top=1&sap-client=200&sap-language=DE")  // a client given is kept
+
+        options.updateMethod = .tunnelledMerge
+        let tunnelled = gateway()
+        _ = try await ServiceSession(serviceRoot: root, options: options, transport: tunnelled)
+            .send(TransportRequest(method: "PATCH", url: root + "Items(1)"))
+        let write = try #require(tunnelled.writes.first)
+        #expect(write.method == "POST" && write.headerFields[HTTPField.Name("X-HTTP-Method")!] == "MERGE")
+    }
+
+    @Test func basicAuthenticationIsSentAndA401Stands() async throws {
+        let backEnd = ScriptedBackEnd { _, _ in (401, [:]) }
+        var options = SessionOptions()
+        options.authentication = BasicAuthentication(user: "CLERK", password: "pw")
+        let session = ServiceSession(serviceRoot: root, options: options, transport: backEnd)
+        #expect(try await session.send(TransportRequest(url: root + "Items")).status == 401)
+        #expect(backEnd.sent.withLock { $0 }.map { $0.headerFields[.authorization] } == ["Basic Q0xFUks6cHc="])
+    }
+
+    @Test func twentyConcurrent401sRenewTheBearerTokenOnce() async throws {
+        let current = LockedValue("A")
+        let backEnd = ScriptedBackEnd(delay: .milliseconds(10)) { request, _ in
+            request.headerFields[.authorization] == "Bearer " + current.withLock { $0 } ? (200, [:]) : (401, [:])
+        }
+        let issued = LockedValue(0)
+        let bearer = BearerAuthentication {
+            try await Task.sleep(for: .milliseconds(20))
+            return issued.withLock { $0 += 1; return ["A", "B", "C"][$0 - 1] }
+        }
+        var options = SessionOptions()
+        options.authentication = bearer
+        let session = ServiceSession(serviceRoot: root, options: options, transport: backEnd)
+        #expect(try await session.send(TransportRequest(url: root + "Items")).status == 200)
+        current.withLock { $0 = "B" }  // token A expires
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<20 {
+                group.addTask { try await session.send(TransportRequest(url: root + "Items(\(index))")).status }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(bearer.tokenRequests == 2)
+        #expect(session.statistics.credentialRenewals == 20)
+    }
+}
