@@ -97,7 +97,7 @@ let package = Package(
         .executableTarget(
             name: "ilodata",
             dependencies: [
-                "OfflineStore", "ODataCore", "TechnicalCache",
+                "OfflineStore", "ODataCore", "ODataSession", "TechnicalCache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
-        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "TechnicalCache", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataSession", "TechnicalCache", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
     ]
 )

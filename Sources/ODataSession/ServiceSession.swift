@@ -75,7 +75,7 @@ public final class ServiceSession: HTTPTransport {
         let request = dialect(request)
         let modifying = Self.modifyingMethods.contains(request.method.uppercased())
         var credentials = try await options.authentication?.headerFields()
-        var token: CSRFToken? = modifying && csrfField != nil ? try await currentToken() : nil
+        var token: CSRFToken? = modifying && csrfField != nil ? try await currentToken(for: request) : nil
         var renewedCredentials = false
         var renewedToken = false
         while true {
@@ -95,7 +95,7 @@ public final class ServiceSession: HTTPTransport {
                                        "\(request.method) \(Self.pathOnly(request.url)): the back end refused the CSRF token (\(options.csrf.headerName): Required) again after a new one was fetched; the request was not executed")
                 }
                 renewedToken = true
-                token = try await newToken(replacing: token ?? CSRFToken(value: nil))
+                token = try await newToken(replacing: token ?? CSRFToken(value: nil), for: request)
                 continue
             }
             return stripped(response)
@@ -130,19 +130,31 @@ public final class ServiceSession: HTTPTransport {
 
     // MARK: - CSRF tokens
 
-    private func currentToken() async throws -> CSRFToken {
-        try await csrfToken.value { try await self.fetchToken() }
+    private func currentToken(for request: TransportRequest) async throws -> CSRFToken {
+        try await csrfToken.value { try await self.fetchToken(for: request) }
     }
 
-    private func newToken(replacing rejected: CSRFToken) async throws -> CSRFToken {
-        try await csrfToken.replacing(rejected) { try await self.fetchToken() }
+    private func newToken(replacing rejected: CSRFToken, for request: TransportRequest) async throws -> CSRFToken {
+        try await csrfToken.replacing(rejected) { try await self.fetchToken(for: request) }
     }
 
-    /// `GET <service root>` with `X-CSRF-Token: Fetch` (authenticated, with the session's cookies).
-    private func fetchToken() async throws -> CSRFToken {
+    /// The header fields of a request that describe its body, its conditions or its identity; a token fetch
+    /// made for the request takes every other field (credentials, API keys, a tenant header) from it.
+    private static let requestSpecificFields: Set<String> = [
+        "content-type", "content-length", "content-id", "content-encoding", "if-match", "if-none-match",
+        "if-modified-since", "if-unmodified-since", "prefer", "repeatability-request-id", "repeatability-first-sent",
+        "repeatability-client-id", "x-http-method", "accept",
+    ]
+
+    /// `GET <service root>` with `X-CSRF-Token: Fetch`: authenticated as `trigger` is (its credentials and
+    /// other fields of the session, not of the request), with the session's cookies.
+    private func fetchToken(for trigger: TransportRequest) async throws -> CSRFToken {
         guard let csrfField else { return CSRFToken(value: nil) }
         counters.withLock { $0.csrfTokenFetches += 1 }
         var request = dialect(TransportRequest(method: "GET", url: serviceRoot))
+        for field in trigger.headerFields where !Self.requestSpecificFields.contains(field.name.canonicalName) {
+            request.headerFields.append(field)
+        }
         request.headerFields[csrfField] = "Fetch"
         request.headerFields[.accept] = "application/json"
         var credentials = try await options.authentication?.headerFields()

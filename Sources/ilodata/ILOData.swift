@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataSession
 import OfflineStore
 import TechnicalCache
 
@@ -69,10 +70,35 @@ struct ILOData: AsyncParsableCommand {
     @Option(name: .long, help: "Upload in $batch requests of up to N change sets (default: one request at a time).")
     var batch: Int?
 
+    @Option(name: .long, help: "Authenticate as this user (HTTP basic); the password is read from the environment variable ILODATA_PASSWORD, never from the command line.")
+    var user: String?
+
+    @Option(name: .long, help: "The SAP client (sap-client) of every request.")
+    var sapClient: String?
+
+    @Option(name: .long, help: "The logon language (sap-language) of every request.")
+    var sapLanguage: String?
+
+    @Flag(name: .long, help: "Send updates as MERGE (OData V2 producers that refuse PATCH).")
+    var merge = false
+
+    @Flag(name: .long, help: "Do not fetch CSRF tokens (a back end without CSRF protection).")
+    var noCsrf = false
+
     mutating func run() async throws {
         var parameters = OfflineODataParameters(storeName: storeName, storePath: storePath, storeEncryptionKey: key,
                                                 disableDefaultEncryptionKey: noEncryption, pageSize: pageSize)
         if let kdfRounds { parameters.keyDerivation = .pbkdf2(rounds: kdfRounds) }
+        if let user {
+            guard let password = ProcessInfo.processInfo.environment["ILODATA_PASSWORD"] else {
+                throw ValidationError("--user needs the password in the environment variable ILODATA_PASSWORD")
+            }
+            parameters.session.authentication = BasicAuthentication(user: user, password: password)
+        }
+        parameters.session.sapClient = sapClient
+        parameters.session.sapLanguage = sapLanguage
+        if merge { parameters.session.updateMethod = .merge }
+        if noCsrf { parameters.session.csrf = .off }
         if let batch {
             guard batch >= 1 else { throw ValidationError("--batch needs at least 1, got \(batch)") }
             parameters.uploadMode = .batch(maxRequestsPerBatch: batch)

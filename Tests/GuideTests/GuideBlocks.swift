@@ -3,6 +3,7 @@
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataSession
 import OfflineStore
 import OnlineStore
 import TechnicalCache
@@ -40,6 +41,44 @@ for await event in execution.events {
     }
 }
     _ = execution
+    }
+}
+
+// Sources/OnlineStore/OnlineStore.docc/ConnectingToSAPBackEnds.md, block 0
+func OnlineStore_ConnectingToSAPBackEnds_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+var options = OnlineStoreOptions()
+options.session.sapClient = "100"          // added to every URL as sap-client=100 (and to the cache partition)
+options.session.sapLanguage = "EN"
+options.session.authentication = BasicAuthentication(user: "CLERK", password: passphrase)
+let gateway = try OnlineODataStore(serviceRoot: "https://gateway.example.com/sap/opu/odata/sap/API_SALES_ORDER_SRV/",
+                                   options: options)
+try await gateway.open()
+let created = try await gateway.execute(ODataRequest(method: .post, resourcePath: "A_SalesOrder",
+                                                     body: Data(#"{"SalesOrderType":"OR"}"#.utf8))).result()
+print(created?.statusCode ?? 0, gateway.session.statistics.csrfTokenFetches)   // 201 1
+    _ = options
+    _ = gateway
+    _ = created
+    }
+}
+
+// Sources/OnlineStore/OnlineStore.docc/ConnectingToSAPBackEnds.md, block 1
+func OnlineStore_ConnectingToSAPBackEnds_1(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+var parameters = OfflineODataParameters(storeName: "orders", storePath: storePath)
+parameters.storeEncryptionKey = passphrase
+parameters.enableRepeatableRequests = true
+parameters.session.authentication = BearerAuthentication {
+    token(for: "CLERK")                      // your OAuth client: asked once at first, then once after each 401
+}
+let orders = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
+    _ = parameters
+    _ = orders
     }
 }
 

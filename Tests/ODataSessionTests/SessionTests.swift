@@ -72,6 +72,20 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         #expect(backEnd.writes.allSatisfy { $0.headerFields[csrf] == "T1" && $0.headerFields[.cookie] == "SAP_SESSIONID=S1" })
     }
 
+    @Test func theFetchCarriesTheWritesCredentialsButNotItsBodyFields() async throws {
+        let backEnd = gateway()
+        let session = ServiceSession(serviceRoot: root, transport: backEnd)
+        let apiKey = HTTPField.Name("APIKey")!
+        _ = try await session.send(TransportRequest(
+            method: "PATCH", url: root + "Items(1)",
+            headerFields: [.authorization: "Basic eDp5", apiKey: "k", .contentType: "application/json", .ifMatch: "W/\"1\""],
+            body: Data("{}".utf8)))
+        let fetch = try #require(backEnd.fetches.first)
+        #expect(fetch.headerFields[.authorization] == "Basic eDp5" && fetch.headerFields[apiKey] == "k")
+        #expect(fetch.headerFields[.contentType] == nil && fetch.headerFields[.ifMatch] == nil && fetch.body == nil)
+        #expect(fetch.method == "GET" && fetch.url == root)
+    }
+
     @Test func readsNeitherFetchNorSendAToken() async throws {
         let backEnd = gateway()
         let session = ServiceSession(serviceRoot: root, transport: backEnd)

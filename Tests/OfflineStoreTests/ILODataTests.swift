@@ -30,9 +30,12 @@ final class ILODataProcess: @unchecked Sendable {
 
     private let collected = Collected()
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         process.standardInput = input
         process.standardOutput = output
         process.standardError = output
@@ -72,8 +75,8 @@ final class ILODataProcess: @unchecked Sendable {
     }
 
     /// Runs one command to completion and returns the exit code and output.
-    static func run(_ arguments: [String]) async throws -> (Int32, String) {
-        let child = try ILODataProcess(arguments)
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Int32, String) {
+        let child = try ILODataProcess(arguments, environment: environment)
         child.closeInput()
         let status = await child.waitForExit()
         return (status, child.text)
@@ -83,6 +86,39 @@ final class ILODataProcess: @unchecked Sendable {
 @Suite(.serialized) struct ILODataTests {
     static func storeArguments(_ directory: TemporaryDirectory) -> [String] {
         ["--store-path", directory.path, "--store-name", "northwind", "--key", Northwind.key]
+    }
+
+    @Test func ilodataWritesToAnSAPBackEndWithBasicAuthenticationAndCSRF() async throws {
+        let password = "pw-\(UUID().uuidString)"
+        let sap = try MockSAP.start(arguments: ["--auth", "CLERK:\(password)"])
+        defer { sap.stop() }
+        let directory = try TemporaryDirectory()
+        let base = ["--store-path", directory.path, "--store-name", "sap", "--key", "k", "--kdf-rounds", "1000",
+                    "--user", "CLERK", "--sap-client", "100"]
+        let environment = ["ILODATA_PASSWORD": password]
+        let (status, text) = try await ILODataProcess.run(base + [
+            "--service-root", sap.serviceRoot(MockSAP.gwsampleBasic), "--defining-query", "products=ProductSet",
+            "--command", #"patch ProductSet('HT-1000') {"Name":"Patched by ilodata"}"#,
+        ], environment: environment)
+        #expect(status == 0, "\(text)")
+        let (uploaded, uploadText) = try await ILODataProcess.run(base + ["--command", "upload"], environment: environment)
+        #expect(uploaded == 0, "\(uploadText)")
+        #expect(!text.contains(password) && !uploadText.contains(password))
+
+        // The change arrived (read with the producer's basic authentication, as a second client).
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "-u", "CLERK:\(password)", sap.serviceRoot(MockSAP.gwsampleBasic) + "ProductSet('HT-1000')?$format=json"]
+        let output = Pipe()
+        curl.standardOutput = output
+        try curl.run()
+        let body = output.fileHandleForReading.readDataToEndOfFile()
+        curl.waitUntilExit()
+        #expect(try JSON.parse(body)["d"]?["Name"]?.stringValue == "Patched by ilodata")
+
+        // Without the password in the environment: a clear refusal, before anything is sent.
+        let (refused, refusal) = try await ILODataProcess.run(base + ["--command", "queue"])
+        #expect(refused != 0 && refusal.contains("ILODATA_PASSWORD"), "\(refusal)")
     }
 
     @Test func ilodataCreatesAStoreRunsOneShotCommandsAndAnInteractiveSession() async throws {

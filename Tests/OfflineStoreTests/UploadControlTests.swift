@@ -57,7 +57,12 @@ final class UploadProgressRecorder: OfflineODataDelegate {
         transport.requests.withLock { $0.removeAll() }
         let result = try await provider.upload()
         #expect(result.failed.isEmpty)
-        let sent = transport.requests.withLock { $0 }
+        var sent = transport.requests.withLock { $0 }
+        // First the session's one CSRF token fetch (our producer gives none, so there is no other), made
+        // with the user's credentials.
+        let fetch = sent.removeFirst()
+        #expect(fetch.method == "GET" && fetch.url == server.serviceRoot && fetch.headerFields[HTTPField.Name("X-CSRF-Token")!] == "Fetch")
+        #expect(fetch.headerFields[.authorization] == "Basic YWxpY2U=")
         #expect(sent.count == plan.count, "the upload sent exactly the planned requests")
         for (request, planned) in zip(sent, plan) {
             #expect(request.method == planned.method)
