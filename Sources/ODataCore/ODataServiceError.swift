@@ -90,7 +90,9 @@ public struct ODataServiceError: Error, Sendable, Hashable, CustomStringConverti
             default:
                 result.format = .v4JSON
             }
-            result.details = (error["details"]?.arrayValue ?? []).compactMap { value in
+            // V4 `details`, else the SAP Gateway envelope's `innererror.errordetails` (code, message, target).
+            let details = error["details"]?.arrayValue ?? error["innererror"]?["errordetails"]?.arrayValue ?? []
+            result.details = details.compactMap { value in
                 guard let detail = value.objectValue else { return nil }
                 return Detail(code: detail["code"]?.stringValue ?? "", message: detail["message"]?.stringValue ?? "", target: detail["target"]?.stringValue)
             }
