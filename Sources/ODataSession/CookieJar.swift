@@ -23,8 +23,11 @@ final class CookieJar: Sendable {
 
     private let cookies = LockedValue<[Cookie]>([])
 
-    /// The number of cookies held (for tests).
+    /// The number of cookies held.
     var count: Int { cookies.withLock { $0.count } }
+
+    /// Whether no cookie is held.
+    var isEmpty: Bool { cookies.withLock { $0.isEmpty } }
 
     /// Keeps the cookies of `setCookie` values received for `url`.
     func store(_ setCookie: [String], for url: URL) {

@@ -108,13 +108,13 @@ public final class ServiceSession: HTTPTransport {
         var outgoing = request
         for field in credentials ?? [:] { outgoing.headerFields[field.name] = field.value }
         if let csrfField, let token { outgoing.headerFields[csrfField] = token }
-        let url = URL(string: request.url)
-        if options.keepsCookies, let url, let cookie = cookies.header(for: url) {
+        // The URL is parsed only when a cookie is held or received: a session without cookies costs nothing.
+        if options.keepsCookies, !cookies.isEmpty, let url = URL(string: request.url), let cookie = cookies.header(for: url) {
             outgoing.headerFields[.cookie] = cookie
         }
         let response = try await base.send(outgoing)
         counters.withLock { $0.requests += 1 }
-        if options.keepsCookies, let url {
+        if options.keepsCookies, response.headerFields.contains(.setCookie), let url = URL(string: request.url) {
             cookies.store(response.headerFields[values: .setCookie], for: url)
         }
         return response
@@ -122,6 +122,9 @@ public final class ServiceSession: HTTPTransport {
 
     /// The answer as the stores see it: no cookie and no token a layer above could keep.
     private func stripped(_ response: TransportResponse) -> TransportResponse {
+        guard response.headerFields.contains(.setCookie) || csrfField.map({ response.headerFields.contains($0) }) == true else {
+            return response
+        }
         var response = response
         response.headerFields[.setCookie] = nil
         if let csrfField { response.headerFields[csrfField] = nil }
