@@ -39,6 +39,7 @@ let package = Package(
                 .product(name: "OnlineStore", package: "ODataStores"),
                 .product(name: "TechnicalCache", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "CurlHTTP", package: "ODataStores"),
             ]
         ),
         .executableTarget(

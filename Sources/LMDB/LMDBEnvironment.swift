@@ -101,6 +101,9 @@ public final class LMDBEnvironment: Sendable {
     private let closed = Atomic<Bool>(false)
     private let writer: DispatchQueue
     private let writerKey = DispatchSpecificKey<UInt8>()
+    /// Writes handed to the writer queue that have not finished; 0 means the queue is idle, and an
+    /// `async` write then runs on the calling thread (no thread hop).
+    private let queuedWrites = Atomic<Int>(0)
 
     /// Opens (and creates, if needed) the environment in the directory `path`.
     ///
@@ -251,6 +254,8 @@ public final class LMDBEnvironment: Sendable {
     ///   `.mapFull` when the map cannot grow further, or an I/O error from the commit).
     public func write<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
         if DispatchQueue.getSpecific(key: writerKey) != nil { throw LMDBError.nestedWriteTransaction }
+        queuedWrites.add(1, ordering: .acquiring)
+        defer { queuedWrites.subtract(1, ordering: .releasing) }
         return try writer.sync { () throws -> R in try performWrite(body) }
     }
 
@@ -262,9 +267,20 @@ public final class LMDBEnvironment: Sendable {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws, or `LMDBError` as for the synchronous ``write(_:)-(LMDBTransaction)->R``.
     public func write<R: Sendable>(_ body: @escaping @Sendable (LMDBTransaction) throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+        if DispatchQueue.getSpecific(key: writerKey) != nil { throw LMDBError.nestedWriteTransaction }
+        // An idle queue: run here, on the calling thread (a sync block on an idle serial queue runs
+        // inline), and save the two thread hops of a hand-over. Nobody waits for the queue, so no
+        // cooperative thread is blocked beyond the write itself.
+        if queuedWrites.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+            defer { queuedWrites.subtract(1, ordering: .releasing) }
+            return try writer.sync { () throws -> R in try performWrite(body) }
+        }
+        queuedWrites.add(1, ordering: .acquiring)
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
             writer.async {
-                continuation.resume(with: Result { try self.performWrite(body) })
+                let result = Result { try self.performWrite(body) }
+                self.queuedWrites.subtract(1, ordering: .releasing)
+                continuation.resume(with: result)
             }
         }
     }

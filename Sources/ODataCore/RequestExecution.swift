@@ -70,15 +70,17 @@ public final class RequestExecution: Sendable {
         var waiters: [CheckedContinuation<ODataResponse?, any Error>] = []
         var cancellation: (@Sendable () -> Void)?
         var isCancelled = false
+        /// The event stream, made when ``events`` is first asked for; until then the events are kept in
+        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream.
+        var stream: AsyncStream<RequestEvent>?
+        var continuation: AsyncStream<RequestEvent>.Continuation?
+        var history: [RequestEvent] = []
     }
 
     /// The request being executed.
     public let request: ODataRequest
-    /// The async sequence of this execution's events, ending after `finished`.
-    public let events: AsyncStream<RequestEvent>
 
     private let listener: (any ODataRequestListener)?
-    private let continuation: AsyncStream<RequestEvent>.Continuation
     private let state = LockedValue(State())
 
     /// Creates an execution; stores create these.
@@ -88,7 +90,20 @@ public final class RequestExecution: Sendable {
     public init(request: ODataRequest, listener: (any ODataRequestListener)?) {
         self.request = request
         self.listener = listener
-        (events, continuation) = AsyncStream.makeStream(of: RequestEvent.self, bufferingPolicy: .unbounded)
+    }
+
+    /// The async sequence of this execution's events, from `started` on (whenever it is first asked for),
+    /// ending after `finished`. Every access returns the same sequence; iterate it once.
+    public var events: AsyncStream<RequestEvent> {
+        state.withLock { state in
+            if let stream = state.stream { return stream }
+            let (stream, continuation) = AsyncStream.makeStream(of: RequestEvent.self, bufferingPolicy: .unbounded)
+            for event in state.history { continuation.yield(event) }
+            state.history = []
+            if state.isFinished { continuation.finish() } else { state.continuation = continuation }
+            state.stream = stream
+            return stream
+        }
     }
 
     /// The current status.
@@ -101,8 +116,8 @@ public final class RequestExecution: Sendable {
     /// Events after `finished` are ignored.
     /// - Parameter event: the event.
     package func report(_ event: RequestEvent) {
-        let proceed: Bool = state.withLock { state in
-            guard !state.isFinished else { return false }
+        let (proceed, continuation): (Bool, AsyncStream<RequestEvent>.Continuation?) = state.withLock { state in
+            guard !state.isFinished else { return (false, nil) }
             switch event {
             case .started: state.status = .initialized
             case .cacheResponse, .serverResponse: state.status = .inProgress
@@ -114,7 +129,10 @@ public final class RequestExecution: Sendable {
                 state.isFinished = true
                 state.finalResponse = response
             }
-            return true
+            if state.stream == nil { state.history.append(event) }
+            let continuation = state.continuation
+            if case .finished = event { state.continuation = nil }
+            return (true, continuation)
         }
         guard proceed else { return }
         switch event {
@@ -124,9 +142,9 @@ public final class RequestExecution: Sendable {
         case .failed(let error, let response): listener?.requestFailed(self, error: error, response: response)
         case .finished(let response): listener?.requestFinished(self, response: response)
         }
-        continuation.yield(event)
+        continuation?.yield(event)
         if case .finished = event {
-            continuation.finish()
+            continuation?.finish()
             let (waiters, error, response) = state.withLock { state in
                 defer { state.waiters = [] }
                 return (state.waiters, state.finalError, state.finalResponse)

@@ -51,8 +51,9 @@ public final class OnlineODataStore: Sendable {
     private struct State {
         var isOpen = false
         var mode: StoreMode = .active
-        var running: [UUID: @Sendable () -> Void] = [:]
-        var inFlight: [String: Task<TransportResponse, any Error>] = [:]
+        var running: [UInt64: @Sendable () -> Void] = [:]
+        var nextExecution: UInt64 = 0
+        var inFlight: [String: Flight] = [:]
         /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that
         /// began after the last one, so it never gets an answer older than a write this store made.
         var writeEpoch: UInt64 = 0
@@ -274,14 +275,22 @@ public final class OnlineODataStore: Sendable {
         return response
     }
 
+    /// Runs `body` in a task that starts at once on the calling thread (`Task.immediate`): the work up to
+    /// the first suspension — the whole of a passive read, the cache answer of an active one — costs no
+    /// thread hop.
     private func start(_ execution: RequestExecution, _ body: @escaping @Sendable (OnlineODataStore) async -> Void) {
-        let id = UUID()
-        let task = Task { [self] in
+        let task = LockedValue<Task<Void, Never>?>(nil)
+        let cancel: @Sendable () -> Void = { task.withLock { $0 }?.cancel() }
+        let id = state.withLock { state -> UInt64 in
+            state.nextExecution &+= 1
+            state.running[state.nextExecution] = cancel
+            return state.nextExecution
+        }
+        let started = Task.immediate { [self] in
             await body(self)
             _ = state.withLock { $0.running.removeValue(forKey: id) }
         }
-        let cancel: @Sendable () -> Void = { task.cancel() }
-        state.withLock { $0.running[id] = cancel }
+        task.withLock { $0 = started }
         execution.setCancellationHandler(cancel)
     }
 
@@ -378,16 +387,18 @@ public final class OnlineODataStore: Sendable {
         }
 
         let response: ODataResponse
-        if reply.status == 304, let cached, CachePolicy.notModified(Self.cacheHeaders(reply.headerFields), confirms: cached) {
+        // The answer's headers as the cache keeps them, converted once for the policy and the write.
+        let replyHeaders = plan.readsCache || reply.status == 304 ? Self.cacheHeaders(reply.headerFields) : []
+        if reply.status == 304, let cached, CachePolicy.notModified(replyHeaders, confirms: cached) {
             counters.withLock { $0.notModified += 1 }
             // The copy the request revalidated is the answer, even when another answer replaced it in
             // the cache meanwhile (the refresh then leaves that one alone).
-            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headerFields: reply.headerFields, payload: Data(), stored: cached, sentAt: sentAt) : nil
+            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headers: replyHeaders, payload: Data(), stored: cached, sentAt: sentAt) : nil
             response = Self.response(from: refreshed ?? cached, revalidated: true)
         } else {
             response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
             if plan.readsCache {
-                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headerFields: reply.headerFields, payload: reply.body, stored: cached, sentAt: sentAt)
+                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headers: replyHeaders, payload: reply.body, stored: cached, sentAt: sentAt)
             }
         }
         if response.isSuccess {
@@ -451,7 +462,7 @@ public final class OnlineODataStore: Sendable {
             for (part, url) in zip(decoded.parts, urls) {
                 guard let url, case .response(let partResponse, _) = part else { continue }
                 _ = await updateCache(url: url, request: CacheRequest(method: "GET"), status: partResponse.statusCode,
-                                      headerFields: partResponse.headerFields, payload: partResponse.payload, stored: nil, sentAt: sentAt)
+                                      headers: Self.cacheHeaders(partResponse.headerFields), payload: partResponse.payload, stored: nil, sentAt: sentAt)
             }
         }
         execution.report(.serverResponse(response))
@@ -470,9 +481,8 @@ public final class OnlineODataStore: Sendable {
     /// `sentAt`, so that an answer never replaces one to a request sent later, and a 304 refreshes
     /// only the copy it confirmed. A cache closed meanwhile is left alone.
     /// - Returns: the refreshed entry after a 304, if it is still the one stored.
-    private func updateCache(url: String, request: CacheRequest, status: Int, headerFields: HTTPFields, payload: Data, stored: CacheEntry?, sentAt: Date) async -> CacheEntry? {
+    private func updateCache(url: String, request: CacheRequest, status: Int, headers: [CacheEntry.Header], payload: Data, stored: CacheEntry?, sentAt: Date) async -> CacheEntry? {
         guard let cache, cache.isOpen else { return nil }
-        let headers = Self.cacheHeaders(headerFields)
         switch CachePolicy.action(for: request, status: status, headers: headers, hasStoredEntry: stored != nil, mode: .active) {
         case .store:
             _ = try? await cache.store(CacheEntry(status: status, headers: headers, payload: payload, storedAt: sentAt), for: url, keepingNewer: true)
@@ -500,27 +510,40 @@ public final class OnlineODataStore: Sendable {
         return try await send(request, key: "\(state.withLock { $0.writeEpoch })\n\(request.url)\n\(header)", coalescing: coalescing)
     }
 
+    /// Sends `request` in the calling task (no task of its own, no extra thread hop). With `coalescing`, an
+    /// identical request already in flight is joined instead: its answer is this one's too.
     private func send(_ request: TransportRequest, key: String, coalescing: Bool) async throws -> TransportResponse {
-        let (task, isLeader): (Task<TransportResponse, any Error>, Bool) = state.withLock { state in
-            if coalescing, let existing = state.inFlight[key] { return (existing, false) }
-            let transport = self.transport
-            let task = Task { try await transport.send(request) }
-            if coalescing { state.inFlight[key] = task }
-            return (task, true)
-        }
-        if !isLeader { counters.withLock { $0.coalesced += 1 } }
-        defer { if isLeader && coalescing { _ = state.withLock { $0.inFlight.removeValue(forKey: key) } } }
-        let reply = try await withTaskCancellationHandler {
-            try await task.value
-        } onCancel: {
-            if !coalescing { task.cancel() }
-        }
-        try Task.checkCancellation()
-        if isLeader {
-            counters.withLock {
-                $0.networkRequests += 1
-                $0.bytesReceived += reply.metrics.headerBytes + reply.metrics.bodyBytes
+        guard coalescing else { return try await sendCounted(request) }
+        while true {
+            let (flight, isLeader): (Flight, Bool) = state.withLock { state in
+                if let existing = state.inFlight[key] { return (existing, false) }
+                let flight = Flight()
+                state.inFlight[key] = flight
+                return (flight, true)
             }
+            if isLeader {
+                let result: Result<TransportResponse, any Error>
+                do { result = .success(try await sendCounted(request)) } catch { result = .failure(error) }
+                state.withLock { state in
+                    if state.inFlight[key] === flight { state.inFlight[key] = nil }
+                }
+                flight.finish(result)
+                return try result.get()
+            }
+            counters.withLock { $0.coalesced += 1 }
+            let result = await flight.result()
+            // The leader's own cancellation is not this read's: ask again (join or lead a new flight).
+            if case .failure(let error) = result, error is CancellationError, !Task.isCancelled { continue }
+            try Task.checkCancellation()
+            return try result.get()
+        }
+    }
+
+    private func sendCounted(_ request: TransportRequest) async throws -> TransportResponse {
+        let reply = try await transport.send(request)
+        counters.withLock {
+            $0.networkRequests += 1
+            $0.bytesReceived += reply.metrics.headerBytes + reply.metrics.bodyBytes
         }
         return reply
     }
@@ -555,4 +578,37 @@ public struct OnlineStoreStatistics: Sendable, Hashable {
     public var servedFresh = 0
     /// The technical cache's own counters, when the store has one.
     public var cache: CacheStatistics?
+}
+
+/// One network request that identical reads share: the first one sends it, the others wait for its answer.
+final class Flight: Sendable {
+    private struct State {
+        var result: Result<TransportResponse, any Error>?
+        var waiters: [CheckedContinuation<Result<TransportResponse, any Error>, Never>] = []
+    }
+
+    private let state = LockedValue(State())
+
+    /// The answer, once the leader has it.
+    func result() async -> Result<TransportResponse, any Error> {
+        if let result = state.withLock({ $0.result }) { return result }
+        return await withCheckedContinuation { waiter in
+            let ready = state.withLock { state -> Result<TransportResponse, any Error>? in
+                if let result = state.result { return result }
+                state.waiters.append(waiter)
+                return nil
+            }
+            if let ready { waiter.resume(returning: ready) }
+        }
+    }
+
+    /// Hands the answer to every waiter.
+    func finish(_ result: Result<TransportResponse, any Error>) {
+        let waiters = state.withLock { state in
+            state.result = result
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: result) }
+    }
 }

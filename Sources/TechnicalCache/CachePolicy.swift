@@ -100,7 +100,7 @@ public enum CachePolicy {
         }
         guard let stored else { return .fetch }
         // An application that sets its own validators keeps them.
-        if request.headers.contains(where: { ["if-none-match", "if-modified-since"].contains($0.name.lowercased()) }) {
+        if request.headers.contains(where: { CacheEntry.namesEqual($0.name, "if-none-match") || CacheEntry.namesEqual($0.name, "if-modified-since") }) {
             return .fetch
         }
         if let maxAge, !hasDirective("no-cache", in: request.headers) {
@@ -157,21 +157,29 @@ public enum CachePolicy {
     ///   - stored: The stored entry.
     /// - Returns: `false` when the 304 is about another representation: its body is not the answer.
     public static func notModified(_ headers: [CacheEntry.Header], confirms stored: CacheEntry) -> Bool {
-        func value(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
+        func value(_ name: String) -> String? { headers.first { CacheEntry.namesEqual($0.name, name) }?.value }
         if let etag = value("etag") {
             guard let storedTag = stored.etag else { return false }
             return opaqueTag(etag) == opaqueTag(storedTag)
         }
         if let lastModified = value("last-modified"), let storedDate = stored.lastModified {
-            return lastModified.trimmingCharacters(in: .whitespaces) == storedDate.trimmingCharacters(in: .whitespaces)
+            return trimmed(lastModified) == trimmed(storedDate)
         }
         return true
     }
 
     /// An entity tag without its weakness indicator, for the weak comparison.
     private static func opaqueTag(_ tag: String) -> Substring {
-        let trimmed = tag.trimmingCharacters(in: .whitespaces)
-        return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed[...]
+        let trimmed = trimmed(tag)
+        return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
+    }
+
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    private static func trimmed(_ text: some StringProtocol) -> Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        let start = text.firstIndex { !isSpace($0) } ?? text.endIndex
+        let end = text.lastIndex { !isSpace($0) }.map { text.index(after: $0) } ?? start
+        return Substring(text[start..<max(start, end)])
     }
 
     /// Whether a `Cache-Control` header in `headers` carries `directive` (case-insensitive,
@@ -183,11 +191,10 @@ public enum CachePolicy {
     /// - Returns: `true` when present.
     public static func hasDirective(_ directive: String, in headers: [CacheEntry.Header]) -> Bool {
         headers.contains { header in
-            guard header.name.lowercased() == "cache-control" else { return false }
+            guard CacheEntry.namesEqual(header.name, "cache-control") else { return false }
             return header.value.split(separator: ",").contains { part in
                 let name = part.split(separator: "=", maxSplits: 1).first ?? part[...]
-                let trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
-                return trimmed == directive
+                return CacheEntry.namesEqual(String(trimmed(name)), directive)
             }
         }
     }

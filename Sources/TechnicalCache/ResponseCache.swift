@@ -183,7 +183,12 @@ public final class ResponseCache: Sendable {
             defer { current = nil }
             return current
         }) else { return }
-        try? cache.environment.write { txn in try cache.flushTouches(txn) }
+        let flushed = try? cache.environment.write { txn -> OpenCache.RefreshFlush in
+            let flushed = try cache.flushRefreshes(configuration: self.configuration, txn)
+            try cache.flushTouches(txn)
+            return flushed
+        }
+        if let flushed { count(flushed) }
         try? cache.environment.sync()
         cache.environment.close()
         cache.lock.release()
@@ -228,8 +233,10 @@ public final class ResponseCache: Sendable {
         let envelope = try KeyEnvelope.seal(secret: secret, passphrase: passphrase, derivation: configuration.keyDerivation)
         let newSealer = Sealer(key: newKey)
         var failures = 0
+        var refreshes = OpenCache.RefreshFlush()
         do {
             try cache.environment.write { txn in
+                refreshes = try cache.flushRefreshes(configuration: self.configuration, txn)
                 try cache.flushTouches(txn)
                 var keys: [[UInt8]] = []
                 try txn.withCursor(in: cache.entries) { cursor in
@@ -259,6 +266,7 @@ public final class ResponseCache: Sendable {
             cache.crypto.withLock { $0 = CacheCrypto(sealer: old.sealer, indexKey: old.indexKey, generation: old.generation + 2) }
             throw Self.storageError(error)
         }
+        count(refreshes)
         if failures > 0 { counters.withLock { $0.integrityFailures += failures } }
     }
 
@@ -291,10 +299,12 @@ public final class ResponseCache: Sendable {
             switch outcome {
             case .hit(var entry):
                 let now = Date()
+                let touchKey = TouchKey(key)
+                if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) { entry = refreshed }
                 entry.lastUsedAt = now
                 let tick = cache.takeTick()
                 let pending = cache.touches.withLock { touches in
-                    touches[TouchKey(key)] = (tick, Int64(now.timeIntervalSince1970 * 1000))
+                    touches[touchKey] = (tick, Int64(now.timeIntervalSince1970 * 1000))
                     return touches.count
                 }
                 counters.withLock { $0.requests += 1; $0.hits += 1 }
@@ -446,6 +456,8 @@ public final class ResponseCache: Sendable {
         var evictions: Int
         var evictedBytes: Int
         var superseded = false
+        /// The pending 304 refreshes this transaction wrote first.
+        var refreshes = OpenCache.RefreshFlush()
     }
 
     private func prepareStore(_ entry: CacheEntry, url: String, condition: StoreCondition = .always) throws -> PreparedStore {
@@ -492,6 +504,15 @@ public final class ResponseCache: Sendable {
 
     private func applyStore(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> StoreOutcome {
         let cache = prepared.cache
+        // Pending refreshes first: the condition below must see every 304 already delivered.
+        let refreshes = try cache.flushRefreshes(configuration: configuration, txn)
+        var outcome = try applyStoreAfterRefreshes(prepared, txn)
+        outcome.refreshes = refreshes
+        return outcome
+    }
+
+    private func applyStoreAfterRefreshes(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> StoreOutcome {
+        let cache = prepared.cache
         guard try Self.conditionHolds(prepared, txn) else {
             return StoreOutcome(stored: false, oversize: false, removed: false, evictions: 0, evictedBytes: 0, superseded: true)
         }
@@ -514,6 +535,7 @@ public final class ResponseCache: Sendable {
     }
 
     private func finishStore(_ outcome: StoreOutcome, cache: OpenCache) -> Bool {
+        count(outcome.refreshes)
         counters.withLock {
             if outcome.stored { $0.writes += 1 }
             if outcome.oversize { $0.oversizeRejects += 1 }
@@ -545,9 +567,13 @@ public final class ResponseCache: Sendable {
     /// - Throws: ``CacheError/notOpen``; ``CacheError/storage`` when the write fails.
     @discardableResult
     public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) throws -> CacheEntry? {
-        guard let prepared = try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) else { return nil }
-        let outcome = try runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
-        return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
+        switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) {
+        case .none: return nil
+        case .deferred(let entry): return entry
+        case .write(let prepared):
+            let outcome = try runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
+            return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
+        }
     }
 
     /// Refreshes the entry for `url` after a 304 like the synchronous variant, suspending instead of
@@ -562,25 +588,111 @@ public final class ResponseCache: Sendable {
     /// - Throws: As the synchronous variant.
     @discardableResult
     public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) async throws -> CacheEntry? {
-        guard let prepared = try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) else { return nil }
-        let outcome = try await runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
-        return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
+        switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) {
+        case .none: return nil
+        case .deferred(let entry): return entry
+        case .write(let prepared):
+            let outcome = try await runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
+            return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
+        }
     }
 
-    /// The refreshed entry, written only if the stored one still has the validators of the one
-    /// refreshed (the caller's copy when given: same validators, same representation, one lookup less).
-    private func prepareRefresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, at date: Date) throws -> PreparedStore? {
-        guard var entry = try revalidated ?? entry(for: url) else { return nil }
+    /// The 304 refreshes held in memory, not yet written (for tests).
+    var pendingRefreshCount: Int { state.withLock { $0 }?.refreshes.withLock { $0.count } ?? 0 }
+
+    /// How long a 304's refresh may wait in memory before a background write (it is written earlier by
+    /// any other write, and at ``close()``).
+    static let refreshFlushDelay: DispatchTimeInterval = .milliseconds(20)
+    /// Pending refreshes beyond which the background write is not delayed.
+    static let refreshFlushThreshold = 256
+
+    private enum PreparedRefresh {
+        /// Nothing it applies to is stored.
+        case none
+        /// Kept in memory, written soon: the refreshed entry.
+        case deferred(CacheEntry)
+        /// Written now (a 304 that forbids storing).
+        case write(PreparedStore)
+    }
+
+    /// A 304 changes only the freshness and headers of an entry the caller already holds, so its write
+    /// is deferred: the refreshed entry is kept in memory — lookups return it, every write transaction
+    /// first writes it (conditions then see it), a background write follows within
+    /// ``refreshFlushDelay`` — and many refreshes share one transaction. Whether the stored entry still
+    /// has the validators of the one refreshed is checked now (a read) and again when it is written.
+    /// A process killed in between loses only the refresh: the entry stays as it was stored.
+    private func prepareRefresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, at date: Date) throws -> PreparedRefresh {
+        guard var entry = try revalidated ?? entry(for: url) else { return .none }
         guard CachePolicy.notModified(headers, confirms: entry) else {
             counters.withLock { $0.supersededWrites += 1 }
-            return nil
+            return .none
         }
-        let condition = StoreCondition.storedValidators(etag: entry.etag, lastModified: entry.lastModified)
+        let validators = (etag: entry.etag, lastModified: entry.lastModified)
+        let condition = StoreCondition.storedValidators(etag: validators.etag, lastModified: validators.lastModified)
         entry.refresh(with: headers, at: max(date, entry.storedAt))
-        return try prepareStore(entry, url: url, condition: condition)
+        if CachePolicy.hasDirective("no-store", in: entry.headers) {
+            return .write(try prepareStore(entry, url: url, condition: condition))
+        }
+        let cache = try openCache()
+        let crypto = cache.crypto.withLock { $0 }
+        let key = crypto.entryKey(for: url, partition: configuration.partition)
+        let knownTag = entry.sealedTag
+        let stillStored: Bool
+        do {
+            stillStored = try cache.environment.read { txn in
+                try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                    guard let buffer else { return false }
+                    // The very sealed value the caller read: the same representation, nothing to open.
+                    if let knownTag, CacheEntry.SealedTag(of: buffer) == knownTag { return true }
+                    guard let meta = crypto.openMeta(buffer, key: key) else { return false }
+                    let stored = CacheEntry(status: meta.status, trustedHeaders: meta.headers, payload: Data(), storedAt: meta.storedAt)
+                    return stored.etag == validators.etag && stored.lastModified == validators.lastModified
+                }
+            }
+        } catch {
+            throw Self.storageError(error)
+        }
+        guard stillStored else {
+            counters.withLock { $0.supersededWrites += 1 }
+            return .none
+        }
+        let touchKey = TouchKey(key)
+        let count = cache.refreshes.withLock { refreshes in
+            if let held = refreshes[touchKey], held.matches(validators.etag, validators.lastModified),
+               held.entry.storedAt > entry.storedAt {
+                return refreshes.count  // a later refresh of the same representation is already held
+            }
+            refreshes[touchKey] = PendingRefresh(entry: entry, etag: validators.etag, lastModified: validators.lastModified)
+            return refreshes.count
+        }
+        counters.withLock { $0.refreshes += 1 }
+        scheduleRefreshFlush(cache, now: count >= Self.refreshFlushThreshold)
+        return .deferred(entry)
+    }
+
+    /// Writes the pending refreshes in the background, once per delay however many arrive.
+    private func scheduleRefreshFlush(_ cache: OpenCache, now: Bool) {
+        guard cache.refreshFlushScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + (now ? .milliseconds(0) : Self.refreshFlushDelay)) { [weak self] in
+            cache.refreshFlushScheduled.store(false, ordering: .releasing)
+            guard let self else { return }
+            let flushed = try? cache.environment.write { txn in try cache.flushRefreshes(configuration: self.configuration, txn) }
+            if let flushed { self.count(flushed) }
+            self.syncIfDue(cache)
+        }
+    }
+
+    private func count(_ flush: OpenCache.RefreshFlush) {
+        guard flush.written + flush.superseded + flush.evictions > 0 else { return }
+        counters.withLock {
+            $0.supersededWrites += flush.superseded
+            $0.evictions += flush.evictions
+            $0.evictedBytes += flush.evictedBytes
+        }
     }
 
     private func finishRefresh(_ outcome: StoreOutcome, entry: CacheEntry, cache: OpenCache) -> CacheEntry? {
+        count(outcome.refreshes)
         counters.withLock {
             if outcome.stored { $0.refreshes += 1 }
             if outcome.oversize { $0.oversizeRejects += 1 }

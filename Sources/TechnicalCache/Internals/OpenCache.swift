@@ -118,6 +118,7 @@ struct CacheCrypto: @unchecked Sendable {
         var entry = CacheEntry(status: entryMeta.status, trustedHeaders: entryMeta.headers, payload: payload, storedAt: entryMeta.storedAt)
         // The stored size is the value plus the fixed bookkeeping (see `OpenCache.put`).
         entry.size = stored.count + OpenCache.perEntryOverhead
+        if sealer != nil { entry.sealedTag = CacheEntry.SealedTag(of: stored) }
         return entry
     }
 }
@@ -207,6 +208,19 @@ struct EntryInfo {
     }
 }
 
+/// A 304's refresh of an entry, kept in memory until the next write transaction (or a background flush
+/// within `ResponseCache.refreshFlushDelay`): the refreshed entry, and the validators of the representation
+/// it refreshes.
+struct PendingRefresh: Sendable {
+    var entry: CacheEntry
+    var etag: String?
+    var lastModified: String?
+
+    func matches(_ etag: String?, _ lastModified: String?) -> Bool {
+        self.etag == etag && self.lastModified == lastModified
+    }
+}
+
 /// Everything that exists only while a cache is open.
 final class OpenCache: Sendable {
     /// Bytes an entry costs beyond its sealed value: its 32-byte key, the info record (32 + 24) and the
@@ -222,6 +236,10 @@ final class OpenCache: Sendable {
     let crypto: LockedValue<CacheCrypto>
     /// Lookups not yet written to the LRU index: key → (tick, time in ms).
     let touches = LockedValue<[TouchKey: (tick: UInt64, milliseconds: Int64)]>([:])
+    /// 304 refreshes not yet written (see `flushRefreshes`): key → the refreshed entry.
+    let refreshes = LockedValue<[TouchKey: PendingRefresh]>([:])
+    /// Whether a background flush of `refreshes` is scheduled.
+    let refreshFlushScheduled = Atomic<Bool>(false)
     let nextTick: Atomic<UInt64>
     let currentBytes: Atomic<Int>
     let lastSync = LockedValue<ContinuousClock.Instant>(.now)
@@ -273,6 +291,62 @@ final class OpenCache: Sendable {
             try txn.setValue(record.bytes, forKey: key, in: info)
         }
     }
+
+    /// The refreshed entry a lookup of `key` must return instead of `stored`, while its refresh is not
+    /// written: the same representation (validators), refreshed no earlier than stored.
+    func pendingRefresh(of stored: CacheEntry, key: TouchKey) -> CacheEntry? {
+        guard let pending = refreshes.withLock({ $0[key] }), pending.matches(stored.etag, stored.lastModified),
+              Self.milliseconds(pending.entry.storedAt) >= Self.milliseconds(stored.storedAt)
+        else { return nil }
+        var entry = pending.entry
+        entry.size = stored.size
+        entry.sealedTag = stored.sealedTag
+        return entry
+    }
+
+    /// What writing the pending refreshes did.
+    struct RefreshFlush: Sendable {
+        var written = 0
+        var superseded = 0
+        var evictions = 0
+        var evictedBytes = 0
+    }
+
+    /// Writes the pending 304 refreshes (inside a write transaction): each only onto the representation it
+    /// refreshed (the validators it confirmed) and never onto one stored later.
+    func flushRefreshes(configuration: CacheConfiguration, _ txn: LMDBTransaction) throws -> RefreshFlush {
+        let pending = refreshes.withLock { refreshes in
+            let taken = refreshes
+            refreshes.removeAll(keepingCapacity: true)
+            return taken
+        }
+        var result = RefreshFlush()
+        guard !pending.isEmpty else { return result }
+        let crypto = self.crypto.withLock { $0 }
+        for (touchKey, refresh) in pending {
+            let key = touchKey.bytes
+            let stored = try txn.withValue(forKey: key, in: entries) { buffer in buffer.flatMap { crypto.openMeta($0, key: key) } }
+            guard let stored else {
+                result.superseded += 1
+                continue
+            }
+            let storedEntry = CacheEntry(status: stored.status, trustedHeaders: stored.headers, payload: Data(), storedAt: stored.storedAt)
+            guard refresh.matches(storedEntry.etag, storedEntry.lastModified),
+                  Self.milliseconds(stored.storedAt) <= Self.milliseconds(refresh.entry.storedAt)
+            else {
+                result.superseded += 1
+                continue
+            }
+            let sealed = try crypto.seal(refresh.entry, key: key)
+            let put = try self.put(sealed: sealed, key: key, now: Date(), configuration: configuration, txn)
+            result.written += 1
+            result.evictions += put.count
+            result.evictedBytes += put.bytes
+        }
+        return result
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }
 
     /// Removes one entry; returns its size (0 when absent).
     @discardableResult
