@@ -104,6 +104,11 @@ public final class LMDBEnvironment: Sendable {
     /// Writes handed to the writer queue that have not finished; 0 means the queue is idle, and an
     /// `async` write then runs on the calling thread (no thread hop).
     private let queuedWrites = Atomic<Int>(0)
+    private let commits = Atomic<UInt64>(0)
+
+    /// The number of write transactions this environment object has committed. A reader that notes it
+    /// before a read transaction and finds it unchanged later knows that nothing was written in between.
+    public var commitCount: UInt64 { commits.load(ordering: .acquiring) }
 
     /// Opens (and creates, if needed) the environment in the directory `path`.
     ///
@@ -308,6 +313,7 @@ public final class LMDBEnvironment: Sendable {
             do {
                 let result = try body(txn)
                 try txn.commit()
+                commits.add(1, ordering: .releasing)
                 return result
             } catch LMDBError.mapFull where attempts < 64 {
                 txn.abort()

@@ -216,7 +216,7 @@ public final class OnlineODataStore: Sendable {
     @discardableResult
     public func execute(_ request: ODataRequest, listener: (any ODataRequestListener)? = nil) -> RequestExecution {
         let execution = RequestExecution(request: request, listener: listener)
-        start(execution) { store in await store.run(single: execution) }
+        start(execution) { store in await store.run(single: execution, yieldsBeforeNetwork: true) }
         return execution
     }
 
@@ -310,7 +310,10 @@ public final class OnlineODataStore: Sendable {
         execution.report(.finished(response))
     }
 
-    private func run(single execution: RequestExecution) async {
+    /// - Parameter yieldsBeforeNetwork: Started by ``execute(_:listener:)`` (at once, on the caller's thread):
+    ///   hand the thread back before the network, so that `execute` returns with the cache's answer already
+    ///   delivered and the round trip runs concurrently.
+    private func run(single execution: RequestExecution, yieldsBeforeNetwork: Bool = false) async {
         let request = execution.request
         execution.report(.started)
         counters.withLock { $0.requests += 1 }
@@ -364,6 +367,7 @@ public final class OnlineODataStore: Sendable {
                 break
             }
         }
+        if yieldsBeforeNetwork { await Task.yield() }
         let coalescing = request.method == .get && options.coalescesIdenticalReads
         // The answer is stored as of when the request was sent, so that a slower answer to an earlier
         // request never replaces it (`keepingNewer`).

@@ -287,6 +287,7 @@ public final class ResponseCache: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            let commits = cache.environment.commitCount
             let outcome: Lookup
             do {
                 outcome = try lookup(key: key, crypto: crypto, cache: cache)
@@ -302,6 +303,7 @@ public final class ResponseCache: Sendable {
                 let touchKey = TouchKey(key)
                 if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) { entry = refreshed }
                 entry.lastUsedAt = now
+                entry.readAt = (cache.identity, commits)
                 let tick = cache.takeTick()
                 let pending = cache.touches.withLock { touches in
                     touches[touchKey] = (tick, Int64(now.timeIntervalSince1970 * 1000))
@@ -638,19 +640,23 @@ public final class ResponseCache: Sendable {
         let key = crypto.entryKey(for: url, partition: configuration.partition)
         let knownTag = entry.sealedTag
         let stillStored: Bool
-        do {
-            stillStored = try cache.environment.read { txn in
-                try txn.withValue(forKey: key, in: cache.entries) { buffer in
-                    guard let buffer else { return false }
-                    // The very sealed value the caller read: the same representation, nothing to open.
-                    if let knownTag, CacheEntry.SealedTag(of: buffer) == knownTag { return true }
-                    guard let meta = crypto.openMeta(buffer, key: key) else { return false }
-                    let stored = CacheEntry(status: meta.status, trustedHeaders: meta.headers, payload: Data(), storedAt: meta.storedAt)
-                    return stored.etag == validators.etag && stored.lastModified == validators.lastModified
+        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.commits == cache.environment.commitCount {
+            stillStored = true  // nothing was written since the lookup that read it: no read needed
+        } else {
+            do {
+                stillStored = try cache.environment.read { txn in
+                    try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                        guard let buffer else { return false }
+                        // The very sealed value the caller read: the same representation, nothing to open.
+                        if let knownTag, CacheEntry.SealedTag(of: buffer) == knownTag { return true }
+                        guard let meta = crypto.openMeta(buffer, key: key) else { return false }
+                        let stored = CacheEntry(status: meta.status, trustedHeaders: meta.headers, payload: Data(), storedAt: meta.storedAt)
+                        return stored.etag == validators.etag && stored.lastModified == validators.lastModified
+                    }
                 }
+            } catch {
+                throw Self.storageError(error)
             }
-        } catch {
-            throw Self.storageError(error)
         }
         guard stillStored else {
             counters.withLock { $0.supersededWrites += 1 }

@@ -56,8 +56,12 @@ final class Row {
     var cpuPerCall: Double { cpu / Double(max(calls, 1)) }
 }
 
+/// `ONLINE_BENCH_ONLY=text` runs only the rows whose label contains `text` (for a profiler).
+let only = ProcessInfo.processInfo.environment["ONLINE_BENCH_ONLY"]
+
 /// Runs every row for `rounds` rounds of `iterations / rounds` calls, rotating the order each round.
 func interleave(_ rows: [Row], iterations: Int, rounds: Int = 5) async throws {
+    let rows = rows.filter { only == nil || $0.label.contains(only!) }
     for round in 0..<rounds {
         for offset in 0..<rows.count {
             try await rows[(offset + round) % rows.count].run(iterations / rounds)
@@ -164,6 +168,7 @@ nonisolated func runBenchmarks() async throws {
         let uncached = ODataRequest(resourcePath: name, useCache: false)
         _ = try await store.response(for: cached) // fill the caches
         _ = try await periodicStore.response(for: cached)
+        try passiveStore.setMode(.active)
         _ = try await passiveStore.response(for: cached)
         try passiveStore.setMode(.passive)
         let fullBytes = try await bytesPerRead { _ = try await store.response(for: uncached) }
@@ -206,6 +211,7 @@ nonisolated func runBenchmarks() async throws {
             Row("URLSession, uncached GET", bytes: "\(data.count)+headers") { _ = try await session.data(for: peerUncached) },
         ]
         try await interleave(rows, iterations: iterations)
+        if only != nil { continue }
         for row in rows {
             table.append([label, row.label, formatDuration(row.samples.median), formatDuration(row.samples.percentile(99)),
                           formatDuration(row.cpuPerCall), row.bytes])
@@ -219,6 +225,7 @@ nonisolated func runBenchmarks() async throws {
                                Double(revalidationBytes) / Double(fullBytes) * 100))
     }
 
+    if only != nil { return }
     print("Machine: \(machineDescription()); load average at the start: \(loadAverage())")
     printTable(title: "OnlineODataStore reads vs their floors and URLSession (nginx on loopback, \(iterations) samples each, 5 interleaved rounds)",
                header: ["size", "read", "median", "p99", "client CPU / read", "bytes on the wire / read"], rows: table)

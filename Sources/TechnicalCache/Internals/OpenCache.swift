@@ -243,6 +243,8 @@ final class OpenCache: Sendable {
     let nextTick: Atomic<UInt64>
     let currentBytes: Atomic<Int>
     let lastSync = LockedValue<ContinuousClock.Instant>(.now)
+    /// A random identity of this opening, so that an entry read from an earlier one is never taken for current.
+    let identity = UInt64.random(in: .min ... .max)
 
     init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: DirectoryLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int) {
         self.environment = environment
