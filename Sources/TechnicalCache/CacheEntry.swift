@@ -48,9 +48,9 @@ public struct CacheEntry: Sendable, Equatable {
     /// are the same sealed value, so a 304's refresh can tell, without opening it again, that the entry it
     /// confirmed is still the one stored. `nil` for entries not read from an encrypted cache.
     var sealedTag: SealedTag?
-    /// The open cache and its commit count when a lookup read this entry: unchanged later, nothing was written
-    /// since, so the entry is still the one stored.
-    var readAt: (cache: UInt64, commits: UInt64)?
+    /// The opening of the cache, its commit count and the LMDB key when a lookup read this entry: with the
+    /// same opening and key and an unchanged count, nothing was written since, so it is still the one stored.
+    var readAt: (cache: UInt64, commits: UInt64, key: [UInt8])?
 
     /// An AES-GCM tag (16 bytes) as two words.
     struct SealedTag: Sendable, Equatable {

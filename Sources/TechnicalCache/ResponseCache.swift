@@ -303,7 +303,7 @@ public final class ResponseCache: Sendable {
                 let touchKey = TouchKey(key)
                 if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) { entry = refreshed }
                 entry.lastUsedAt = now
-                entry.readAt = (cache.identity, commits)
+                entry.readAt = (cache.identity, commits, key)
                 let tick = cache.takeTick()
                 let pending = cache.touches.withLock { touches in
                     touches[touchKey] = (tick, Int64(now.timeIntervalSince1970 * 1000))
@@ -640,7 +640,8 @@ public final class ResponseCache: Sendable {
         let key = crypto.entryKey(for: url, partition: configuration.partition)
         let knownTag = entry.sealedTag
         let stillStored: Bool
-        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.commits == cache.environment.commitCount {
+        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == key,
+           readAt.commits == cache.environment.commitCount {
             stillStored = true  // nothing was written since the lookup that read it: no read needed
         } else {
             do {

@@ -106,4 +106,20 @@ import Testing
         for _ in 0..<200 where cache.pendingRefreshCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(cache.statistics.refreshes == 100)
     }
+
+    /// The shortcut (nothing committed since the lookup) holds only for the entry of the same URL: an entry
+    /// read for another URL is checked against what `url` holds, as before.
+    @Test func anEntryOfAnotherURLIsCheckedAgainstTheStoredOne() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        try await cache.store(makeEntry(payload: "a", etag: "W/\"a\""), for: "a")
+        try await cache.store(makeEntry(payload: "b", etag: "W/\"b\""), for: "b")
+        let readA = try #require(try cache.entry(for: "a"))
+        #expect(try await cache.refresh(for: "b", with304Headers: [], revalidating: readA) == nil)
+        #expect(try cache.entry(for: "b")?.payload == Data("b".utf8))
+        #expect(cache.pendingRefreshCount == 0)
+    }
 }
