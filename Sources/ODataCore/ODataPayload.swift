@@ -36,6 +36,15 @@ public struct ODataEntity: Sendable, Hashable {
     public var type: String? { annotations["odata.type"]?.stringValue.map { $0.hasPrefix("#") ? String($0.dropFirst()) : $0 } }
     /// The edit link (`@odata.editLink`, V2 `__metadata.uri`).
     public var editLink: String? { annotations["odata.editLink"]?.stringValue }
+    /// The entity set named by the entity's own context URL (`#Orders/$entity`, `#Customers/$deletedEntity`,
+    /// `…/$metadata#Orders(…)/$entity`): in an OData 4.0 delta payload, a member of another set than the
+    /// collection's (§15.5.2); `nil` without one.
+    public var contextEntitySet: String? {
+        guard let context = annotations["odata.context"]?.stringValue, let hash = context.firstIndex(of: "#") else { return nil }
+        let fragment = context[context.index(after: hash)...]
+        let name = fragment.prefix { $0 != "/" && $0 != "(" }
+        return name.isEmpty ? nil : String(name)
+    }
 
     /// The entity as V4 JSON: `@odata.*` control information first, then the properties.
     public var jsonV4: JSONObject {
@@ -52,10 +61,38 @@ public struct ODataEntity: Sendable, Hashable {
     }
 }
 
+/// An added or deleted link of an OData 4.0 delta payload (OData JSON Format 4.01 §15.5.2.1 Added Link and
+/// §15.5.2.2 Deleted Link): `source`'s navigation property `relationship` gained or lost `target`.
+public struct ODataDeltaLink: Sendable, Hashable {
+    /// The id of the entity the relationship is defined on (absolute or relative).
+    public var source: String
+    /// The navigation property (path) of the source.
+    public var relationship: String
+    /// The id of the related entity; a deleted link of a single-valued navigation may omit it.
+    public var target: String?
+    /// Whether the link was deleted (`$deletedLink`) rather than added (`$link`).
+    public var isRemoved: Bool
+
+    /// Creates a link change.
+    /// - Parameters:
+    ///   - source: the source entity's id.
+    ///   - relationship: the navigation property.
+    ///   - target: the target entity's id.
+    ///   - isRemoved: whether the link was deleted.
+    public init(source: String, relationship: String, target: String?, isRemoved: Bool) {
+        self.source = source
+        self.relationship = relationship
+        self.target = target
+        self.isRemoved = isRemoved
+    }
+}
+
 /// A collection read from an OData payload, with the paging and delta links that came with it.
 public struct ODataEntitySet: Sendable, Hashable {
     /// The entities (and tombstones, in a delta response), in payload order.
     public var entities: [ODataEntity]
+    /// The added and deleted links of an OData 4.0 delta response, in payload order.
+    public var links: [ODataDeltaLink] = []
     /// `@odata.nextLink` / V2 `__next`: the next page, when the server pages.
     public var nextLink: String?
     /// `@odata.deltaLink` / V2 `__delta`: where to ask for changes later.
@@ -87,6 +124,7 @@ public enum ODataPayload {
     private static let shortControlNames: Set<String> = [
         "context", "etag", "id", "type", "nextLink", "deltaLink", "count", "editLink", "readLink",
         "navigationLink", "associationLink", "mediaEditLink", "mediaReadLink", "mediaContentType", "mediaEtag", "metadataEtag",
+        "delta",
     ]
 
     /// Reads a collection payload: V4 `{"value": [...]}` or V2 `{"d": {"results": [...]}}` / `{"d": [...]}`.
@@ -139,13 +177,51 @@ public enum ODataPayload {
             default: break
             }
         }
-        set.entities = try results.enumerated().map { (index, value) throws(ODataError) in
+        for (index, value) in results.enumerated() {
             guard case .object(let object) = value else {
                 throw ODataError(.malformedPayload, "entity \(index) of the collection is not a JSON object")
             }
-            return entityV4(object)
+            switch try deltaItem(object, index: index) {
+            case .entity(let entity): set.entities.append(entity)
+            case .link(let link): set.links.append(link)
+            }
         }
         return set
+    }
+
+    private enum DeltaItem {
+        case entity(ODataEntity)
+        case link(ODataDeltaLink)
+    }
+
+    /// One member of a (delta) collection: an entity, a deleted entity (4.01 `@removed`, or the 4.0 form with
+    /// the context `#Set/$deletedEntity` and `id`/`reason` as properties, §15.4), or a 4.0 added or deleted
+    /// link (`#Set/$link`, `#Set/$deletedLink`, §15.5.2).
+    private static func deltaItem(_ object: JSONObject, index: Int) throws(ODataError) -> DeltaItem {
+        let context = (object["@odata.context"] ?? object["@context"])?.stringValue ?? ""
+        if context.hasSuffix("/$link") || context.hasSuffix("/$deletedLink") {
+            guard let source = object["source"]?.stringValue, let relationship = object["relationship"]?.stringValue else {
+                throw ODataError(.malformedPayload, "link \(index) of the delta collection needs 'source' and 'relationship'")
+            }
+            let removed = context.hasSuffix("/$deletedLink")
+            let target = object["target"]?.stringValue
+            guard removed || target != nil else {
+                throw ODataError(.malformedPayload, "added link \(index) of the delta collection needs a 'target'")
+            }
+            return .link(ODataDeltaLink(source: source, relationship: relationship, target: target, isRemoved: removed))
+        }
+        var entity = entityV4(object)
+        if context.hasSuffix("/$deletedEntity") {
+            // 4.0: `id` and `reason` are properties of the deleted-entity object, not control information.
+            entity.isRemoved = true
+            if let id = entity.properties["id"]?.stringValue, entity.id == nil {
+                entity.annotations.append(.string(id), forKey: "odata.id")
+            }
+            if entity.removedReason == nil { entity.removedReason = entity.properties["reason"]?.stringValue }
+            entity.properties["id"] = nil
+            entity.properties["reason"] = nil
+        }
+        return .entity(entity)
     }
 
     /// Reads a single-entity payload: a V4 entity object or V2 `{"d": {...}}`.
@@ -206,6 +282,8 @@ public enum ODataPayload {
                 }
                 if let etag = metadata["etag"] { entity.annotations.append(etag, forKey: "odata.etag") }
                 if let type = metadata["type"] { entity.annotations.append(type, forKey: "odata.type") }
+                // SAP Gateway's V2 delta marks a deleted entity in its metadata.
+                if metadata["deleted"]?.boolValue == true { entity.isRemoved = true }
                 continue
             }
             if name == "__deleted" {

@@ -105,6 +105,15 @@ struct LocalPath: Sendable, Hashable {
             guard text.count >= 2, text.hasSuffix("'") else { throw OfflineODataError(.invalidRequest, "unterminated string key \(text) in '\(path)'") }
             return .string(String(text.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'"))
         }
+        // OData V2 forms (in V2 ids and keys): guid'…', datetime'…', datetimeoffset'…', 12L, 1.5M/m/D/d/F/f.
+        for prefix in ["guid'", "datetime'", "datetimeoffset'", "time'"] where text.lowercased().hasPrefix(prefix) && text.hasSuffix("'") {
+            return .string(String(text.dropFirst(prefix.count).dropLast()))
+        }
+        if let last = text.last, "LlMmDdFf".contains(last), text.count > 1 {
+            let digits = String(text.dropLast())
+            if "Ll".contains(last), let int = Int64(digits) { return .int(int) }
+            if !"Ll".contains(last), let double = Double(digits) { return .double(double) }
+        }
         if let int = Int64(text) { return .int(int) }
         if let double = Double(text), text.contains(".") { return .double(double) }
         if text == "true" || text == "false" { return .bool(text == "true") }
@@ -122,7 +131,7 @@ enum CanonicalKey {
             guard let value = entity[name], !value.isNull else {
                 throw OfflineODataError(.invalidRequest, "the entity has no value for its key property '\(name)'")
             }
-            values.append((name, value))
+            values.append((name, coerce(value, type: type.propertyTypes[name])))
         }
         return render(values, type: type)
     }
@@ -154,9 +163,16 @@ enum CanonicalKey {
         return render(values, type: type)
     }
 
+    /// A key value in the form its Edm type renders: an integer for a floating type becomes a double, and a
+    /// number sent as a string (`IEEE754Compatible=true`, V2's Int64 and Decimal) becomes the number.
     static func coerce(_ value: JSONValue, type: String?) -> JSONValue {
         switch (value, type) {
         case (.int(let int), "Edm.Double"?), (.int(let int), "Edm.Decimal"?), (.int(let int), "Edm.Single"?): return .double(Double(int))
+        case (.string(let text), "Edm.Int64"?), (.string(let text), "Edm.Int32"?), (.string(let text), "Edm.Int16"?),
+             (.string(let text), "Edm.Byte"?), (.string(let text), "Edm.SByte"?):
+            return Int64(text).map { .int($0) } ?? value
+        case (.string(let text), "Edm.Decimal"?), (.string(let text), "Edm.Double"?), (.string(let text), "Edm.Single"?):
+            return Double(text).map { .double($0) } ?? value
         default: return value
         }
     }

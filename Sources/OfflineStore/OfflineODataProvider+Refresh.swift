@@ -40,12 +40,14 @@ extension OfflineODataProvider {
         var fullQueries: Set<String> = []
         var deltaUpserts = Ingest(model: model)
         var deltaRemovals: [(query: String, set: String, key: String)] = []
+        var deltaLinkChanges: [DeltaLinkChange] = []
         var newLinks: [String: String] = [:]
         for query in chosen {
             if known.contains(query.name), let link = configuration.deltaLinks[query.name] {
                 do {
                     let outcome = try await deltaRead(query, link: link, into: &deltaUpserts)
                     deltaRemovals += outcome.removals.map { (query.name, $0.set, $0.key) }
+                    deltaLinkChanges += outcome.links
                     if let link = outcome.deltaLink { newLinks[query.name] = link }
                     continue
                 } catch let error as DeltaExpired {
@@ -85,6 +87,10 @@ extension OfflineODataProvider {
             .map { ($0.set, $0.key) }
         let firstOrder = self.counters.nextOrder
         let fresh = Array(full.records.values) + Array(deltaUpserts.records.values)
+        // A changed entity in a delta carries the properties that changed (OData JSON 4.01 §15.3): merged into
+        // the local copy; a full read replaces it.
+        let partial = Set(deltaUpserts.records.keys).subtracting(full.records.keys)
+        let linkChanges = deltaLinkChanges
         let freshFull = Set(full.records.keys)
         let fullNames = fullQueries
         let removedNames = removedQueries
@@ -124,7 +130,11 @@ extension OfflineODataProvider {
                         // Its local state wins; the back end's change is read again once it is released.
                         record.needsRefresh = true
                     } else {
-                        record.entity = incoming.entity
+                        if partial.contains(incoming.reference) {
+                            for (name, value) in incoming.entity { record.entity[name] = value }
+                        } else {
+                            record.entity = incoming.entity
+                        }
                         for (name, value) in incoming.links { record.links[name] = value }
                         record.needsRefresh = false
                     }
@@ -136,6 +146,18 @@ extension OfflineODataProvider {
                     order += 1
                     try changes.put(record)
                 }
+            }
+            for change in linkChanges {
+                // An OData 4.0 added or deleted link (§15.5.2): the source's navigation gains or loses the target.
+                guard var record = try changes.current(set: change.source.set, key: change.source.key), !record.hasLocalState else { continue }
+                var targets = record.links[change.relationship]?.arrayValue ?? []
+                if change.isRemoved {
+                    targets.removeAll { change.target == nil || $0.stringValue == change.target?.reference }
+                } else if let target = change.target, !targets.contains(where: { $0.stringValue == target.reference }) {
+                    targets.append(.string(target.reference))
+                }
+                record.links[change.relationship] = .array(targets)
+                try changes.put(record)
             }
             for (set, key, entity) in finalRefreshed {
                 guard var record = try changes.current(set: set, key: key), !record.hasLocalState else { continue }
@@ -159,15 +181,23 @@ extension OfflineODataProvider {
 
     /// Reads the changes behind a delta link, following next and delta links.
     ///
-    /// - Throws: `DeltaExpired` for a 410 (the caller reads in full), `OfflineODataError.downloadFailed` otherwise.
+    /// Every form of the OData JSON Format a producer may send is read (docs/notes/payloads.md): changed
+    /// entities and tombstones identified by their key properties or only by `@id` / `@odata.id` (absolute or
+    /// relative; the key comes from the id through `$metadata`), 4.0 deleted entities (`#Set/$deletedEntity`
+    /// with `id`), members of related sets named by their own context URL, 4.0 added and deleted links, V2
+    /// `__deleted` / `__metadata.deleted`.
+    ///
+    /// - Throws: `DeltaExpired` for a 410 (the caller reads in full), `OfflineODataError.downloadFailed` otherwise —
+    ///   for a member that cannot be read, naming the entity set, its position and what is missing.
     func deltaRead(_ query: OfflineODataDefiningQuery, link: String, into ingest: inout Ingest) async throws
-        -> (removals: [(set: String, key: String)], deltaLink: String?) {
+        -> (removals: [(set: String, key: String)], links: [DeltaLinkChange], deltaLink: String?) {
         let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
-        guard let set = try ingest.targetSet(of: parsed.path), let type = model.entityType(ofSet: set) else {
+        guard let set = try ingest.targetSet(of: parsed.path), model.entityType(ofSet: set) != nil else {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
         }
         var next: String? = try absolute(link)
         var removals: [(set: String, key: String)] = []
+        var links: [DeltaLinkChange] = []
         var deltaLink: String?
         var entities = 0
         var bytes = 0
@@ -187,29 +217,64 @@ extension OfflineODataProvider {
                 throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)")
             }
             bytes += response.body.count
-            do {
-                let page = try ODataPayload.decodeEntitySet(response.body)
-                for entity in page.entities {
-                    if entity.isRemoved {
-                        let key: String
-                        do { key = try CanonicalKey.render(entity.properties, type: type) } catch {
-                            throw OfflineODataError(.downloadFailed, "a removed entity of '\(set)' has no complete key: \(error.message)")
-                        }
-                        removals.append((set, key))
-                    } else {
-                        _ = try ingest.add(entity.jsonV4, set: set, query: query.name)
-                    }
-                }
-                entities += page.entities.count
-                if let link = page.nextLink { next = try absolute(link) }
-                if let link = page.deltaLink { deltaLink = link }
-            } catch let error as ODataError {
+            let page: ODataEntitySet
+            do { page = try ODataPayload.decodeEntitySet(response.body) } catch {
                 throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the delta answer of GET \(url) is not an OData payload: \(error.message)")
             }
+            for (position, entity) in page.entities.enumerated() {
+                let memberSet = entity.contextEntitySet.flatMap { model.entitySets[$0] == nil ? nil : $0 } ?? set
+                let identity: EntityID
+                do { identity = try identify(entity, set: memberSet) } catch {
+                    throw OfflineODataError(.downloadFailed, "entity \(position + 1) of '\(memberSet)' in the delta answer of GET \(url) (defining query '\(query.name)'): \(error.message)")
+                }
+                if entity.isRemoved {
+                    removals.append((identity.set, identity.key))
+                } else {
+                    var object = entity.jsonV4
+                    for (name, value) in identity.values where object[name] == nil { object[name] = value }
+                    _ = try ingest.add(object, set: identity.set, query: query.name)
+                }
+            }
+            for (position, change) in page.links.enumerated() {
+                do {
+                    let source = try EntityID.resolve(change.source, serviceRoot: serviceRoot, model: model)
+                    let target = try change.target.map { target throws(OfflineODataError) in try EntityID.resolve(target, serviceRoot: serviceRoot, model: model) }
+                    links.append(DeltaLinkChange(source: source, relationship: change.relationship, target: target, isRemoved: change.isRemoved))
+                } catch {
+                    throw OfflineODataError(.downloadFailed, "link \(position + 1) in the delta answer of GET \(url) (defining query '\(query.name)'): \(error.message)")
+                }
+            }
+            entities += page.entities.count
+            if let link = page.nextLink { next = try absolute(link) }
+            if let link = page.deltaLink { deltaLink = link }
             reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
         }
-        return (removals, deltaLink)
+        return (removals, links, deltaLink)
     }
+
+    /// The set and key of a delta member: from all its key properties, else from its entity-id.
+    private func identify(_ entity: ODataEntity, set: String) throws(OfflineODataError) -> EntityID {
+        guard let type = model.entityType(ofSet: set) else {
+            throw OfflineODataError(.downloadFailed, "no entity type is known for '\(set)'")
+        }
+        if type.key.allSatisfy({ entity.properties[$0].map { !$0.isNull } ?? false }) {
+            let key = try CanonicalKey.render(entity.properties, type: type)
+            return EntityID(set: set, key: key, values: type.key.map { ($0, CanonicalKey.coerce(entity.properties[$0]!, type: type.propertyTypes[$0])) })
+        }
+        guard let id = entity.id ?? entity.editLink else {
+            let missing = type.key.filter { entity.properties[$0] == nil }
+            throw OfflineODataError(.downloadFailed, "it has neither an @id nor its key propert\(missing.count == 1 ? "y" : "ies") \(missing.joined(separator: ", "))")
+        }
+        return try EntityID.resolve(id, serviceRoot: serviceRoot, model: model)
+    }
+}
+
+/// A 4.0 added or deleted link of a delta answer, resolved to the entities it joins.
+struct DeltaLinkChange: Sendable {
+    var source: EntityID
+    var relationship: String
+    var target: EntityID?
+    var isRemoved: Bool
 }
 
 /// A delta link the back end no longer knows (410 Gone).

@@ -118,6 +118,41 @@ import Testing
         #expect(entries.first?.properties["Message"]?.stringValue?.contains("CSRF") == true)
     }
 
+    // MARK: Delta downloads against a producer that identifies tombstones by their id
+
+    /// mock-sap writes V4 tombstones as `{"@id": "<absolute URL>", "@removed": {...}}` without key properties,
+    /// and V2 ones as `__metadata.deleted`: after another client deletes an entity, a download removes it here.
+    @Test(arguments: [MockSAP.salesOrderV4, MockSAP.gwsampleBasic])
+    func aDeltaDownloadAfterARemoteDeleteRemovesTheEntity(service: String) async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let root = sap.serviceRoot(service)
+        let (set, key) = service == MockSAP.salesOrderV4 ? ("SalesOrder", "SalesOrder") : ("SalesOrderSet", "SalesOrderID")
+        let directory = try Directory()
+        let provider = try OfflineODataProvider(serviceRoot: root, parameters: OfflineODataParameters(
+            storeName: "delta", storePath: directory.path, storeEncryptionKey: "k", keyDerivation: .pbkdf2(rounds: 1_000)))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "orders", query: set))
+        try await provider.open()
+        defer { Task { await provider.close() } }
+        let before = try ODataPayload.decodeEntitySet(try await provider.execute(.get(set, .orderBy([key]))).payload).entities
+        let victim = try #require(before.first?.properties[key]?.stringValue)
+
+        // Another client deletes it (through the online store's session: CSRF handled).
+        var options = onlineOptions(directory)
+        options.useCache = false
+        let other = try OnlineODataStore(serviceRoot: root, options: options)
+        try await other.open()
+        let deleted = try await other.execute(ODataRequest(method: .delete, resourcePath: "\(set)('\(victim)')")).result()
+        #expect(deleted?.statusCode == 204)
+        other.close()
+
+        try await provider.download()
+        #expect(try sap.logged(method: "GET", path: set).first.map { $0.query.contains("deltatoken") } == true, "the download read the delta")
+        let after = try ODataPayload.decodeEntitySet(try await provider.execute(.get(set, .orderBy([key]))).payload).entities
+        #expect(after.count == before.count - 1)
+        #expect(!after.contains { $0.properties[key]?.stringValue == victim })
+    }
+
     // MARK: Authentication
 
     @Test func twentyConcurrentRequestsThatMeetA401RefreshTheBearerTokenOnceAndAllSucceed() async throws {
@@ -328,13 +363,13 @@ extension MockSAP {
         try get(serviceRoot(MockSAP.gwsampleBasic) + path + "?$format=json").status
     }
 
-    /// The requests the producer logged with this method on a path containing `path`.
-    func logged(method: String, path: String) throws -> [(path: String, status: Int)] {
+    /// The requests the producer logged with this method on a path containing `path`, the latest first.
+    func logged(method: String, path: String) throws -> [(path: String, status: Int, query: String)] {
         let (_, body) = try admin("GET", "requests?limit=500")
         guard case .object(let root) = try JSON.parse(body), let results = root["results"]?.arrayValue else { return [] }
         return results.compactMap { entry in
             guard entry["method"]?.stringValue == method, let logged = entry["path"]?.stringValue, logged.contains(path) else { return nil }
-            return (logged, Int(entry["status"]?.intValue ?? 0))
+            return (logged, Int(entry["status"]?.intValue ?? 0), entry["query"]?.stringValue ?? "")
         }
     }
 

@@ -21,6 +21,23 @@ public struct FixtureConfiguration: Sendable {
     /// Whether the control endpoint `/$fixture/...` (faults, counters, reset) answers over HTTP.
     /// The default is `true`.
     public var controlEndpoint: Bool
+    /// How delta answers identify changed and removed entities. The default is
+    /// ``DeltaIdentification/keyProperties``.
+    public var deltaIdentification: DeltaIdentification = .keyProperties
+
+    /// How a delta answer identifies its members: each is a form the OData JSON Format allows (4.01 §15.3 and
+    /// §15.4), and clients must read them all.
+    public enum DeltaIdentification: String, Sendable, CaseIterable {
+        /// Key properties, with a relative `@id`; tombstones `{"@removed": {...}, "@id": …, key properties}`.
+        case keyProperties
+        /// Only a relative `@id` (`Orders(5)`): changed entities and tombstones without their key properties.
+        case relativeID
+        /// Only an absolute `@id` with percent-encoded key values (`http://…/Customers(%27ALFKI%27)`).
+        case absoluteID
+        /// OData 4.0: `@odata.id` on changed entities (without key properties), deleted entities as
+        /// `{"@odata.context": "#Set/$deletedEntity", "id": …, "reason": …}`.
+        case odata40
+    }
 
     /// Creates a configuration.
     /// - Parameters:

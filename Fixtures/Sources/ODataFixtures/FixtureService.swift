@@ -510,7 +510,7 @@ final class FixtureService: Sendable {
                     ? entity
                     : try evaluate(pieces: shapePieces, entities: [entity], set: set, data: data, allowCollectionOptions: true)
                         .entities.first ?? entity
-                value.append(.object(shaped))
+                value.append(.object(identified(shaped, set: set, predicate: predicate, key: record.key)))
             } else if clientHadIt {
                 let reason = data.stored(in: set, predicate: predicate) == nil ? "deleted" : "changed"
                 value.append(.object(tombstone(set: set, predicate: predicate, key: record.key, reason: reason, type: type)))
@@ -526,15 +526,45 @@ final class FixtureService: Sendable {
         return .json(200, .object(body), headers: headers)
     }
 
-    /// A removed entity in a delta payload (OData 4.01 JSON `@removed`), with its key properties.
+    /// A removed entity in a delta payload, in the form ``FixtureConfiguration/deltaIdentification`` asks for.
     private func tombstone(
         set: String, predicate: String, key: JSONObject, reason: String, type: ServiceModel.EntityType
     ) -> JSONObject {
         var object = JSONObject()
-        object.append(["reason": .string(reason)], forKey: "@removed")
-        object.append(.string(set + predicate), forKey: "@id")
-        for (name, value) in key { object.append(value, forKey: name) }
+        switch configuration.deltaIdentification {
+        case .keyProperties:
+            object.append(["reason": .string(reason)], forKey: "@removed")
+            object.append(.string(set + predicate), forKey: "@id")
+            for (name, value) in key { object.append(value, forKey: name) }
+        case .relativeID:
+            object.append(["reason": .string(reason)], forKey: "@removed")
+            object.append(.string(set + predicate), forKey: "@id")
+        case .absoluteID:
+            object.append(["reason": .string(reason)], forKey: "@odata.removed")
+            object.append(.string(absoluteID(set: set, predicate: predicate)), forKey: "@odata.id")
+        case .odata40:
+            object.append(.string("#\(set)/$deletedEntity"), forKey: "@odata.context")
+            object.append(.string(set + predicate), forKey: "id")
+            object.append(.string(reason), forKey: "reason")
+        }
         return object
+    }
+
+    /// A changed entity of a delta payload, identified as ``FixtureConfiguration/deltaIdentification`` asks.
+    private func identified(_ entity: JSONObject, set: String, predicate: String, key: JSONObject) -> JSONObject {
+        var object = JSONObject()
+        switch configuration.deltaIdentification {
+        case .keyProperties: return entity
+        case .relativeID: object.append(.string(set + predicate), forKey: "@id")
+        case .absoluteID: object.append(.string(absoluteID(set: set, predicate: predicate)), forKey: "@odata.id")
+        case .odata40: object.append(.string(set + predicate), forKey: "@odata.id")
+        }
+        for (name, value) in entity where key[name] == nil { object.append(value, forKey: name) }
+        return object
+    }
+
+    private func absoluteID(set: String, predicate: String) -> String {
+        serviceRoot + PercentEncoding.encodePath(set + predicate).replacingOccurrences(of: "'", with: "%27")
     }
 
     // MARK: Changes

@@ -4,12 +4,14 @@ import ODataFixtures
 /// `odata-fixture-server [--port N] [--data DIR] [--root /path/] [--page-size N]`: serves the
 /// fixture producer on 127.0.0.1 until interrupted.
 let usage = """
-    usage: odata-fixture-server [--port N] [--data DIR] [--root /path/] [--page-size N|none]
+    usage: odata-fixture-server [--port N] [--data DIR] [--root /path/] [--page-size N|none] [--delta-ids FORM]
       --port N         TCP port on 127.0.0.1 (default 8080; 0 picks a free one)
       --data DIR       a directory with a CSDL document (*.xml) and <EntitySet>.json files
                        (default: the bundled Northwind data with Events)
       --root /path/    the service root path (default /)
       --page-size N    server-driven page size, or 'none' (default 100)
+      --delta-ids FORM how delta answers identify members: keyProperties (default), relativeID,
+                       absoluteID or odata40
     Control endpoint: /$fixture/faults, /$fixture/counters, /$fixture/reset (see NOTES-fixture.md).
     """
 
@@ -42,6 +44,12 @@ while let argument = arguments.popFirst() {
             guard let size = Int(text), size >= 1 else { fail("--page-size needs a positive number or 'none', got '\(text)'") }
             configuration.defaultPageSize = size
         }
+    case "--delta-ids":
+        let text = value()
+        guard let form = FixtureConfiguration.DeltaIdentification(rawValue: text) else {
+            fail("--delta-ids needs one of \(FixtureConfiguration.DeltaIdentification.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+        }
+        configuration.deltaIdentification = form
     case "--help", "-h":
         print(usage)
         exit(0)
