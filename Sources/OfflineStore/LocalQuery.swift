@@ -18,6 +18,11 @@ struct LocalQuery: NavigationResolver {
         try? table.register("inErrorState", arity: 0...0) { call in
             .bool(call.entity[EntityRecord.inErrorStateAnnotation]?.boolValue == true)
         }
+        // OData V2's `substringof(needle, haystack)`: V4's `contains(haystack, needle)`.
+        try? table.register("substringof", arity: 2...2) { call in
+            guard case .string(let needle) = call.arguments[0], case .string(let haystack) = call.arguments[1] else { return .null }
+            return .bool(haystack.contains(needle))
+        }
         return table
     }()
 
@@ -39,8 +44,31 @@ struct LocalQuery: NavigationResolver {
     }
 
     /// Runs options over entities.
+    ///
+    /// For an OData V2 service, `$filter`, `$search` and `$orderby` see each value as its Edm type says
+    /// (`V2Values`): they choose and order the entities, which are then answered as stored.
     static func apply(_ options: QueryOptions, to entities: [JSONObject], navigation: LocalQuery?) throws(OfflineODataError) -> QueryResult {
-        do { return try QueryEvaluator.apply(options, to: entities, navigation: navigation, functions: functions) } catch {
+        do {
+            guard let model = navigation?.model, model.isV2, options.filter != nil || options.orderBy != nil || options.search != nil else {
+                return try QueryEvaluator.apply(options, to: entities, navigation: navigation, functions: functions)
+            }
+            var choosing = QueryOptions()
+            choosing.filter = options.filter
+            choosing.orderBy = options.orderBy
+            choosing.search = options.search
+            let typed = entities.enumerated().map { index, entity in
+                var object = V2Values.typed(entity, model: model)
+                object.append(.int(Int64(index)), forKey: V2Values.positionAnnotation)
+                return object
+            }
+            let chosen = try QueryEvaluator.apply(choosing, to: typed, navigation: navigation, functions: functions).entities
+                .compactMap { $0[V2Values.positionAnnotation]?.intValue.map { entities[Int($0)] } }
+            var rest = options
+            rest.filter = nil
+            rest.orderBy = nil
+            rest.search = nil
+            return try QueryEvaluator.apply(rest, to: chosen, navigation: navigation, functions: functions)
+        } catch {
             throw OfflineODataError(.invalidRequest, "the query cannot be evaluated: \(error.message)")
         }
     }

@@ -38,6 +38,9 @@ struct ServiceModel: Sendable, Hashable {
 
     var entityTypes: [String: EntityType] = [:]
     var entitySets: [String: EntitySet] = [:]
+    /// Whether the document is OData V2 (`edmx:Edmx Version="1.0"`): its JSON values are written in V2's forms
+    /// (`/Date(…)/`, decimals and Int64 as strings), which local queries read by their Edm types.
+    var isV2 = false
 
     func entityType(ofSet set: String) -> EntityType? {
         entitySets[set].flatMap { entityTypes[$0.entityType] }
@@ -90,6 +93,8 @@ private final class CSDLReader: NSObject, XMLParserDelegate {
     func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?, attributes: [String: String] = [:]) {
         let local = elementName.split(separator: ":").last.map(String.init) ?? elementName
         switch local {
+        case "Edmx":
+            if attributes["Version"] == "1.0" { model.isV2 = true }
         case "Schema":
             namespace = attributes["Namespace"] ?? ""
         case "EntityType":

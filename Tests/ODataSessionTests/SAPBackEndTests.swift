@@ -153,6 +153,63 @@ import Testing
         #expect(!after.contains { $0.properties[key]?.stringValue == victim })
     }
 
+    // MARK: Local queries over V2 values
+
+    /// The offline store's local answers to V2 queries over dates, decimals, integers, GUID-like and plain
+    /// strings equal mock-sap's own answers: the same keys in the same order.
+    @Test func v2LocalQueriesGiveTheProducersAnswer() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try Directory()
+        let provider = try OfflineODataProvider(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), parameters: OfflineODataParameters(
+            storeName: "v2", storePath: directory.path, storeEncryptionKey: "k", keyDerivation: .pbkdf2(rounds: 1_000)))
+        for set in ["SalesOrderSet", "ProductSet", "ContactSet", "SalesOrderLineItemSet"] {
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: set, query: set))
+        }
+        try await provider.open()
+        defer { Task { await provider.close() } }
+
+        // Thresholds taken from the data, so that every query splits its set.
+        func values(_ set: String, _ property: String) async throws -> [String] {
+            try ODataPayload.decodeEntitySet(try await provider.execute(.get(set)).payload).entities.compactMap { $0.properties[property]?.stringValue }
+        }
+        func datetime(_ wire: String) -> String {  // /Date(ms)/ → datetime'…' (UTC)
+            let ms = Double(wire.dropFirst(6).prefix { $0.isNumber || $0 == "-" })!
+            let formatter = ISO8601DateFormatter()
+            return "datetime'" + formatter.string(from: Date(timeIntervalSince1970: ms / 1000)).dropLast() + "'"
+        }
+        let created = try await values("SalesOrderSet", "CreatedAt").sorted()
+        let birthdays = try await values("ContactSet", "DateOfBirth").filter { $0.hasPrefix("/Date(") }.sorted()
+        let guid = try #require(try await values("ContactSet", "ContactGuid").dropFirst(3).first)
+        let queries: [(set: String, key: [String], filter: String?, orderBy: String)] = [
+            ("SalesOrderSet", ["SalesOrderID"], "GrossAmount gt 5000M", "GrossAmount desc,SalesOrderID"),
+            ("SalesOrderSet", ["SalesOrderID"], "GrossAmount ge 1000.50M and GrossAmount le 20000M", "SalesOrderID"),
+            ("SalesOrderSet", ["SalesOrderID"], "CreatedAt ge \(datetime(created[created.count / 2]))", "CreatedAt,SalesOrderID"),
+            ("SalesOrderSet", ["SalesOrderID"], "CreatedAt lt \(datetime(created[created.count / 3])) or NetAmount lt 500M", "NetAmount desc,SalesOrderID"),
+            ("SalesOrderSet", ["SalesOrderID"], "startswith(CustomerName,'S') and TaxAmount gt 100M", "CustomerName,SalesOrderID"),
+            ("ProductSet", ["ProductID"], "Price lt 100M", "Price desc,ProductID"),
+            ("ProductSet", ["ProductID"], "substringof('Notebook',Name) or TaxTarifCode eq 2", "Name,ProductID"),
+            ("ProductSet", ["ProductID"], "WeightMeasure gt 2.5M and Price ge 10M", "WeightMeasure,ProductID"),
+            ("ContactSet", ["ContactGuid"], "ContactGuid eq '\(guid)'", "ContactGuid"),
+            ("ContactSet", ["ContactGuid"], "DateOfBirth lt \(datetime(birthdays[birthdays.count / 2]))", "DateOfBirth desc,ContactGuid"),
+            ("SalesOrderLineItemSet", ["SalesOrderID", "ItemPosition"], "Quantity gt 3M and NetAmount lt 1000M", "NetAmount,SalesOrderID,ItemPosition"),
+            ("SalesOrderSet", ["SalesOrderID"], nil, "GrossAmount desc,SalesOrderID"),
+        ]
+        var compared = 0
+        for query in queries {
+            var options: [QueryOption] = [.orderBy(query.orderBy.split(separator: ",").map(String.init))]
+            if let filter = query.filter { options.insert(.filter(filter), at: 0) }
+            let local = try ODataPayload.decodeEntitySet(try await provider.execute(ODataRequest(resourcePath: query.set, queryOptions: options)).payload).entities
+                .map { entity in query.key.map { entity.properties[$0]?.stringValue ?? "?" }.joined(separator: "/") }
+            let remote = try sap.keys(of: query.set, key: query.key, filter: query.filter, orderBy: query.orderBy)
+            let label = "\(query.set) $filter=\(query.filter ?? "-") $orderby=\(query.orderBy)"
+            #expect(local == remote, "\(label): \(local.count) local vs \(remote.count) at the producer")
+            #expect(query.filter == nil || !remote.isEmpty, "\(label) matches something")
+            compared += 1
+        }
+        #expect(compared >= 10)
+    }
+
     // MARK: Authentication
 
     @Test func twentyConcurrentRequestsThatMeetA401RefreshTheBearerTokenOnceAndAllSucceed() async throws {
@@ -371,6 +428,17 @@ extension MockSAP {
             guard entry["method"]?.stringValue == method, let logged = entry["path"]?.stringValue, logged.contains(path) else { return nil }
             return (logged, Int(entry["status"]?.intValue ?? 0), entry["query"]?.stringValue ?? "")
         }
+    }
+
+    /// The keys of what the producer answers to a query of GWSAMPLE_BASIC, in its order.
+    func keys(of set: String, key: [String], filter: String?, orderBy: String) throws -> [String] {
+        var query = "$format=json&$orderby=" + PercentEncoding.encodeQueryValue(orderBy)
+        if let filter { query += "&$filter=" + PercentEncoding.encodeQueryValue(filter) }
+        let (status, body) = try get(serviceRoot(MockSAP.gwsampleBasic) + set + "?" + query)
+        guard status == 200, case .object(let root) = try JSON.parse(body), let results = root["d"]?["results"]?.arrayValue else {
+            throw ODataError(.malformedPayload, "\(set)?\(query) answered \(status): \(String(decoding: body, as: UTF8.self).prefix(300))")
+        }
+        return results.map { entity in key.map { entity[$0]?.stringValue ?? "?" }.joined(separator: "/") }
     }
 
     private func get(_ url: String) throws -> (status: Int, body: Data) {

@@ -300,10 +300,31 @@ struct Lexer {
             guard position > exponentStart else { throw error("expected digits in the exponent", at: position) }
             isDouble = true
         }
-        if position < bytes.count && (Lexer.isIdentifierPart(bytes[position]) || bytes[position] == UInt8(ascii: ".")) {
+        // OData V2's type suffixes: 12L (Int64), 1.5M (Decimal), 1.5D / 1.5F (Double, Single).
+        var suffix: UInt8?
+        if position < bytes.count, "LlMmDdFf".utf8.contains(bytes[position]),
+           position + 1 >= bytes.count || !(Lexer.isIdentifierPart(bytes[position + 1]) || bytes[position + 1] == UInt8(ascii: ".")) {
+            suffix = bytes[position] | 0x20
+        }
+        if suffix == nil, position < bytes.count && (Lexer.isIdentifierPart(bytes[position]) || bytes[position] == UInt8(ascii: ".")) {
             throw error("unexpected character '\(text(position..<position + 1))' in a number", at: position)
         }
         let literal = text(start..<position)
+        if let suffix {
+            position += 1
+            switch suffix {
+            case UInt8(ascii: "l"):
+                guard !isDecimal, !isDouble, let value = Int64(literal) else { throw error("invalid Int64 literal", at: start) }
+                return .int(value)
+            case UInt8(ascii: "m"):
+                guard !isDouble else { throw error("invalid decimal literal", at: start) }
+                // `20M` is a decimal: written `20.0` so that it prints and reads back as one.
+                return .decimal(Lexer.canonicalDecimal(isDecimal ? literal : literal + ".0"))
+            default:
+                guard let value = Double(literal) else { throw error("invalid number", at: start) }
+                return .double(value)
+            }
+        }
         if isDouble {
             guard let value = Double(literal) else { throw error("invalid number", at: start) }
             return .double(value)
@@ -352,9 +373,16 @@ struct Lexer {
             guard let day = Temporal.date(body) else { throw error("invalid date literal", at: quoteAt + 1) }
             return .date(Temporal.renderDate(day))
         case "datetimeoffset", "datetime":
-            guard let dto = Temporal.dateTimeOffset(body) else { throw error("invalid date-time literal", at: quoteAt + 1) }
+            // OData V2's `datetime'2025-08-08T00:00:00'` has no offset: an instant in UTC (as `/Date(…)/` is).
+            guard let dto = Temporal.dateTimeOffset(body) ?? (prefix == "datetime" ? Temporal.dateTimeOffset(body + "Z") : nil) else {
+                throw error("invalid date-time literal", at: quoteAt + 1)
+            }
             return .dateTimeOffset(dto.text)
         case "time", "timeofday":
+            // V2 writes a time of day as a duration, `time'PT13H20M'`.
+            if prefix == "time", body.hasPrefix("PT"), let nanos = Temporal.duration(body), nanos >= 0, nanos < 86_400_000_000_000 {
+                return .timeOfDay(Temporal.renderTimeOfDay(nanos))
+            }
             guard let time = Temporal.timeOfDay(body) else { throw error("invalid time-of-day literal", at: quoteAt + 1) }
             return .timeOfDay(Temporal.renderTimeOfDay(time))
         default:
