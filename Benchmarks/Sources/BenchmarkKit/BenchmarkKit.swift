@@ -80,6 +80,16 @@ public func machineDescription() -> String {
 }
 
 /// The resident set size of this process in bytes (from `/proc/self/statm`), for memory comparisons.
+/// CPU time (user + system) this process has used, in nanoseconds: every thread of the benchmark, not the
+/// servers it talks to (nginx, the fixture producer), which are other processes.
+public func processCPUNanoseconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let user = Double(usage.ru_utime.tv_sec) * 1e9 + Double(usage.ru_utime.tv_usec) * 1e3
+    let system = Double(usage.ru_stime.tv_sec) * 1e9 + Double(usage.ru_stime.tv_usec) * 1e3
+    return user + system
+}
+
 public func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")

@@ -128,15 +128,6 @@ let concurrentTotal = arguments.count > 2 ? Int(arguments[2]) ?? 6000 : 6000
 print("Machine: \(machineDescription())")
 print("nginx 1.22 on 127.0.0.1:\(nginx.port), gzip off, keep-alive; every client: 8 connections per host, HTTP/1.1")
 
-/// CPU time (user + system) this process has used, in nanoseconds: every client's threads, not nginx.
-func processCPUNanoseconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    let user = Double(usage.ru_utime.tv_sec) * 1e9 + Double(usage.ru_utime.tv_usec) * 1e3
-    let system = Double(usage.ru_stime.tv_sec) * 1e9 + Double(usage.ru_stime.tv_usec) * 1e3
-    return user + system
-}
-
 // The machine is shared, so the clients are measured in interleaved rounds (the order rotating each round)
 // and the samples of all rounds pooled: a burst of load elsewhere hits every client alike.
 let rounds = 5

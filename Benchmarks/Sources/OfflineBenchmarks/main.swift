@@ -146,11 +146,7 @@ let clock = ProgressClock()
 let parameters = OfflineODataParameters(storeName: "bench", storePath: work, storeEncryptionKey: "benchmark key")
 let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters, delegate: clock)
 try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items"))
-func cpuSeconds() -> Double {
-    var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-}
+func cpuSeconds() -> Double { processCPUNanoseconds() / 1e9 }
 let cpuStart = cpuSeconds()
 let downloadStart = DispatchTime.now().uptimeNanoseconds
 try await provider.open()

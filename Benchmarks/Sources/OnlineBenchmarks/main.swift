@@ -16,15 +16,6 @@ import FoundationNetworking
 import Glibc
 #endif
 
-/// User + system CPU time of this process, in nanoseconds (nginx and the delay server are other processes).
-func cpuNanoseconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    let user = Double(usage.ru_utime.tv_sec) * 1e9 + Double(usage.ru_utime.tv_usec) * 1e3
-    let system = Double(usage.ru_stime.tv_sec) * 1e9 + Double(usage.ru_stime.tv_usec) * 1e3
-    return user + system
-}
-
 /// One measured operation: its wall-clock samples pooled over the rounds, and its CPU time per call.
 final class Row {
     let label: String
@@ -42,13 +33,13 @@ final class Row {
 
     func run(_ iterations: Int) async throws {
         for _ in 0..<10 { try await body() }
-        let cpuStart = cpuNanoseconds()
+        let cpuStart = processCPUNanoseconds()
         for _ in 0..<iterations {
             let start = DispatchTime.now().uptimeNanoseconds
             try await body()
             timings.append(Double(DispatchTime.now().uptimeNanoseconds - start))
         }
-        cpu += cpuNanoseconds() - cpuStart
+        cpu += processCPUNanoseconds() - cpuStart
         calls += iterations
     }
 
@@ -287,7 +278,7 @@ func slowBackEnds(directory: URL, iterations: Int) async throws {
 func concurrentReads(store: OnlineODataStore, root: String, reads: Int) async throws {
     func run(cached: Bool) async throws -> (perSecond: Double, cpu: Double) {
         let perTask = reads / 64
-        let cpuStart = cpuNanoseconds()
+        let cpuStart = processCPUNanoseconds()
         let start = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<64 {
@@ -299,7 +290,7 @@ func concurrentReads(store: OnlineODataStore, root: String, reads: Int) async th
             try await group.waitForAll()
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return (Double(perTask * 64) / seconds, (cpuNanoseconds() - cpuStart) / Double(perTask * 64))
+        return (Double(perTask * 64) / seconds, (processCPUNanoseconds() - cpuStart) / Double(perTask * 64))
     }
     for index in 0..<64 { _ = try await store.response(for: .get("c\(index).json")) }
     var active: [Double] = [], uncached: [Double] = [], activeCPU: [Double] = [], uncachedCPU: [Double] = []
