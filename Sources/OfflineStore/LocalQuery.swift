@@ -34,8 +34,19 @@ struct LocalQuery: NavigationResolver {
     }
 
     /// Parses query options with ODataQuery.
+    ///
+    /// OData V2's `$inlinecount=allpages` is read as `$count=true` (the count comes back as `@odata.count`) and
+    /// `$inlinecount=none` as no count; any other value is refused.
     static func options(_ options: [ParsedQuery.Option]) throws(OfflineODataError) -> QueryOptions {
-        let raw = options.filter { $0.name != "$skiptoken" }
+        var options = options.filter { $0.name != "$skiptoken" }
+        if let index = options.firstIndex(where: { $0.name == "$inlinecount" }) {
+            switch options[index].value {
+            case "allpages": options[index] = ParsedQuery.Option(name: "$count", value: "true")
+            case "none": options.remove(at: index)
+            default: throw OfflineODataError(.invalidRequest, "$inlinecount must be 'allpages' or 'none', got '\(options[index].value)'")
+            }
+        }
+        let raw = options
             .map { PercentEncoding.encodeQueryName($0.name) + "=" + PercentEncoding.encodeQueryValue($0.value) }
             .joined(separator: "&")
         do { return try QueryOptions.parse(raw) } catch {

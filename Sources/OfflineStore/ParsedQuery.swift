@@ -14,7 +14,7 @@ struct ParsedQuery: Sendable, Hashable {
     var options: [Option]
 
     static let systemOptions: Set<String> = ["$filter", "$select", "$expand", "$orderby", "$top", "$skip", "$count", "$search",
-                                             "$skiptoken", "$deltatoken", "$format", "$apply", "$levels"]
+                                             "$skiptoken", "$deltatoken", "$format", "$apply", "$levels", "$inlinecount"]
 
     /// Parses `path?query`, relative to the service root or absolute under it.
     init(_ text: String, serviceRoot: String, checkDefiningQuery: Bool = false) throws(OfflineODataError) {
@@ -73,7 +73,7 @@ struct ParsedQuery: Sendable, Hashable {
             guard path.segments.count == 1 || (path.segments.count == 2 && path.segments[0].key != nil) else {
                 throw OfflineODataError(.invalidRequest, "'\(pathText)' must be an entity set, an entity, or one navigation from an entity")
             }
-            for option in options where ["$count", "$skiptoken", "$deltatoken", "$search", "$apply"].contains(option.name) {
+            for option in options where ["$count", "$inlinecount", "$skiptoken", "$deltatoken", "$search", "$apply"].contains(option.name) {
                 throw OfflineODataError(.invalidRequest, "\(option.name) is not allowed in a defining query")
             }
             if let filter = value(of: "$filter") { try LocalQuery.checkFilter(filter) }

@@ -208,6 +208,16 @@ import Testing
             compared += 1
         }
         #expect(compared >= 10)
+
+        // `$inlinecount=allpages` counts as the producer's `__count` does (here as `@odata.count`).
+        let counted = try ODataPayload.decodeEntitySet(try await provider.execute(ODataRequest(resourcePath: "SalesOrderSet", queryOptions: [
+            .filter("GrossAmount gt 5000M"), .top(2), .custom(name: "$inlinecount", value: "allpages"),
+        ])).payload)
+        #expect(counted.entities.count == 2)
+        #expect(counted.count == (try sap.keys(of: "SalesOrderSet", key: ["SalesOrderID"], filter: "GrossAmount gt 5000M", orderBy: "SalesOrderID").count))
+        await #expect(throws: (any Error).self) {
+            try await provider.execute(ODataRequest(resourcePath: "SalesOrderSet", queryOptions: [.custom(name: "$inlinecount", value: "some")]))
+        }
     }
 
     // MARK: Authentication
