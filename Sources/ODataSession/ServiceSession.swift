@@ -213,6 +213,27 @@ public final class ServiceSession: HTTPTransport {
         return request
     }
 
+    /// A `$batch` with its parts' partial updates sent as ``SessionOptions/updateMethod`` says: `MERGE` for
+    /// `.merge` and `.tunnelledMerge` alike (a part is never seen by a proxy, so it needs no tunnel).
+    ///
+    /// - Parameter batch: The batch as a store built it.
+    /// - Returns: The batch to encode.
+    public func dialect(_ batch: BatchRequest) -> BatchRequest {
+        guard options.updateMethod != .patch else { return batch }
+        func merged(_ request: ODataRequest) -> ODataRequest {
+            guard request.method == .patch, let merge = HTTPRequest.Method("MERGE") else { return request }
+            var request = request
+            request.method = merge
+            return request
+        }
+        return BatchRequest(parts: batch.parts.map { part in
+            switch part {
+            case .request(let request): .request(merged(request))
+            case .changeSet(let members): .changeSet(members.map { .init(contentID: $0.contentID, request: merged($0.request)) })
+            }
+        })
+    }
+
     private static let modifyingMethods: Set<String> = ["POST", "PUT", "PATCH", "MERGE", "DELETE"]
 
     private static func hasQueryParameter(_ url: String, _ name: String) -> Bool {

@@ -217,7 +217,7 @@ extension OfflineODataProvider {
         }
         let encoded: (body: Data, contentType: String)
         do {
-            encoded = try MultipartBatch.encode(BatchRequest(parts: parts))
+            encoded = try MultipartBatch.encode(session.dialect(BatchRequest(parts: parts)))
         } catch {
             return failAll(error)
         }

@@ -426,7 +426,7 @@ public final class OnlineODataStore: Sendable {
                 if case .request(let request) = part, request.isCacheable { return try root + request.relativeURL() }
                 return nil
             }
-            encoded = try MultipartBatch.encode(batch)
+            encoded = try MultipartBatch.encode(session.dialect(batch))
             batchURL = root + "$batch"
         } catch {
             return fail(execution, error)

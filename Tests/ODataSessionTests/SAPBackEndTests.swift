@@ -67,6 +67,40 @@ import Testing
         #expect(try sap.logged(method: mode == .oneByOne ? "PATCH" : "POST", path: mode == .oneByOne ? "BusinessPartnerSet" : "$batch").count == 1)
     }
 
+    /// A V2 producer that wants `MERGE`: the offline upload sends its updates as `MERGE`, inside `$batch` too.
+    @Test(arguments: [OfflineODataUploadMode.oneByOne, .batch(maxRequestsPerBatch: 10)])
+    func updatesGoAsMergeWhenAsked(mode: OfflineODataUploadMode) async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try Directory()
+        var parameters = OfflineODataParameters(storeName: "merge", storePath: directory.path, storeEncryptionKey: "k",
+                                                keyDerivation: .pbkdf2(rounds: 1_000))
+        parameters.uploadMode = mode
+        parameters.session.updateMethod = .merge
+        let provider = try OfflineODataProvider(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "partners", query: "BusinessPartnerSet"))
+        try await provider.open()
+        defer { Task { await provider.close() } }
+        let partners = try ODataPayload.decodeEntitySet(try await provider.execute(.get("BusinessPartnerSet", .orderBy(["BusinessPartnerID"]), .top(2))).payload)
+            .entities.compactMap { $0.properties["BusinessPartnerID"]?.stringValue }
+        for partner in partners {
+            _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "BusinessPartnerSet('\(partner)')",
+                                                        body: Data(#"{"CompanyName":"Merged \#(partner)"}"#.utf8)))
+        }
+        let result = try await provider.upload()
+        #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+        for partner in partners {
+            #expect(try sap.read("BusinessPartnerSet('\(partner)')")["CompanyName"]?.stringValue == "Merged \(partner)")
+        }
+        if mode == .oneByOne {
+            #expect(try sap.logged(method: "MERGE", path: "BusinessPartnerSet").count == 2)
+            #expect(try sap.logged(method: "PATCH", path: "BusinessPartnerSet").isEmpty)
+        } else {
+            let bodies = try sap.loggedBodies(method: "POST", path: "$batch")
+            #expect(bodies.contains { $0.contains("MERGE BusinessPartnerSet") } && !bodies.contains { $0.contains("PATCH ") }, "\(bodies)")
+        }
+    }
+
     @Test func aTokenThatExpiresInTheMiddleOfAnUploadIsFetchedAgainOnceAndNothingRunsTwice() async throws {
         let sap = try MockSAP.start()
         defer { sap.stop() }
@@ -437,6 +471,16 @@ extension MockSAP {
         return results.compactMap { entry in
             guard entry["method"]?.stringValue == method, let logged = entry["path"]?.stringValue, logged.contains(path) else { return nil }
             return (logged, Int(entry["status"]?.intValue ?? 0), entry["query"]?.stringValue ?? "")
+        }
+    }
+
+    /// The bodies of the requests the producer logged with this method on a path containing `path`.
+    func loggedBodies(method: String, path: String) throws -> [String] {
+        let (_, body) = try admin("GET", "requests?limit=100&verbose=1")
+        guard case .object(let root) = try JSON.parse(body), let results = root["results"]?.arrayValue else { return [] }
+        return results.compactMap { entry in
+            guard entry["method"]?.stringValue == method, entry["path"]?.stringValue?.contains(path) == true else { return nil }
+            return entry["body"]?.stringValue
         }
     }
 

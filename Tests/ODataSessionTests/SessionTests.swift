@@ -217,6 +217,21 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         #expect(write.method == "POST" && write.headerFields[HTTPField.Name("X-HTTP-Method")!] == "MERGE")
     }
 
+    @Test func batchPartsUpdateWithMergeWhenAsked() throws {
+        let batch = BatchRequest(parts: [
+            .request(.get("Items")),
+            .changeSet([.init(contentID: "1", request: ODataRequest(method: .patch, resourcePath: "Items(1)", body: Data("{}".utf8))),
+                        .init(contentID: "2", request: ODataRequest(method: .post, resourcePath: "Items", body: Data("{}".utf8)))]),
+        ])
+        var options = SessionOptions()
+        #expect(ServiceSession(serviceRoot: root, options: options, transport: gateway()).dialect(batch) == batch)
+        for method in [UpdateMethod.merge, .tunnelledMerge] {
+            options.updateMethod = method
+            let parts = ServiceSession(serviceRoot: root, options: options, transport: gateway()).dialect(batch).allRequests
+            #expect(parts.map(\.method.rawValue) == ["GET", "MERGE", "POST"])
+        }
+    }
+
     @Test func basicAuthenticationIsSentAndA401Stands() async throws {
         let backEnd = ScriptedBackEnd { _, _ in (401, [:]) }
         var options = SessionOptions()
