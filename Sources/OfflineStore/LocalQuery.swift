@@ -137,6 +137,16 @@ struct LocalQuery: NavigationResolver {
             }
             return (targetSet, matches, navigation.isCollection)
         }
+        // OData V2, this side the principal: the targets hold the foreign key.
+        if !navigation.targetConstraints.isEmpty {
+            let matches = try visibleRecords(in: targetSet).filter { candidate in
+                navigation.targetConstraints.allSatisfy { property, referenced in
+                    guard let value = candidate.entity[property], !value.isNull else { return false }
+                    return value == record.entity[referenced]
+                }
+            }
+            return (targetSet, matches, navigation.isCollection)
+        }
         // Otherwise the links kept from `$expand`.
         let references = record.links[name]?.arrayValue?.compactMap(\.stringValue) ?? []
         var targets: [EntityRecord] = []
