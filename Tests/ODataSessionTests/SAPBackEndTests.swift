@@ -243,6 +243,13 @@ import Testing
         }
         #expect(compared >= 10)
 
+        // Navigation through V2 associations: a sales order's line items, locally and at the producer.
+        let order = try #require(try await values("SalesOrderSet", "SalesOrderID").first)
+        let items = try ODataPayload.decodeEntitySet(try await provider.execute(.get("SalesOrderSet('\(order)')/ToLineItems", .orderBy(["ItemPosition"]))).payload)
+            .entities.map { "\($0.properties["SalesOrderID"]?.stringValue ?? "?")/\($0.properties["ItemPosition"]?.stringValue ?? "?")" }
+        #expect(!items.isEmpty)
+        #expect(items == (try sap.keys(of: "SalesOrderSet('\(order)')/ToLineItems", key: ["SalesOrderID", "ItemPosition"], filter: nil, orderBy: "ItemPosition")))
+
         // `$inlinecount=allpages` counts as the producer's `__count` does (here as `@odata.count`).
         let counted = try ODataPayload.decodeEntitySet(try await provider.execute(ODataRequest(resourcePath: "SalesOrderSet", queryOptions: [
             .filter("GrossAmount gt 5000M"), .top(2), .custom(name: "$inlinecount", value: "allpages"),
