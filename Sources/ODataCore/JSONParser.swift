@@ -48,7 +48,7 @@ public enum JSON {
     }
 }
 
-private struct Parser {
+struct Parser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0

@@ -163,3 +163,64 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     /// Creates an object value, keeping the literal's order.
     public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
 }
+
+extension JSONValue: Codable {
+    /// Reads any JSON value through a `Decoder` (integers stay integers).
+    /// - Parameter decoder: the decoder.
+    /// - Throws: `DecodingError` when the value is none of JSON's kinds.
+    public init(from decoder: any Decoder) throws {
+        if var array = try? decoder.unkeyedContainer() {
+            var elements: [JSONValue] = []
+            while !array.isAtEnd { elements.append(try array.decode(JSONValue.self)) }
+            self = .array(elements)
+            return
+        }
+        if let keyed = try? decoder.container(keyedBy: AnyKey.self) {
+            var object = JSONObject()
+            for key in keyed.allKeys { object.append(try keyed.decode(JSONValue.self, forKey: key), forKey: key.stringValue) }
+            self = .object(object)
+            return
+        }
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() { self = .null }
+        else if let flag = try? single.decode(Bool.self) { self = .bool(flag) }
+        else if let number = try? single.decode(Int64.self) { self = .int(number) }
+        else if let number = try? single.decode(Double.self) { self = .double(number) }
+        else { self = .string(try single.decode(String.self)) }
+    }
+
+    /// Writes the value through an `Encoder`.
+    /// - Parameter encoder: the encoder.
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .null:
+            var single = encoder.singleValueContainer()
+            try single.encodeNil()
+        case .bool(let flag):
+            var single = encoder.singleValueContainer()
+            try single.encode(flag)
+        case .int(let number):
+            var single = encoder.singleValueContainer()
+            try single.encode(number)
+        case .double(let number):
+            var single = encoder.singleValueContainer()
+            try single.encode(number)
+        case .string(let text):
+            var single = encoder.singleValueContainer()
+            try single.encode(text)
+        case .array(let elements):
+            var array = encoder.unkeyedContainer()
+            for element in elements { try array.encode(element) }
+        case .object(let object):
+            var keyed = encoder.container(keyedBy: AnyKey.self)
+            for (key, value) in object { try keyed.encode(value, forKey: AnyKey(stringValue: key)) }
+        }
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}

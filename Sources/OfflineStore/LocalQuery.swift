@@ -18,6 +18,9 @@ struct LocalQuery: NavigationResolver {
         try? table.register("inErrorState", arity: 0...0) { call in
             .bool(call.entity[EntityRecord.inErrorStateAnnotation]?.boolValue == true)
         }
+        try? table.register("isDeleteError", arity: 0...0) { call in
+            .bool(call.entity[EntityRecord.isDeleteErrorAnnotation]?.boolValue == true)
+        }
         // OData V2's `substringof(needle, haystack)`: V4's `contains(haystack, needle)`.
         try? table.register("substringof", arity: 2...2) { call in
             guard case .string(let needle) = call.arguments[0], case .string(let haystack) = call.arguments[1] else { return .null }

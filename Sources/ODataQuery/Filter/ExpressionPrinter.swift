@@ -16,9 +16,20 @@ enum ExpressionPrinter {
     }
 
     static func print(_ expression: FilterExpression, into out: inout String) {
+        // V4 text has a form for every node, so this never throws.
+        try? print(expression, version: .v4, into: &out)
+    }
+
+    /// Renders `expression` for a service of `version`. V2 text writes literals with V2 prefixes and
+    /// suffixes (`datetime'…'`, `guid'…'`, `time'PT…'`, `1.5M`), `contains(a,b)` as `substringof(b,a)` and
+    /// `x in (a,b)` as `(x eq a or x eq b)`.
+    /// - Throws: ``ODataError`` `.invalidQueryOption` for what V2 cannot express (lambdas, `has`, `divby`,
+    ///   enum literals, `$root`).
+    static func print(_ expression: FilterExpression, version: ODataVersion, into out: inout String) throws(ODataError) {
+        if version == .v2 { try checkV2(expression) }
         switch expression {
         case .literal(let literal):
-            printLiteral(literal, into: &out)
+            if version == .v2 { try printLiteralV2(literal, into: &out) } else { printLiteral(literal, into: &out) }
         case .member(let path):
             out += path.joined(separator: "/")
         case .alias(let name):
@@ -26,24 +37,38 @@ enum ExpressionPrinter {
         case .unary(let op, let operand):
             out += op == .not ? "not " : "-"
             let needsParens = precedence(operand) < 7 || (op == .negate && (isLiteral(operand) || startsWithMinus(operand)))
-            printOperand(operand, parenthesized: needsParens, into: &out)
+            try printOperand(operand, parenthesized: needsParens, version: version, into: &out)
+        case .binary(.in, let lhs, .list(let items)) where version == .v2:
+            // V2 has no `in`: the same test as a disjunction of equalities.
+            out += "("
+            for (index, item) in items.enumerated() {
+                if index > 0 { out += " or " }
+                try print(.binary(.eq, lhs, item), version: version, into: &out)
+            }
+            out += ")"
         case .binary(let op, let lhs, let rhs):
             let p = op.precedence
-            printOperand(lhs, parenthesized: precedence(lhs) < p, into: &out)
+            try printOperand(lhs, parenthesized: precedence(lhs) < p, version: version, into: &out)
             out += " " + op.rawValue + " "
-            printOperand(rhs, parenthesized: precedence(rhs) <= p && !isList(rhs), into: &out)
+            try printOperand(rhs, parenthesized: precedence(rhs) <= p && !isList(rhs), version: version, into: &out)
         case .list(let items):
             out += "("
             for (index, item) in items.enumerated() {
                 if index > 0 { out += "," }
-                print(item, into: &out)
+                try print(item, version: version, into: &out)
             }
+            out += ")"
+        case .function("contains", let arguments) where version == .v2 && arguments.count == 2:
+            out += "substringof("
+            try print(arguments[1], version: version, into: &out)
+            out += ","
+            try print(arguments[0], version: version, into: &out)
             out += ")"
         case .function(let name, let arguments):
             out += name + "("
             for (index, argument) in arguments.enumerated() {
                 if index > 0 { out += "," }
-                print(argument, into: &out)
+                try print(argument, version: version, into: &out)
             }
             out += ")"
         case .typeName(let name):
@@ -52,7 +77,7 @@ enum ExpressionPrinter {
             out += lambda.path.joined(separator: "/") + "/" + lambda.kind.rawValue + "("
             if let variable = lambda.variable, let predicate = lambda.predicate {
                 out += variable + ":"
-                print(predicate, into: &out)
+                try print(predicate, version: version, into: &out)
             }
             out += ")"
         case .root(let path, let members):
@@ -80,10 +105,46 @@ enum ExpressionPrinter {
         return first == UInt8(ascii: "-") || Lexer.isDigit(first) || text.hasPrefix("INF")
     }
 
-    private static func printOperand(_ expression: FilterExpression, parenthesized: Bool, into out: inout String) {
+    private static func printOperand(_ expression: FilterExpression, parenthesized: Bool, version: ODataVersion,
+                                     into out: inout String) throws(ODataError) {
         if parenthesized { out += "(" }
-        print(expression, into: &out)
+        try print(expression, version: version, into: &out)
         if parenthesized { out += ")" }
+    }
+
+    /// Refuses the nodes V2 has no syntax for.
+    private static func checkV2(_ expression: FilterExpression) throws(ODataError) {
+        func refuse(_ what: String) -> ODataError {
+            ODataError(.invalidQueryOption, "OData V2 has no \(what); this filter can only be sent to a V4 service")
+        }
+        switch expression {
+        case .lambda(let lambda): throw refuse("lambda operator '\(lambda.kind.rawValue)'")
+        case .binary(.has, _, _): throw refuse("'has' operator")
+        case .binary(.divby, _, _): throw refuse("'divby' operator")
+        case .binary(.in, _, let rhs) where !isList(rhs): throw refuse("'in' over a collection-valued expression")
+        case .literal(.enumMember): throw refuse("enum literals")
+        case .literal(.json): throw refuse("JSON literals")
+        case .root: throw refuse("'$root' paths")
+        default: break
+        }
+    }
+
+    /// A literal in V2 form.
+    static func printLiteralV2(_ literal: Literal, into out: inout String) throws(ODataError) {
+        switch literal {
+        case .decimal(let text): out += text + "M"
+        case .double(let value):
+            guard value.isFinite else { out += value.isNaN ? "NaN" : value < 0 ? "-INF" : "INF"; return }
+            out += "\(value)d"
+        case .guid(let value): out += "guid'" + value + "'"
+        case .dateTimeOffset(let text) where text.hasSuffix("Z"): out += "datetime'" + text.dropLast() + "'"
+        case .dateTimeOffset(let text): out += "datetimeoffset'" + text + "'"
+        case .date(let text): out += "datetime'" + text + "T00:00:00'"
+        case .timeOfDay(let text):
+            guard let nanos = Temporal.timeOfDay(text) else { throw ODataError(.invalidQueryOption, "invalid time of day '\(text)'") }
+            out += "time'" + Temporal.renderDuration(nanos) + "'"
+        default: printLiteral(literal, into: &out)
+        }
     }
 
     static func printLiteral(_ literal: Literal, into out: inout String) {

@@ -169,6 +169,21 @@ public enum Literal: Sendable, Hashable {
     case json(JSONValue)
 }
 
+extension FilterExpression {
+    /// The query text for a service of `version`: for V4 the same as ``description``; for V2 with V2's
+    /// literal forms (`datetime'…'`, `guid'…'`, `time'PT…'`, `1.5M`), `substringof` for `contains`, and
+    /// `in` written as equalities joined by `or`.
+    /// - Parameter version: the service's OData version.
+    /// - Returns: text that parses back to this tree (for V2, to the tree with those rewrites).
+    /// - Throws: ``ODataError`` `.invalidQueryOption` naming what V2 cannot express (lambdas, `has`,
+    ///   `divby`, enum and JSON literals, `$root`).
+    public func text(for version: ODataVersion) throws(ODataError) -> String {
+        var out = ""
+        try ExpressionPrinter.print(self, version: version, into: &out)
+        return out
+    }
+}
+
 extension FilterExpression: CustomStringConvertible {
     /// The canonical query text: single spaces around operators, no optional parentheses.
     public var description: String {

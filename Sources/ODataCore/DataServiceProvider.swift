@@ -1,0 +1,55 @@
+import Foundation
+import HTTPTypes
+
+/// A store that executes requests of the shared request model: `OnlineODataStore` (through its cache
+/// and the network) and `OfflineODataProvider` (against its local store) both adopt it, so the typed
+/// `DataService` of `ODataTyped` works over either. What is specific to a store (cache modes and listeners,
+/// upload, download) stays on the store.
+public protocol DataServiceProvider: Sendable {
+    /// The service root every request path is relative to, ending with `/`.
+    var serviceRoot: String { get }
+
+    /// Executes one request and returns its final response.
+    /// - Parameter request: the request; its path is relative to ``serviceRoot``.
+    /// - Returns: the response; `nil` when a read has no answer (passive mode with nothing cached).
+    /// - Throws: the store's error: the back end's ``ODataServiceError``, a transport error, a local error.
+    func executeRequest(_ request: ODataRequest) async throws -> ODataResponse?
+
+    /// Reads the page a response's next link names.
+    /// - Parameter nextLink: the `@odata.nextLink` (V2 `__next`) of an earlier page, absolute or relative.
+    /// - Returns: the next page.
+    /// - Throws: as ``executeRequest(_:)``.
+    func executeNextLink(_ nextLink: String) async throws -> ODataResponse?
+}
+
+extension DataServiceProvider {
+    /// Reads a next link as a GET of its path and query, relative to the service root.
+    public func executeNextLink(_ nextLink: String) async throws -> ODataResponse? {
+        try await executeRequest(try ODataRequest(link: nextLink, serviceRoot: serviceRoot))
+    }
+}
+
+extension ODataRequest {
+    /// A GET of a link a service gave (a next link, an edit link): absolute under `serviceRoot`, or relative
+    /// to it; its query is kept exactly as sent.
+    /// - Parameters:
+    ///   - link: the link.
+    ///   - serviceRoot: the service root, ending with `/`.
+    /// - Throws: ``ODataError`` `.invalidURL` for an absolute link outside the service root.
+    public init(link: String, serviceRoot: String) throws(ODataError) {
+        var relative = link
+        if link.hasPrefix("http://") || link.hasPrefix("https://") {
+            guard link.hasPrefix(serviceRoot) else { throw ODataError(.invalidURL, "the link is not under the service root") }
+            relative = String(link.dropFirst(serviceRoot.count))
+        } else if relative.hasPrefix("/") {
+            guard let rootPath = serviceRoot.firstRange(of: "://").flatMap({ serviceRoot[$0.upperBound...].firstIndex(of: "/") }),
+                  relative.hasPrefix(serviceRoot[rootPath...]) else {
+                throw ODataError(.invalidURL, "the link is not under the service root")
+            }
+            relative = String(relative.dropFirst(serviceRoot[rootPath...].count))
+        }
+        let parts = relative.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let options = parts.count > 1 ? parts[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
+        self.init(method: .get, resourcePath: String(parts[0]).removingPercentEncoding ?? String(parts[0]), queryOptions: options)
+    }
+}
