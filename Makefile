@@ -2,8 +2,9 @@
 # Both install what is missing (Debian packages) first, then build and run.
 
 SWIFT ?= swift
+SHELL := /bin/bash
 
-.PHONY: deps build test demo bench docs guide clean
+.PHONY: deps build test demo bench docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -36,6 +37,25 @@ docs: deps
 # The user's guide's Swift blocks, compiled with the tests (Tests/GuideTests): run after editing one.
 guide:
 	python3 scripts/guide_blocks.py > Tests/GuideTests/GuideBlocks.swift
+
+# The typed proxies in Proxies/ are odata-proxygen's output for the $metadata documents in Proxies/Metadata:
+# `make proxies` writes them anew; `make proxies-check` (CI) regenerates them aside and fails on any difference.
+PROXIES = Northwind:NorthwindService:Northwind GWSAMPLE_BASIC:GWSampleBasicService:GWSampleBasic API_PRODUCT:ProductService:APIProduct
+
+proxies:
+	$(SWIFT) build --product odata-proxygen
+	for p in $(PROXIES); do IFS=: read md service dir <<< "$$p"; \
+	  $$($(SWIFT) build --show-bin-path)/odata-proxygen --metadata Proxies/Metadata/$$md.xml \
+	    --output Proxies/$$dir/$$md.swift --service-name $$service || exit 1; done
+
+proxies-check:
+	$(SWIFT) build --product odata-proxygen
+	mkdir -p .build/proxies-check
+	for p in $(PROXIES); do IFS=: read md service dir <<< "$$p"; \
+	  $$($(SWIFT) build --show-bin-path)/odata-proxygen --metadata Proxies/Metadata/$$md.xml \
+	    --output .build/proxies-check/$$md.swift --service-name $$service > /dev/null || exit 1; \
+	  diff -u Proxies/$$dir/$$md.swift .build/proxies-check/$$md.swift || { echo "Proxies/$$dir/$$md.swift is stale: run make proxies"; exit 1; }; done
+	@echo "proxies-check: the generated proxies are current"
 
 clean:
 	rm -rf .build

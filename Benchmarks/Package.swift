@@ -51,6 +51,15 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "TypedBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "ODataTyped", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "NorthwindProxies", package: "ODataStores"),
+            ]
+        ),
+        .executableTarget(
             name: "OfflineBenchmarks",
             dependencies: [
                 "BenchmarkKit",

@@ -27,7 +27,7 @@ def blocks():
     for catalog in CATALOGS:
         for path in sorted((ROOT / catalog).glob("*.md")):
             for index, block in enumerate(BLOCK.findall(path.read_text())):
-                if block.startswith("// Package.swift"):
+                if block.startswith("// Package.swift") or not block.strip():
                     continue
                 yield path.relative_to(ROOT), index, block
 

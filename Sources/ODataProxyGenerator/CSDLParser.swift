@@ -23,6 +23,10 @@ final class CSDLParser: NSObject, XMLParserDelegate {
     private var currentContainer: CSDLEntityContainer?
     private var containerDepth = 0
     private var keyDepth = 0
+    /// The document's bytes and the offsets where its lines start, to find the line where a start tag begins
+    /// (XMLParser reports the position after the tag's name and attributes, which may be lines later).
+    private var bytes: [UInt8] = []
+    private var lineStarts: [Int] = [0]
 
     /// Parses and resolves a document.
     static func parse(_ data: Data) throws(GeneratorError) -> CSDLDocument {
@@ -35,6 +39,8 @@ final class CSDLParser: NSObject, XMLParserDelegate {
                 "the document is not UTF-8 (an invalid byte at offset \(offset))")
         }
         let delegate = CSDLParser()
+        delegate.bytes = Array(data)
+        for (offset, byte) in delegate.bytes.enumerated() where byte == 0x0A { delegate.lineStarts.append(offset + 1) }
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = false
         parser.shouldReportNamespacePrefixes = false
@@ -64,7 +70,7 @@ final class CSDLParser: NSObject, XMLParserDelegate {
         let local = Self.localName(elementName)
         let parent = stack.last
         stack.append(local)
-        let line = parser.lineNumber
+        let line = startLine(line: parser.lineNumber, column: parser.columnNumber)
         let text = attributeDict["Name"].map { "<\(elementName) Name=\"\($0)\">" } ?? "<\(elementName)>"
         let location = CSDLLocation(element: text, line: line)
         do {
@@ -112,6 +118,18 @@ final class CSDLParser: NSObject, XMLParserDelegate {
             "the XML parser failed (XMLParser error \(code))")
         // Stop at the first error: libxml2 would recover and go on, and FoundationXML can trap on what follows.
         parser.abortParsing()
+    }
+
+    /// The line of the `<` that opens the start tag XMLParser is at (`line`, `column`: inside that tag).
+    private func startLine(line: Int, column: Int) -> Int {
+        guard line >= 1, line <= lineStarts.count, !bytes.isEmpty else { return line }
+        var offset = min(bytes.count - 1, lineStarts[line - 1] + max(0, column - 1))
+        var result = line
+        while offset >= 0, bytes[offset] != UInt8(ascii: "<") {
+            if bytes[offset] == 0x0A, offset < lineStarts[line - 1] { result -= 1 }
+            offset -= 1
+        }
+        return max(1, result)
     }
 
     /// The offset of the first byte that is not valid UTF-8, or nil.

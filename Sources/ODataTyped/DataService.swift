@@ -241,8 +241,10 @@ public final class DataService: Sendable {
 
     /// The entity's path: its set and key.
     private func path<E: EntityValue>(of entity: E, in set: EntitySet<E>? = nil) throws(DataServiceError) -> String {
-        guard let name = set?.name ?? entity.odata.entitySet else {
-            throw DataServiceError(.invalidEntity, "the \(E.odataTypeName) was not read through a DataService, so its entity set is unknown")
+        // An entity read through a navigation property knows no set: the service's only set of its type does.
+        let sets = entitySets.values.filter { $0.entityTypeName == E.odataTypeName }
+        guard let name = set?.name ?? entity.odata.entitySet ?? (sets.count == 1 ? sets[0].name : nil) else {
+            throw DataServiceError(.invalidEntity, "the entity set of this \(E.odataTypeName) is unknown: read it through a set, or name the set")
         }
         return name + (try entity.entityKey.predicate(for: version))
     }

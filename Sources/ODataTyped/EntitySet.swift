@@ -6,6 +6,8 @@ import ODataCore
 public protocol EntitySetProtocol: Sendable {
     /// The set's name (`Customers`).
     var name: String { get }
+    /// The qualified name of the set's entity type.
+    var entityTypeName: String { get }
     /// Reads one entity of the set's type from a payload.
     /// - Parameter bytes: the payload.
     /// - Returns: the entity.
@@ -23,6 +25,9 @@ public struct EntitySet<E: EntityValue>: EntitySetProtocol {
     /// - Parameter name: the name as the service's container declares it.
     public init(_ name: String) { self.name = name }
 
+    /// `E`'s qualified type name.
+    public var entityTypeName: String { E.odataTypeName }
+
     /// Reads one entity of type `E`, remembering this set in its metadata.
     /// - Parameter bytes: the payload.
     /// - Returns: the entity.
@@ -34,5 +39,3 @@ public struct EntitySet<E: EntityValue>: EntitySetProtocol {
     }
 }
 
-/// The store protocol of the request model, named here so generated code needs only `import ODataTyped`.
-public typealias DataServiceProvider = ODataCore.DataServiceProvider

@@ -89,7 +89,7 @@ extension Decimal: ODataValue {
     /// Reads a number exactly as written (or a string holding one: V2 and IEEE754Compatible).
     public static func read(from reader: inout EntityReader) throws(DataServiceError) -> Decimal {
         let text = try reader.readNumberText()
-        guard let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), !value.isNaN else {
+        guard let value = Decimal(string: text, locale: posix), !value.isNaN else {
             throw reader.mismatch("'\(text)' is not a decimal")
         }
         return value
@@ -109,6 +109,9 @@ extension Decimal: ODataValue {
 
     private var canonicalText: String { description }
 }
+
+/// Decimal text is read with the POSIX locale (a `.` separator), made once.
+private let posix = Locale(identifier: "en_US_POSIX")
 
 // MARK: Identifiers and binary data
 

@@ -21,10 +21,17 @@ public struct Property<Root, Value>: QueryOperand {
     public let keyPath: (any WritableKeyPath<Root, Value?> & Sendable)?
 
     /// A property of `Root`.
+    /// - Parameter name: its OData name.
+    public init(_ name: String) {
+        path = [name]
+        keyPath = nil
+    }
+
+    /// A navigation property of `Root`, with the stored property that holds its value once loaded.
     /// - Parameters:
     ///   - name: its OData name.
-    ///   - keyPath: for a navigation property, the stored property that holds its value.
-    public init(_ name: String, _ keyPath: (any WritableKeyPath<Root, Value?> & Sendable)? = nil) {
+    ///   - keyPath: where `DataService.loadProperty` puts the loaded value.
+    public init(_ name: String, _ keyPath: any WritableKeyPath<Root, Value?> & Sendable) {
         path = [name]
         self.keyPath = keyPath
     }

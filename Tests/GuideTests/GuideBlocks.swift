@@ -2,8 +2,10 @@
 // Compiled, never run: GuideTests checks that every block of the guide is here.
 import Foundation
 import HTTPTypes
+import NorthwindProxies
 import ODataCore
 import ODataSession
+import ODataTyped
 import OfflineStore
 import OnlineStore
 import TechnicalCache
@@ -506,5 +508,74 @@ do {
 }
     _ = parameters
     _ = provider
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TypedAccess.md, block 0
+func OfflineStore_TypedAccess_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+let eventService = NorthwindService(provider: provider)
+
+/// Count the number of events in error state
+let queryErrorCount = DataQuery<Event>().from(NorthwindService.events).filter(OfflineQueryFunction.inErrorState()).count().top(0)
+let errorCount = try await eventService.dataService.executeQuery(queryErrorCount).count()
+
+/// Get event(s) in error state
+let eventsInError = try await eventService.fetchEvents(matching: DataQuery().filter(OfflineQueryFunction.inErrorState()))
+
+/// Load the navigation property AffectedEntity of an error, and get the affected entity
+let errors = try await eventService.dataService.fetch(ErrorArchiveEntry.entitySet, matching: DataQuery().orderBy(ErrorArchiveEntry.requestID))
+if var error = errors.first {
+    let affectedEntityProp = ErrorArchiveEntry.affectedEntity
+    try await eventService.dataService.loadProperty(affectedEntityProp, into: &error)
+    if let event = affectedEntityProp.entityValue(from: error) as? Event {
+        print("request \(error.requestID) failed with \(error.httpStatusCode ?? 0) on event \(event.title)")
+    }
+}
+    _ = eventService
+    _ = queryErrorCount
+    _ = errorCount
+    _ = eventsInError
+    _ = errors
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TypedAccess.md, block 1
+func OfflineStore_TypedAccess_1(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+let northwind = NorthwindService(provider: provider)
+let germans = try await northwind.fetchCustomers(matching: DataQuery()
+    .filter(Customer.country == "Germany" && Customer.city.startsWith("B"))
+    .filter(Customer.orders.any { order in order[Order.freight] > Decimal(100) })
+    .orderBy(Customer.companyName)
+    .expand(Customer.orders) { $0.orderBy(Order.orderDate, .descending).top(3) }
+    .top(20))
+    _ = northwind
+    _ = germans
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TypedAccess.md, block 2
+func OfflineStore_TypedAccess_2(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+let northwind = NorthwindService(provider: provider)
+let alfki = try await northwind.fetchCustomer(customerID: "ALFKI")
+let moved = try await northwind.updateCustomer(alfki) { $0.city = "Köln" }     // PATCH {"City":"Köln"}
+let shipper = try await northwind.createShipper(Shipper(shipperID: 99, companyName: "Speedy", phone: "(503) 555-0199"))
+try await northwind.deleteShipper(shipper)
+
+var customer = moved
+try await northwind.dataService.loadProperty(Customer.orders, into: &customer)  // customer.orders is loaded
+    _ = northwind
+    _ = alfki
+    _ = moved
+    _ = shipper
+    _ = customer
     }
 }

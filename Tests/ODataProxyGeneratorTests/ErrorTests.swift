@@ -158,6 +158,10 @@ struct ErrorTests {
             Self.v4("<ComplexType Name=\"C\">\n\n<Property Name=\"P\"/></ComplexType>"),
             .missingAttribute, element: "<Property Name=\"P\">", line: 6)
         check(Self.v4("<EntityType>\n</EntityType>"), .missingAttribute, element: "<EntityType>", line: 4)
+        // A start tag over several lines: the line where it begins.
+        check(
+            Self.v4("<ComplexType Name=\"C\">\n<Property\n  Name=\"P\"\n  Nullable=\"true\"/></ComplexType>"),
+            .missingAttribute, element: "<Property Name=\"P\">", line: 5)
         check(
             Self.v4(Self.customer + "\n<EntityContainer Name=\"C\"><EntitySet Name=\"S\"/></EntityContainer>"),
             .missingAttribute, element: "<EntitySet Name=\"S\">", line: 6)

@@ -34,10 +34,11 @@ struct SAPParseTests {
 
         let source = try Support.generate(Support.gwsample)
         #expect(source.contains("    public var toLineItems: [SalesOrderLineItem]?\n"))
-        #expect(source.contains("    public static let toLineItems = Property<SalesOrder, [SalesOrderLineItem]>(\"ToLineItems\")\n"))
+        #expect(source.contains("    public static let toLineItems = Property<SalesOrder, [SalesOrderLineItem]>(\"ToLineItems\", \\.toLineItems)\n"))
         #expect(source.contains("    public var toHeader: SalesOrder? {\n"))
         #expect(source.contains("    private var _toHeader: Indirect<SalesOrder>?\n"))
-        #expect(source.contains("    public static let toHeader = Property<SalesOrderLineItem, SalesOrder>(\"ToHeader\")\n"))
+        #expect(source.contains("DataService(provider: provider, version: .v2, entitySets: Self.entitySets)"))
+        #expect(source.contains("    public static let toHeader = Property<SalesOrderLineItem, SalesOrder>(\"ToHeader\", \\.toHeader)\n"))
     }
 
     @Test func gwsampleGeneratesItsService() throws {

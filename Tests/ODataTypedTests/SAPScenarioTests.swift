@@ -1,0 +1,133 @@
+import Foundation
+import GWSampleBasicProxies
+import ODataCore
+import ODataFixtures
+import ODataTyped
+import OfflineStore
+import OnlineStore
+import Testing
+
+/// The typed scenario against mock-sap's V2 `GWSAMPLE_BASIC` (a producer nobody here wrote, CSRF on), through
+/// both stores, with the proxies generated from its own `$metadata`.
+@Suite(.serialized) struct SAPScenarioTests {
+    private func makeStore(_ kind: StoreKind, _ sap: MockSAP, _ directory: TemporaryDirectory) async throws -> any DataServiceProvider {
+        let root = sap.serviceRoot(MockSAP.gwsampleBasic)
+        switch kind {
+        case .online:
+            let store = try OnlineODataStore(serviceRoot: root, options: directory.onlineOptions())
+            try await store.open()
+            return store
+        case .offline:
+            let provider = try OfflineODataProvider(serviceRoot: root, parameters: directory.offlineParameters())
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "ProductSet"))
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "partners", query: "BusinessPartnerSet?$expand=ToSalesOrders"))
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "orders", query: "SalesOrderSet?$expand=ToLineItems"))
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "SalesOrderLineItemSet"))
+            try await provider.open()
+            return provider
+        }
+    }
+
+    /// What mock-sap itself answers: the keys of a V2 query, in its order.
+    private func producerKeys(_ sap: MockSAP, _ query: String, key: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        let parts = query.split(separator: "?", maxSplits: 1)
+        let options = parts[1].split(separator: "&").map { option in
+            let pair = option.split(separator: "=", maxSplits: 1)
+            return pair[0] + "=" + PercentEncoding.encodeQueryValue(String(pair[1]))
+        }
+        process.arguments = ["-s", "-g", sap.serviceRoot(MockSAP.gwsampleBasic) + parts[0] + "?" + options.joined(separator: "&") + "&$format=json"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let results = try JSON.parse(data)["d"]?["results"]?.arrayValue ?? []
+        return results.compactMap { $0[key]?.stringValue }
+    }
+
+    /// The bodies mock-sap logged for requests with `method` whose path contains `path`.
+    private func loggedBodies(_ sap: MockSAP, method: String, path: String) throws -> [String] {
+        let (_, body) = try sap.admin("GET", "requests?limit=200&verbose=1")
+        return (try JSON.parse(body)["results"]?.arrayValue ?? []).compactMap { entry in
+            guard entry["method"]?.stringValue == method, entry["path"]?.stringValue?.contains(path) == true else { return nil }
+            return entry["body"]?.stringValue
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func typedQueryCreateUpdateDeleteAndNavigation(kind: StoreKind) async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try TemporaryDirectory()
+        let store = RecordingProvider(try await makeStore(kind, sap, directory))
+        let service = GWSampleBasicService(provider: store)
+
+        // A query with a V2 filter, order and expand gives mock-sap's own answer.
+        let notebooks = try await service.fetchProductSet(matching: DataQuery()
+            .filter(Product.category == "Notebooks" && Product.price > Decimal(500))
+            .orderBy(Product.price, .descending).orderBy(Product.productID))
+        let expected = try producerKeys(sap, "ProductSet?$filter=Category eq 'Notebooks' and Price gt 500M&$orderby=Price desc,ProductID", key: "ProductID")
+        #expect(notebooks.map(\.productID) == expected && !expected.isEmpty)
+        let orders = try await service.fetchSalesOrderSet(matching: DataQuery().expand(SalesOrder.toLineItems).orderBy(SalesOrder.salesOrderID).top(3))
+        #expect(orders.count == 3 && orders.allSatisfy { !($0.toLineItems ?? []).isEmpty })
+        #expect(orders[0].grossAmount != nil && orders[0].createdAt != nil)
+
+        // A create, an update of one property, a delete.
+        let created = try await service.createProduct(Product(productID: "ZZ-TYPED", typeCode: "PR", category: "Notebooks", name: "Typed",
+                                                              supplierID: "0100000005", taxTarifCode: 1, measureUnit: "EA",
+                                                              currencyCode: "EUR", price: Decimal(string: "12.5")))
+        #expect(created.productID == "ZZ-TYPED")
+        let partner = try #require(try await service.fetchBusinessPartnerSet(matching: DataQuery().orderBy(BusinessPartner.businessPartnerID).top(1)).first)
+        let renamed = try await service.updateBusinessPartner(partner) { $0.companyName = "Typed GmbH" }
+        #expect(renamed.companyName == "Typed GmbH")
+        #expect(try store.bodies("PATCH") == [["CompanyName": "Typed GmbH"]])
+        let doomed = try await service.fetchProduct(productID: notebooks[notebooks.count - 1].productID)
+        try await service.deleteProduct(doomed)
+
+        // A navigation load.
+        var loaded = partner
+        try await service.dataService.loadProperty(BusinessPartner.toSalesOrders, into: &loaded)
+        let partnerOrders = try producerKeys(sap, "SalesOrderSet?$filter=CustomerID eq '\(partner.businessPartnerID)'", key: "SalesOrderID")
+        #expect(Set(loaded.toSalesOrders?.map(\.salesOrderID) ?? []) == Set(partnerOrders))
+
+        if let provider = store.base as? OfflineODataProvider {
+            let result = try await provider.upload()
+            #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
+            await provider.close()
+        } else if let online = store.base as? OnlineODataStore {
+            online.close()
+        }
+        // mock-sap holds the changes, and the update it received carried the one property.
+        #expect(try producerKeys(sap, "ProductSet?$filter=ProductID eq 'ZZ-TYPED'", key: "ProductID") == ["ZZ-TYPED"])
+        #expect(try producerKeys(sap, "ProductSet?$filter=ProductID eq '\(doomed.productID)'", key: "ProductID").isEmpty)
+        #expect(try producerKeys(sap, "BusinessPartnerSet?$filter=CompanyName eq 'Typed GmbH'", key: "BusinessPartnerID") == [partner.businessPartnerID])
+        let updates = try loggedBodies(sap, method: "PATCH", path: "BusinessPartnerSet") + loggedBodies(sap, method: "MERGE", path: "BusinessPartnerSet")
+        let sentKeys = try updates.map { try JSON.parse($0).objectValue?.keys ?? [] }
+        #expect(sentKeys == [["CompanyName"]], "\(updates)")
+    }
+
+    @Test func aFailedUploadIsFoundThroughErrorArchiveAndInErrorState() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try TemporaryDirectory()
+        let provider = try await makeStore(.offline, sap, directory) as! OfflineODataProvider
+        defer { Task { await provider.close() } }
+        let service = GWSampleBasicService(provider: provider)
+        _ = try sap.admin("POST", "faults", json: #"{"match":"BusinessPartnerSet","method":"PATCH","scenario":"precondition"}"#)
+
+        let partner = try #require(try await service.fetchBusinessPartnerSet(matching: DataQuery().orderBy(BusinessPartner.businessPartnerID).top(1)).first)
+        _ = try await service.updateBusinessPartner(partner) { $0.phoneNumber = "+49 30 1234" }
+        let result = try await provider.upload()
+        #expect(result.failed.count == 1)
+
+        let inError = try await service.fetchBusinessPartnerSet(matching: DataQuery().filter(OfflineQueryFunction.inErrorState()))
+        #expect(inError.map(\.businessPartnerID) == [partner.businessPartnerID])
+        var entry = try #require(try await service.dataService.fetch(ErrorArchiveEntry.entitySet).first)
+        #expect(entry.httpStatusCode == 412 && entry.requestMethod == "PATCH")
+        try await service.dataService.loadProperty(ErrorArchiveEntry.affectedEntity, into: &entry)
+        let affected = try #require(ErrorArchiveEntry.affectedEntity.entityValue(from: entry) as? BusinessPartner)
+        #expect(affected.businessPartnerID == partner.businessPartnerID && affected.phoneNumber == "+49 30 1234")
+    }
+}
