@@ -409,9 +409,9 @@ public struct Product: EntityValue {
     /// The path of `NameLanguage`, for ``DataQuery``.
     public static let nameLanguage = Property<Product, String?>("NameLanguage")
     /// `Description`: Edm.String, nullable, max length 255.
-    public var description_2: String?
+    public var description: String?
     /// The path of `Description`, for ``DataQuery``.
-    public static let description_2 = Property<Product, String?>("Description")
+    public static let description = Property<Product, String?>("Description")
     /// `DescriptionLanguage`: Edm.String, nullable, max length 2.
     public var descriptionLanguage: String?
     /// The path of `DescriptionLanguage`, for ``DataQuery``.
@@ -485,17 +485,17 @@ public struct Product: EntityValue {
 
     /// Creates a value with every property at its default.
     public init() {
-        self.init(productID: "", typeCode: nil, category: nil, name: nil, nameLanguage: nil, description_2: nil, descriptionLanguage: nil, supplierID: nil, supplierName: nil, taxTarifCode: nil, measureUnit: nil, weightMeasure: nil, weightUnit: nil, currencyCode: nil, price: nil, width: nil, depth: nil, height: nil, dimUnit: nil, productPicUrl: nil, toSupplier: nil, toSalesOrderLineItems: nil)
+        self.init(productID: "", typeCode: nil, category: nil, name: nil, nameLanguage: nil, description: nil, descriptionLanguage: nil, supplierID: nil, supplierName: nil, taxTarifCode: nil, measureUnit: nil, weightMeasure: nil, weightUnit: nil, currencyCode: nil, price: nil, width: nil, depth: nil, height: nil, dimUnit: nil, productPicUrl: nil, toSupplier: nil, toSalesOrderLineItems: nil)
     }
 
     /// Creates a value; every property has a default.
-    public init(productID: String = "", typeCode: String? = nil, category: String? = nil, name: String? = nil, nameLanguage: String? = nil, description_2: String? = nil, descriptionLanguage: String? = nil, supplierID: String? = nil, supplierName: String? = nil, taxTarifCode: Int16? = nil, measureUnit: String? = nil, weightMeasure: Decimal? = nil, weightUnit: String? = nil, currencyCode: String? = nil, price: Decimal? = nil, width: Decimal? = nil, depth: Decimal? = nil, height: Decimal? = nil, dimUnit: String? = nil, productPicUrl: String? = nil, toSupplier: BusinessPartner? = nil, toSalesOrderLineItems: [SalesOrderLineItem]? = nil) {
+    public init(productID: String = "", typeCode: String? = nil, category: String? = nil, name: String? = nil, nameLanguage: String? = nil, description: String? = nil, descriptionLanguage: String? = nil, supplierID: String? = nil, supplierName: String? = nil, taxTarifCode: Int16? = nil, measureUnit: String? = nil, weightMeasure: Decimal? = nil, weightUnit: String? = nil, currencyCode: String? = nil, price: Decimal? = nil, width: Decimal? = nil, depth: Decimal? = nil, height: Decimal? = nil, dimUnit: String? = nil, productPicUrl: String? = nil, toSupplier: BusinessPartner? = nil, toSalesOrderLineItems: [SalesOrderLineItem]? = nil) {
         self.productID = productID
         self.typeCode = typeCode
         self.category = category
         self.name = name
         self.nameLanguage = nameLanguage
-        self.description_2 = description_2
+        self.description = description
         self.descriptionLanguage = descriptionLanguage
         self.supplierID = supplierID
         self.supplierName = supplierName
@@ -525,7 +525,7 @@ public struct Product: EntityValue {
             case "Category": category = try reader.read(String?.self)
             case "Name": self.name = try reader.read(String?.self)
             case "NameLanguage": nameLanguage = try reader.read(String?.self)
-            case "Description": description_2 = try reader.read(String?.self)
+            case "Description": description = try reader.read(String?.self)
             case "DescriptionLanguage": descriptionLanguage = try reader.read(String?.self)
             case "SupplierID": supplierID = try reader.read(String?.self)
             case "SupplierName": supplierName = try reader.read(String?.self)
@@ -554,7 +554,7 @@ public struct Product: EntityValue {
         writer.write("Category", category)
         writer.write("Name", name)
         writer.write("NameLanguage", nameLanguage)
-        writer.write("Description", description_2)
+        writer.write("Description", description)
         writer.write("DescriptionLanguage", descriptionLanguage)
         writer.write("SupplierID", supplierID)
         writer.write("SupplierName", supplierName)
@@ -581,7 +581,7 @@ public struct Product: EntityValue {
         case category = "Category"
         case name = "Name"
         case nameLanguage = "NameLanguage"
-        case description_2 = "Description"
+        case description = "Description"
         case descriptionLanguage = "DescriptionLanguage"
         case supplierID = "SupplierID"
         case supplierName = "SupplierName"

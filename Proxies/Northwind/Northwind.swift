@@ -149,9 +149,9 @@ public struct Category: EntityValue {
     /// The path of `CategoryName`, for ``DataQuery``.
     public static let categoryName = Property<Category, String>("CategoryName")
     /// `Description`: Edm.String, nullable, max length max.
-    public var description_2: String?
+    public var description: String?
     /// The path of `Description`, for ``DataQuery``.
-    public static let description_2 = Property<Category, String?>("Description")
+    public static let description = Property<Category, String?>("Description")
     /// `Picture`: Edm.Binary, nullable, max length max.
     public var picture: Data?
     /// The path of `Picture`, for ``DataQuery``.
@@ -165,14 +165,14 @@ public struct Category: EntityValue {
 
     /// Creates a value with every property at its default.
     public init() {
-        self.init(categoryID: 0, categoryName: "", description_2: nil, picture: nil, products: nil)
+        self.init(categoryID: 0, categoryName: "", description: nil, picture: nil, products: nil)
     }
 
     /// Creates a value; every property has a default.
-    public init(categoryID: Int32 = 0, categoryName: String = "", description_2: String? = nil, picture: Data? = nil, products: [Product]? = nil) {
+    public init(categoryID: Int32 = 0, categoryName: String = "", description: String? = nil, picture: Data? = nil, products: [Product]? = nil) {
         self.categoryID = categoryID
         self.categoryName = categoryName
-        self.description_2 = description_2
+        self.description = description
         self.picture = picture
         self.products = products
     }
@@ -185,7 +185,7 @@ public struct Category: EntityValue {
             switch name {
             case "CategoryID": categoryID = try reader.read(Int32.self)
             case "CategoryName": categoryName = try reader.read(String.self)
-            case "Description": description_2 = try reader.read(String?.self)
+            case "Description": description = try reader.read(String?.self)
             case "Picture": picture = try reader.read(Data?.self)
             case "Products": products = try reader.read([Product]?.self)
             default: try reader.readOther(name, into: &odata)
@@ -197,7 +197,7 @@ public struct Category: EntityValue {
     public func write(to writer: inout EntityWriter) {
         writer.write("CategoryID", categoryID)
         writer.write("CategoryName", categoryName)
-        writer.write("Description", description_2)
+        writer.write("Description", description)
         writer.write("Picture", picture)
         writer.writeOther(odata)
     }
@@ -208,7 +208,7 @@ public struct Category: EntityValue {
     private enum CodingKeys: String, CodingKey {
         case categoryID = "CategoryID"
         case categoryName = "CategoryName"
-        case description_2 = "Description"
+        case description = "Description"
         case picture = "Picture"
         case products = "Products"
     }

@@ -17,7 +17,9 @@ enum Naming {
     /// so gets a `_2` suffix.
     static let reservedMembers: Set<String> = [
         "odata", "entityKey", "init", "write", "odataTypeName", "keyPropertyNames", "self", "super", "deinit",
-        "subscript", "hashValue", "hash", "encode", "allCases", "rawValue", "description", "_",
+        "subscript", "hashValue", "hash", "encode", "allCases", "rawValue", "_",
+        // Members of ODataTyped's protocols (ODataValue, StructuredValue) the generated types inherit.
+        "literal", "jsonValue", "properties", "decode", "read",
     ]
 
     /// Enum case names the generated enum (and `RawRepresentable`, `CaseIterable`) declares: suffixed `_2`.

@@ -1,4 +1,5 @@
 import Foundation
+import APIProductProxies
 import GWSampleBasicProxies
 import ODataCore
 import ODataFixtures
@@ -30,21 +31,27 @@ import Testing
 
     /// What mock-sap itself answers: the keys of a V2 query, in its order.
     private func producerKeys(_ sap: MockSAP, _ query: String, key: String) throws -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         let parts = query.split(separator: "?", maxSplits: 1)
         let options = parts[1].split(separator: "&").map { option in
             let pair = option.split(separator: "=", maxSplits: 1)
             return pair[0] + "=" + PercentEncoding.encodeQueryValue(String(pair[1]))
         }
-        process.arguments = ["-s", "-g", sap.serviceRoot(MockSAP.gwsampleBasic) + parts[0] + "?" + options.joined(separator: "&") + "&$format=json"]
+        let data = try curl(sap.serviceRoot(MockSAP.gwsampleBasic) + parts[0] + "?" + options.joined(separator: "&") + "&$format=json")
+        let results = try JSON.parse(data)["d"]?["results"]?.arrayValue ?? []
+        return results.compactMap { $0[key]?.stringValue }
+    }
+
+    /// A GET straight to the producer, past both stores.
+    private func curl(_ url: String) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-s", "-g", url]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let results = try JSON.parse(data)["d"]?["results"]?.arrayValue ?? []
-        return results.compactMap { $0[key]?.stringValue }
+        return data
     }
 
     /// The bodies mock-sap logged for requests with `method` whose path contains `path`.
@@ -106,6 +113,46 @@ import Testing
         let updates = try loggedBodies(sap, method: "PATCH", path: "BusinessPartnerSet") + loggedBodies(sap, method: "MERGE", path: "BusinessPartnerSet")
         let sentKeys = try updates.map { try JSON.parse($0).objectValue?.keys ?? [] }
         #expect(sentKeys == [["CompanyName"]], "\(updates)")
+    }
+
+    /// mock-sap's V4 product service, through the proxies generated from its V4 `$metadata`: a filtered, ordered,
+    /// expanded query equals the producer's own answer, and a navigation load fills the collection.
+    @Test(arguments: StoreKind.allCases)
+    func v4ServiceQueryExpandAndNavigation(kind: StoreKind) async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try TemporaryDirectory()
+        let root = sap.serviceRoot(MockSAP.productV4)
+        let provider: any DataServiceProvider
+        switch kind {
+        case .online:
+            let store = try OnlineODataStore(serviceRoot: root, options: directory.onlineOptions())
+            try await store.open()
+            provider = store
+        case .offline:
+            let store = try OfflineODataProvider(serviceRoot: root, parameters: directory.offlineParameters())
+            try await store.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Product?$expand=to_Description"))
+            try await store.add(definingQuery: OfflineODataDefiningQuery(name: "descriptions", query: "ProductDescription"))
+            try await store.open()
+            provider = store
+        }
+        let service = ProductService(provider: provider)
+        let all = try await service.fetchProduct(matching: DataQuery().orderBy(ProductType.product))
+        let type = try #require(all.first?.productType)
+        let products = try await service.fetchProduct(matching: DataQuery()
+            .filter(ProductType.productType == type && ProductType.grossWeight > Decimal(0))
+            .orderBy(ProductType.grossWeight, .descending).orderBy(ProductType.product)
+            .expand(ProductType.toDescription))
+        let body = try curl(root + "Product?$filter=" + PercentEncoding.encodeQueryValue("ProductType eq '\(type)' and GrossWeight gt 0")
+            + "&$orderby=" + PercentEncoding.encodeQueryValue("GrossWeight desc,Product"))
+        let expected = (try JSON.parse(body)["value"]?.arrayValue ?? []).compactMap { $0["Product"]?.stringValue }
+        #expect(products.map(\.product) == expected && !expected.isEmpty)
+        #expect(products.allSatisfy { !($0.toDescription ?? []).isEmpty }, "expanded descriptions")
+        var first = try #require(all.first)
+        #expect(first.toDescription == nil)
+        try await service.dataService.loadProperty(ProductType.toDescription, into: &first)
+        #expect(first.toDescription?.contains { $0.product == first.product } == true)
+        if let store = provider as? OfflineODataProvider { await store.close() } else if let store = provider as? OnlineODataStore { store.close() }
     }
 
     @Test func aFailedUploadIsFoundThroughErrorArchiveAndInErrorState() async throws {
