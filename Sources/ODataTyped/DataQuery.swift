@@ -194,8 +194,8 @@ struct QueryParts: Sendable {
         return result
     }
 
-    /// `$expand` items: V4 `Orders($filter=…;$top=2)`; V2 paths only (`Orders/Order_Details`), whose
-    /// `$select` entries join the top-level `$select` in V2's way is not attempted: nested options are refused.
+    /// `$expand` items: V4 `Orders($filter=…;$top=2)`; V2 has paths only (`Orders/Order_Details`), so options
+    /// inside an expansion are refused for V2.
     private func expandItems(_ version: ODataVersion) throws(DataServiceError) -> [String] {
         var items: [String] = []
         for (path, nested) in expand {
