@@ -162,7 +162,7 @@ let package = Package(
                            "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "TechnicalCache",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
-        .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator"]),
+        .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataCore"]),
     ]
 )
 

@@ -1,21 +1,10 @@
 import Foundation
+import ODataCore
 import Testing
 @testable import ODataProxyGenerator
 
 /// Random mutations of real documents: every one gives source or a ``GeneratorError``, never a crash.
 struct FuzzTests {
-    /// SplitMix64: a seeded generator, so a failure can be replayed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let attributeValues = [
         "", " ", "Edm.Nope", "Collection(", "Collection()", "Collection(Collection(Edm.String))", "N.Missing",
         "*", "0..1", "1", "9.0", "1.0", "4.0", "true", "false", "max", "-1", "default", "self", "init", "odata",
@@ -23,7 +12,7 @@ struct FuzzTests {
         "Core.Description", "a.b.c.d", String(repeating: "x", count: 300), "名前", "`", "\\\"",
     ]
 
-    static func mutate(_ input: [UInt8], using random: inout SeededGenerator) -> [UInt8] {
+    static func mutate(_ input: [UInt8], using random: inout SeededRandom) -> [UInt8] {
         var bytes = input
         let operations = Int.random(in: 1...4, using: &random)
         for _ in 0..<operations where !bytes.isEmpty {
@@ -55,7 +44,7 @@ struct FuzzTests {
 
     @Test func fiveHundredMutationsNeverCrash() throws {
         let documents = try [Support.fixture, Support.gwsample, Support.product].map { Array(try Support.data($0)) }
-        var random = SeededGenerator(state: 0x0DA7A)
+        var random = SeededRandom(seed: 0x0DA7A)
         var generated = 0
         var failed = 0
         for iteration in 0..<500 {

@@ -85,11 +85,8 @@ import Testing
     @Test func randomlyDamagedPayloadsNeverCrash() throws {
         let good = Array(#"{"d":{"results":[{"__metadata":{"uri":"u"},"SalesOrderID":"1","GrossAmount":"1.5","CreatedAt":"\/Date(0)\/","ToBusinessPartner":{"BusinessPartnerID":"2"},"ToLineItems":{"results":[{"SalesOrderID":"1","ItemPosition":"10","Quantity":"3"}]}}]}}"#.utf8)
         _ = try QueryResult<SalesOrder>.decode(good)
-        var state: UInt64 = 7
-        func next(_ bound: Int) -> Int {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Int((state >> 33) % UInt64(bound))
-        }
+        var random = SeededRandom(seed: 7)
+        func next(_ bound: Int) -> Int { Int.random(in: 0..<bound, using: &random) }
         var decoded = 0
         for _ in 0..<3000 {
             var bytes = good
