@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import NorthwindProxies
+import ODataCore
+import ODataFixtures
+import ODataTyped
+import OnlineStore
+import Testing
+
+/// A provider that answers every request with one canned response: for the logic of `DataService` alone.
+private final class CannedProvider: DataServiceProvider {
+    let response: ODataResponse?
+    init(_ response: ODataResponse?) { self.response = response }
+    var serviceRoot: String { "http://127.0.0.1:9/" }
+    func executeRequest(_ request: ODataRequest) async throws -> ODataResponse? { response }
+}
+
+/// `DataService` over the online store and the fixture producer: server-driven paging, counts, passive mode,
+/// and what a full replacement sends.
+@Suite(.serialized) struct DataServiceTests {
+    @Test func pagesCountsAndPassiveMode() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let store = try OnlineODataStore(serviceRoot: server.serviceRoot, options: directory.onlineOptions())
+        try await store.open()
+        defer { store.close() }
+        let service = NorthwindService(provider: store)
+        let total = try server.read { try $0.entities(in: "Orders").count }
+
+        // One page at a time, with the total count.
+        let first = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).orderBy(Order.orderID).count())
+        #expect(try first.count() == total && first.entities.count == 100 && first.nextLink != nil)
+        let second = try #require(try await service.dataService.nextPage(of: first))
+        #expect(second.entities.first?.orderID == first.entities.last.map { $0.orderID + 1 })
+        #expect(second.entities.allSatisfy { $0.odata.entitySet == "Orders" })
+
+        // fetch follows every next link.
+        let all = try await service.fetchOrders()
+        #expect(all.count == total && Set(all.map(\.orderID)).count == total && total > 200)
+
+        // A count without entities.
+        let counted = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders)
+            .filter(Order.shipCountry == "Germany").count().top(0))
+        #expect(counted.entities.isEmpty)
+        #expect(try counted.count() == (try server.read { try $0.entities(in: "Orders").filter { $0["ShipCountry"] == "Germany" }.count }))
+        let uncounted = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).top(1))
+        #expect(throws: DataServiceError.self) { try uncounted.count() }
+
+        // Passive mode: what was read is answered from the cache; what never was is `.noData`.
+        try store.setMode(.passive)
+        let cached = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).orderBy(Order.orderID).count())
+        #expect(cached.entities.map(\.orderID) == first.entities.map(\.orderID))
+        do {
+            _ = try await service.fetchCustomers(matching: DataQuery().filter(Customer.city == "Nowhere"))
+            Issue.record("a read nothing was cached for answered")
+        } catch let error as DataServiceError {
+            #expect(error.code == .noData)
+        }
+    }
+
+    @Test func aQueryWithoutASetAndAnEntityWithoutKeysAreTypedErrors() async throws {
+        let service = DataService(provider: CannedProvider(nil))
+        do {
+            _ = try await service.executeQuery(DataQuery<Customer>())
+            Issue.record("a query without a set ran")
+        } catch let error as DataServiceError {
+            #expect(error.code == .invalidQuery)
+        }
+        do {
+            try await service.deleteEntity(Customer(), in: NorthwindService.customers)
+            Issue.record("a delete with no answer succeeded")
+        } catch let error as DataServiceError {
+            #expect(error.code == .noData, "an empty string key is still a key: the canned provider answered nothing")
+        }
+    }
+
+    @Test func aFullReplacementSendsTheUnknownPropertiesItRead() async throws {
+        let recorder = RecordingProvider(CannedProvider(ODataResponse(statusCode: 204, headerFields: [.eTag: "W/\"2\""])))
+        let service = NorthwindService(provider: recorder)
+        var customer = try Customer.decode(Data(#"{"@odata.etag":"W/\"1\"","CustomerID":"ALFKI","CompanyName":"Alfreds","Rating":5}"#.utf8))
+        customer.city = "Berlin"
+        let replaced = try await service.dataService.replaceEntity(customer, in: NorthwindService.customers)
+        #expect(replaced.odata.etag == "W/\"2\"")
+        let request = try #require(recorder.requests("PUT").first)
+        #expect(request.resourcePath == "Customers('ALFKI')" && request.headerFields[.ifMatch] == "W/\"1\"")
+        let body = try #require(try recorder.bodies("PUT").first)
+        #expect(body["Rating"] == 5 && body["City"] == "Berlin" && body["CompanyName"] == "Alfreds")
+        #expect(body["Orders"] == nil, "navigation properties are not sent")
+
+        // A partial update leaves the unknown property alone.
+        _ = try await service.updateCustomer(customer) { $0.companyName = "Alfreds Futterkiste" }
+        #expect(try recorder.bodies("PATCH") == [["CompanyName": "Alfreds Futterkiste"]])
+    }
+}
