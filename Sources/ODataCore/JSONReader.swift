@@ -80,6 +80,15 @@ public struct JSONReader: ~Copyable {
         return try parser.parseString()
     }
 
+    /// The string whose opening quote is at `offset` (read again, for messages), or nil if none is there.
+    /// - Parameter offset: a byte offset.
+    public func string(at offset: Int) -> String? {
+        guard offset >= 0, offset < parser.bytes.count, parser.bytes[offset] == UInt8(ascii: "\"") else { return nil }
+        var copy = Parser(parser.bytes)
+        copy.index = offset
+        return try? copy.parseString()
+    }
+
     /// Consumes `{`.
     /// - Throws: ``ODataError`` `.malformedJSON` when the next value is not an object, or nests too deep.
     public mutating func beginObject() throws(ODataError) {
@@ -93,6 +102,14 @@ public struct JSONReader: ~Copyable {
     /// The caller must read or skip the member's value before asking again.
     /// - Throws: ``ODataError`` `.malformedJSON`.
     public mutating func nextMember() throws(ODataError) -> String? {
+        var offset = 0
+        return try nextMember(nameOffset: &offset)
+    }
+
+    /// The name of the next member, as ``nextMember()``, and the offset of its opening quote.
+    /// - Parameter nameOffset: set to the offset of the name's opening quote when there is a member.
+    /// - Throws: ``ODataError`` `.malformedJSON`.
+    public mutating func nextMember(nameOffset: inout Int) throws(ODataError) -> String? {
         parser.skipWhitespace()
         guard parser.index < parser.bytes.count else { throw parser.fail("expected a member or '}', found the end of the input") }
         if parser.bytes[parser.index] == UInt8(ascii: "}") {
@@ -111,6 +128,7 @@ public struct JSONReader: ~Copyable {
         guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "\"") else {
             throw parser.fail("expected a member name in quotes")
         }
+        nameOffset = parser.index
         let name = try parser.parseString()
         parser.skipWhitespace()
         guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: ":") else {

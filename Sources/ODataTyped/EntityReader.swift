@@ -8,8 +8,9 @@ public import ODataCore
 /// with the producer's values. Every error names the type and the property being read.
 public struct EntityReader: ~Copyable {
     private var json: JSONReader
-    /// The types being read, innermost last, with the member being read in each.
-    private var frames: [(type: String, member: String)] = []
+    /// The types being read, innermost last, with the offset of the name of the member being read in each
+    /// (-1 before the first): the name is read again only for an error message.
+    private var frames: [(type: String, memberOffset: Int)] = []
 
     init(_ json: consuming JSONReader) {
         self.json = json
@@ -45,16 +46,17 @@ public struct EntityReader: ~Copyable {
         let kind = try peek()
         guard kind == .object else { throw mismatch("expected a \(typeName) object, found \(kind.name)") }
         try attempt { (json: inout JSONReader) throws(ODataError) in try json.beginObject() }
-        frames.append((typeName, ""))
+        frames.append((typeName, -1))
     }
 
     /// The name of the next member of the object begun last; `nil` after its end. Read or skip its value
     /// before asking again.
     /// - Throws: ``DataServiceError`` `.malformedPayload`.
     public mutating func nextMember() throws(DataServiceError) -> String? {
-        let name = try attempt { (json: inout JSONReader) throws(ODataError) in try json.nextMember() }
-        if let name {
-            frames[frames.count - 1].member = name
+        var nameOffset = 0
+        let name = try attempt { (json: inout JSONReader) throws(ODataError) in try json.nextMember(nameOffset: &nameOffset) }
+        if name != nil {
+            frames[frames.count - 1].memberOffset = nameOffset
         } else {
             frames.removeLast()
         }
@@ -237,7 +239,8 @@ public struct EntityReader: ~Copyable {
     /// `Type.Property: ` for the innermost member being read, or nothing at the top level.
     private var location: String {
         guard let frame = frames.last else { return "" }
-        return frame.member.isEmpty ? "\(frame.type): " : "\(frame.type).\(frame.member): "
+        guard frame.memberOffset >= 0, let member = json.string(at: frame.memberOffset) else { return "\(frame.type): " }
+        return "\(frame.type).\(member): "
     }
 
     private func wrap(_ error: ODataError) -> DataServiceError {
