@@ -9,7 +9,13 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "ODataStores", path: "..")],
     targets: [
-        .executableTarget(name: "FuzzJSON", dependencies: [.product(name: "ODataCore", package: "ODataStores")]),
+        .executableTarget(
+            name: "FuzzJSON",
+            dependencies: [
+                .product(name: "ODataCore", package: "ODataStores"), .product(name: "ODataTyped", package: "ODataStores"),
+                .product(name: "NorthwindProxies", package: "ODataStores"),
+            ]
+        ),
         .executableTarget(name: "FuzzErrorBody", dependencies: [.product(name: "ODataCore", package: "ODataStores")]),
         .executableTarget(name: "FuzzMultipart", dependencies: [.product(name: "ODataCore", package: "ODataStores")]),
         .executableTarget(name: "FuzzJSONBatch", dependencies: [.product(name: "ODataCore", package: "ODataStores")]),
