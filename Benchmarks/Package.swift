@@ -16,6 +16,7 @@ let package = Package(
     targets: [
         .target(name: "BenchmarkKit"),
         .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "CSQLCipher", providers: [.apt(["libsqlcipher-dev"])]),
         .executableTarget(
             name: "CurlBenchmarks",
             dependencies: [
@@ -57,6 +58,17 @@ let package = Package(
                 .product(name: "ODataTyped", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
                 .product(name: "NorthwindProxies", package: "ODataStores"),
+            ]
+        ),
+        .executableTarget(
+            name: "StorageSpike",
+            dependencies: [
+                "BenchmarkKit", "CSQLCipher",
+                .product(name: "LMDB", package: "ODataStores"),
+                .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "ODataQuery", package: "ODataStores"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

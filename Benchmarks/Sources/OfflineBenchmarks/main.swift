@@ -20,35 +20,6 @@ import OfflineStore
 import Synchronization
 
 let count = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_N"] ?? "") ?? 100_000
-let categories = (0..<20).map { "C\($0)" }
-let regions = ["North", "South", "East", "West"]
-
-struct Item {
-    var id: Int
-    var name: String
-    var category: String
-    var price: Double
-    var quantity: Int
-    var discontinued: Bool
-    var region: String
-    var created: String
-}
-
-func makeItems() -> [Item] {
-    var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
-    func next() -> UInt64 {
-        seed ^= seed << 13
-        seed ^= seed >> 7
-        seed ^= seed << 17
-        return seed
-    }
-    return (1...count).map { id in
-        Item(id: id, name: "Item \(next() % 100_000)", category: categories[Int(next() % 20)],
-             price: Double(next() % 20_000) / 100, quantity: Int(next() % 1_000), discontinued: next() % 5 == 0,
-             region: regions[Int(next() % 4)], created: String(format: "2024-%02d-%02dT10:00:00Z", Int(next() % 12) + 1, Int(next() % 28) + 1))
-    }
-}
-
 let csdl = """
     <?xml version="1.0" encoding="utf-8"?>
     <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
@@ -121,7 +92,7 @@ guard let binary = fixtureBinary() else {
 let work = FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-\(UUID().uuidString)").path
 try FileManager.default.createDirectory(atPath: work + "/data", withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: work) }
-let items = makeItems()
+let items = makeItems(count: count)
 try csdl.write(toFile: work + "/data/Bench.metadata.xml", atomically: true, encoding: .utf8)
 let payload = JSON.serialize(.object(JSONObject([("value", .array(items.map(json)))])))
 try Data(payload).write(to: URL(fileURLWithPath: work + "/data/Items.json"))
