@@ -588,6 +588,8 @@ struct Compiler {
             return { root, extras in t(root, extras).value }
         case .function(let name, let arguments):
             return try function(name, arguments)
+        case .call(let call):
+            throw error("'\(call.name)(…)' is not evaluable offline: it needs the service")
         case .root(let path, let members):
             return { root, extras in
                 guard var current = extras?.navigation?.resource(at: path) else { return .null }

@@ -83,6 +83,19 @@ enum ExpressionPrinter {
         case .root(let path, let members):
             out += "$root/" + path.description
             for member in members { out += "/" + member }
+        case .call(let call):
+            if let base = call.base {
+                try print(base, version: version, into: &out)
+                out += "/"
+            }
+            out += call.name + "("
+            for (index, argument) in call.arguments.enumerated() {
+                if index > 0 { out += call.name.hasPrefix("$") ? ";" : "," }
+                if let name = argument.name { out += name + "=" }
+                try print(argument.value, version: version, into: &out)
+            }
+            out += ")"
+            for member in call.members { out += "/" + member }
         }
     }
 
@@ -125,6 +138,7 @@ enum ExpressionPrinter {
         case .literal(.enumMember): throw refuse("enum literals")
         case .literal(.json): throw refuse("JSON literals")
         case .root: throw refuse("'$root' paths")
+        case .call: throw refuse("bound functions, named parameters or '$filter(…)' segments")
         default: break
         }
     }

@@ -30,6 +30,11 @@ public indirect enum FilterExpression: Sendable, Hashable {
     case lambda(Lambda)
     /// A path from the service root: `$root/Customers('ALFKI')/CompanyName`.
     case root(ResourcePath, [String])
+    /// A function bound to a path or with named parameters (`Products/Model.BestProduct()/Name`,
+    /// `Model.PhoneticallySimilar(Word1=Name,Word2=Supplier/Name)`), or a path segment taking
+    /// arguments (`Addresses/$filter(endswith(Street,'St'))/$count`, `Items/$count($filter=…)`).
+    /// Parsed and printed; compiling one throws "not evaluable offline" (it needs the service).
+    case call(OperationCall)
 
     /// Parses an expression.
     /// - Parameters:
@@ -132,6 +137,50 @@ public struct Lambda: Sendable, Hashable {
         self.kind = kind
         self.variable = variable
         self.predicate = predicate
+    }
+}
+
+/// A call of a function the service defines (bound or with named parameters), or a `$filter(…)` /
+/// `$count(…)` path segment, as written in an expression: `base/name(arguments)/members`.
+public struct OperationCall: Sendable, Hashable {
+    /// One argument: named (`Word=Name`, `$filter=Price gt 5`) or positional (`$filter(Age gt 3)`).
+    public struct Argument: Sendable, Hashable {
+        /// The parameter's name; nil for a positional argument.
+        public var name: String?
+        /// The argument's value.
+        public var value: FilterExpression
+
+        /// Creates an argument.
+        /// - Parameters:
+        ///   - name: the parameter's name, nil for a positional argument.
+        ///   - value: the value.
+        public init(_ name: String?, _ value: FilterExpression) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// What the function is bound to: a ``FilterExpression/member(_:)`` path or another call; nil
+    /// for an unbound function.
+    public var base: FilterExpression?
+    /// The function's (usually namespace-qualified) name, or `$filter` / `$count`.
+    public var name: String
+    /// The arguments, in order.
+    public var arguments: [Argument]
+    /// Member segments after the call (`Name` in `Products/Model.BestProduct()/Name`).
+    public var members: [String]
+
+    /// Creates a call.
+    /// - Parameters:
+    ///   - base: what the function is bound to, nil for an unbound function.
+    ///   - name: the function's name.
+    ///   - arguments: the arguments.
+    ///   - members: member segments after the call.
+    public init(base: FilterExpression?, name: String, arguments: [Argument], members: [String] = []) {
+        self.base = base
+        self.name = name
+        self.arguments = arguments
+        self.members = members
     }
 }
 

@@ -1,0 +1,156 @@
+import ODataCore
+import Testing
+@testable import ODataQuery
+
+/// Scores ODataQuery's parsers against the OASIS OData ABNF test cases (Tests/ODataQueryTests/ABNF).
+///
+/// A positive case agrees when our parser accepts it; a negative case (one with `FailAt`) agrees
+/// when our parser throws its typed `ODataError`. Every case outside ``excluded`` must agree, and
+/// every case in it must still disagree, so the list stays true.
+@Suite struct ABNFConformanceTests {
+    /// How a rule's inputs reach our parsers.
+    enum Harness: Sendable {
+        /// A query string: `QueryOptions.parse` (it percent-decodes).
+        case queryOptions
+        /// An expression: percent-decoded, then `FilterExpression.parse`.
+        case expression
+        /// A lambda operator without its path (`any(…)`): parsed after a `Products/` prefix.
+        case lambda
+        /// A literal in a URL: percent-decoded, then `FilterExpression.parse`, which must give a literal.
+        case urlLiteral
+        /// A literal in its payload form (`…Value` rules): not percent-decoded, must give a literal.
+        case payloadLiteral
+        /// A `$search` expression: percent-decoded, then `SearchExpression.parse`.
+        case search
+        /// `odataRelativeUri` cases with a query part (`path?query`): the query through
+        /// `QueryOptions.parse`; cases without a query are not run (resource paths are not in scope).
+        case relativeURIQuery
+    }
+
+    /// The rules run, and how. Left out: whole URIs and headers (`odataUri`, `context`, `header`,
+    /// `preference`, `prefer`, `request-id`, `…Preference`), resource paths (`resourcePath`,
+    /// `odataRelativeUri` without `?`, `entitySetName`, `functionParameter`, `odataIdentifier`: key-as-segment
+    /// and function-import paths need `$metadata`), and payload-only values with no URL form
+    /// (`primitiveValue`, `enumValue`).
+    static let rules: [String: Harness] = {
+        var rules: [String: Harness] = [:]
+        for rule in [
+            "queryOptions", "systemQueryOption", "customQueryOption", "filter", "orderby", "orderBy", "select",
+            "expand", "search", "compute", "skiptoken", "deltatoken",
+        ] { rules[rule] = .queryOptions }
+        for rule in [
+            "boolCommonExpr", "boolcommonExpr", "commonExpr", "firstMemberExpr", "propertyPathExpr", "isofExpr",
+            "notExpr",
+        ] { rules[rule] = .expression }
+        rules["anyExpr"] = .lambda
+        rules["searchExpr"] = .search
+        rules["odataRelativeUri"] = .relativeURIQuery
+        for rule in [
+            "primitiveLiteral", "binaryLiteral", "boolean", "null", "date", "dateTimeOffsetLiteral",
+            "dateTimeOffsetValueInUrl", "decimalLiteral", "doubleLiteral", "singleLiteral", "durationLiteral",
+            "enumLiteral", "guid", "sbyteLiteral", "int16Literal", "int32Literal", "int64Literal", "stringLiteral",
+            "timeOfDayLiteral",
+            "geographyCollection", "geographyLineString", "geographyMultiLineString", "geographyMultiPoint",
+            "geographyMultiPolygon", "geographyPoint", "geographyPolygon", "geometryCollection", "geometryLineString",
+            "geometryMultiLineString", "geometryMultiPoint", "geometryMultiPolygon", "geometryPoint", "geometryPolygon",
+        ] { rules[rule] = .urlLiteral }
+        for rule in [
+            "booleanValue", "dateValue", "dateTimeOffsetValue", "decimalValue", "doubleValue", "singleValue",
+            "durationValue", "timeOfDayValue", "byteValue", "sbyteValue", "int16Value", "int32Value", "int64Value",
+        ] { rules[rule] = .payloadLiteral }
+        return rules
+    }()
+
+    /// Cases that knowingly disagree, by identifier (the name, `name #n` for repeated names), with why.
+    static let excluded: [String: String] = [:]
+
+    /// Runs one case; true when our parser accepted the input.
+    static func accepts(_ testCase: ABNFTestCase, _ harness: Harness) -> Bool {
+        func decoded(_ text: String) -> String? { try? PercentDecoding.decodeString(text) }
+        do throws(ODataError) {
+            switch harness {
+            case .queryOptions:
+                let options = try QueryOptions.parse(testCase.input)
+                #expect(try QueryOptions.parse(options.queryString) == options, "round trip of \(testCase.input)")
+                return true
+            case .expression, .lambda:
+                guard let text = decoded(testCase.input) else { return false }
+                let expression = try FilterExpression.parse(harness == .lambda ? "Products/" + text : text)
+                #expect(try FilterExpression.parse(expression.description) == expression, "round trip of \(text)")
+                return true
+            case .urlLiteral, .payloadLiteral:
+                guard let text = harness == .urlLiteral ? decoded(testCase.input) : testCase.input else { return false }
+                guard case .literal(let literal) = try FilterExpression.parse(text) else { return false }
+                return ABNFConformanceTests.literal(literal, fits: testCase.rule)
+            case .search:
+                guard let text = decoded(testCase.input) else { return false }
+                _ = try SearchExpression.parse(text)
+                return true
+            case .relativeURIQuery:
+                guard let question = testCase.input.firstIndex(of: "?") else { return true }
+                _ = try QueryOptions.parse(String(testCase.input[testCase.input.index(after: question)...]))
+                return true
+            }
+        } catch {
+            return false
+        }
+    }
+
+    /// Whether a parsed literal has the type a literal rule names (`0` is a number, not a `boolean`).
+    static func literal(_ literal: Literal, fits rule: String) -> Bool {
+        let lower = rule.lowercased()
+        switch literal {
+        case .null: return rule == "null" || rule == "primitiveLiteral"
+        case .bool: return lower.hasPrefix("boolean") || rule == "primitiveLiteral"
+        case .int, .decimal, .double:
+            return ["decimal", "double", "single", "byte", "sbyte", "int16", "int32", "int64", "primitive"]
+                .contains { lower.hasPrefix($0) }
+        case .string: return ["string", "enum", "duration", "primitive"].contains { lower.hasPrefix($0) }
+        case .guid: return lower.hasPrefix("guid") || rule == "primitiveLiteral"
+        case .date: return lower.hasPrefix("date") && !lower.hasPrefix("datetime") || rule == "primitiveLiteral"
+        case .timeOfDay: return lower.hasPrefix("timeofday") || rule == "primitiveLiteral"
+        case .dateTimeOffset: return lower.hasPrefix("datetimeoffset") || rule == "primitiveLiteral"
+        case .duration: return lower.hasPrefix("duration") || rule == "primitiveLiteral"
+        case .binary: return lower.hasPrefix("binary") || rule == "primitiveLiteral"
+        case .enumMember: return lower.hasPrefix("enum") || rule == "primitiveLiteral"
+        case .geo(let kind, _): return lower.hasPrefix(kind) || rule == "primitiveLiteral"
+        case .json: return false
+        }
+    }
+
+    @Test func agreementWithTheOASISTestCases() throws {
+        let cases = try ABNFTestCases.bundled()
+        let identifiers = ABNFTestCases.identifiers(cases)
+        var perRule: [String: (agree: Int, total: Int)] = [:]
+        var unexpected: [String] = []
+        var stale: [String] = []
+        var run: Set<String> = []
+        for (testCase, identifier) in zip(cases, identifiers) {
+            guard let harness = ABNFConformanceTests.rules[testCase.rule] else { continue }
+            if harness == .relativeURIQuery && !testCase.input.contains("?") { continue }
+            run.insert(identifier)
+            let agrees = ABNFConformanceTests.accepts(testCase, harness) != testCase.isNegative
+            perRule[testCase.rule, default: (0, 0)].total += 1
+            if agrees { perRule[testCase.rule, default: (0, 0)].agree += 1 }
+            let isExcluded = ABNFConformanceTests.excluded[identifier] != nil
+            if agrees && isExcluded { stale.append(identifier) }
+            if !agrees && !isExcluded {
+                unexpected.append(
+                    "\"\(identifier)\": [\(testCase.rule)] \(testCase.input) — expected \(testCase.isNegative ? "an error" : "a parse")")
+            }
+        }
+        let agree = perRule.values.reduce(0) { $0 + $1.agree }
+        let total = perRule.values.reduce(0) { $0 + $1.total }
+        var report = "ABNF conformance: \(agree)/\(total) agree\n"
+        for rule in perRule.keys.sorted() {
+            let (a, t) = perRule[rule]!
+            report += "  \(rule): \(a)/\(t)\n"
+        }
+        print(report + unexpected.map { "  disagrees: " + $0 + "\n" }.joined(), terminator: "")
+        #expect(unexpected.isEmpty, "disagreeing cases not in the exclusion list:\n\(unexpected.joined(separator: "\n"))")
+        #expect(stale.isEmpty, "excluded cases that now agree (remove them from the list): \(stale)")
+        let unknown = ABNFConformanceTests.excluded.keys.filter { !run.contains($0) }
+        #expect(unknown.isEmpty, "excluded cases that are not run: \(unknown)")
+        #expect(Double(agree) >= 0.98 * Double(total), "agreement \(agree)/\(total) is below 98%")
+    }
+}
