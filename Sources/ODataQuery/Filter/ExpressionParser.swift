@@ -229,6 +229,7 @@ struct ExpressionParser {
             // list. When it is no list of expressions either, the JSON error is the one reported.
             let jsonError = lexer.jsonError
             do throws(ODataError) {
+                lexer.arrayDepth += 1
                 try advance()
                 var items: [FilterExpression] = []
                 var height = 0
@@ -242,6 +243,7 @@ struct ExpressionParser {
                 guard token.kind == .closeBracket else {
                     throw error("expected ']' to close '[' at \(start.start), found \(describe(token))", at: token.start)
                 }
+                lexer.arrayDepth -= 1
                 try advance()
                 return (.list(items), height + 1)
             } catch {

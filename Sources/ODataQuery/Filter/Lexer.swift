@@ -29,6 +29,8 @@ struct Lexer {
     var position = 0
     /// Why the last `[` was not JSON (reported when it is no array of expressions either).
     var jsonError: ODataError?
+    /// Inside an array of expressions, where JSON strings (`"Miller"`) are string literals.
+    var arrayDepth = 0
 
     init(_ text: String) {
         bytes = Array(text.utf8)
@@ -88,6 +90,16 @@ struct Lexer {
             position = start + 1
             return token(.openBracket)
         case UInt8(ascii: "]"): position += 1; return token(.closeBracket)
+        case UInt8(ascii: "\"") where arrayDepth > 0:
+            var end = position + 1
+            while end < bytes.count && bytes[end] != UInt8(ascii: "\"") {
+                end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1
+            }
+            guard end < bytes.count, case .string(let string)? = try? JSON.parse(bytes[position...end]) else {
+                throw error("malformed JSON string", at: position)
+            }
+            position = end + 1
+            return token(.literal(.string(string)))
         case UInt8(ascii: "{"):
             return token(.literal(.json(try scanJSON())))
         case UInt8(ascii: "@"):
@@ -426,7 +438,8 @@ struct Lexer {
             guard !members.isEmpty, members.allSatisfy({ member in
                 guard let first = member.utf8.first else { return false }
                 return (Lexer.isIdentifierStart(first) && first != 36 && member.utf8.allSatisfy(Lexer.isIdentifierPart))
-                    || member.utf8.allSatisfy(Lexer.isDigit) || (first == 45 && member.utf8.dropFirst().allSatisfy(Lexer.isDigit) && member.count > 1)
+                    || member.utf8.allSatisfy(Lexer.isDigit)
+                    || ((first == 45 || first == 43) && member.utf8.dropFirst().allSatisfy(Lexer.isDigit) && member.count > 1)
             }) else {
                 throw error("invalid enum value '\(body)'", at: quoteAt + 1)
             }
