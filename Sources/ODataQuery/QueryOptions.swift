@@ -84,12 +84,18 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
         for part in query.split(separator: "&", omittingEmptySubsequences: true) {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try decode(String(pieces[0]), option: String(pieces[0]))
+            var rawValue = pieces.count > 1 ? String(pieces[1]) : ""
+            if ["$expand", "$select"].contains(name.lowercased()) {
+                // A percent-encoded `;` is data, not a nested-option separator: keep it apart until
+                // the nested options are split.
+                rawValue = rawValue.replacing("%3B", with: OptionSyntax.encodedSemicolon).replacing("%3b", with: OptionSyntax.encodedSemicolon)
+            }
             if pieces.count > 1, name.lowercased() == "$search", let semicolon = pieces[1].utf8.firstIndex(of: UInt8(ascii: ";")) {
                 // `;` separates nested options; in $search it must be percent-encoded.
                 let offset = pieces[1].utf8.distance(from: pieces[1].utf8.startIndex, to: semicolon)
                 throw ODataError(.invalidQueryOption, "in $search: unencoded ';'", offset: offset)
             }
-            let value = pieces.count > 1 ? try decode(String(pieces[1]), option: name) : ""
+            let value = pieces.count > 1 ? try decode(rawValue, option: name) : ""
             pairs.append((name, value))
         }
         return try build(pairs, nested: false, baseOffsets: nil)
@@ -129,7 +135,8 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
                 continue
             }
             let name = pair.name.lowercased()
-            guard seen.insert(name).inserted else {
+            // `$format` may be repeated (the ABNF allows it); the last value counts.
+            guard seen.insert(name).inserted || name == "$format" else {
                 throw ODataError(.invalidQueryOption, "\(name) given more than once", offset: nameOffset)
             }
             let value = pair.value
@@ -207,7 +214,11 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
 
     /// The options as a percent-encoded URL query string, without the leading `?`.
     public var queryString: String {
-        pairs(nested: false).map { QueryOptions.encode($0.name) + "=" + QueryOptions.encode($0.value) }
+        pairs(nested: false).map { pair in
+            // `;` separates nested options in $expand/$select; elsewhere it is data and is encoded.
+            let keepsSemicolons = pair.name == "$expand" || pair.name == "$select"
+            return QueryOptions.encode(pair.name) + "=" + QueryOptions.encode(pair.value, keepingSemicolons: keepsSemicolons)
+        }
             .joined(separator: "&")
     }
 
@@ -235,8 +246,9 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
         return result
     }
 
-    /// Percent-encodes everything but RFC 3986 unreserved characters and a few safe sub-delimiters.
-    static func encode(_ text: String) -> String {
+    /// Percent-encodes everything but RFC 3986 unreserved characters and a few safe sub-delimiters
+    /// (`;` stays when `keepingSemicolons`: in $expand/$select it separates nested options).
+    static func encode(_ text: String, keepingSemicolons: Bool = false) -> String {
         var out: [UInt8] = []
         let hex = Array("0123456789ABCDEF".utf8)
         for b in text.utf8 {
@@ -245,6 +257,8 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"),
                 UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: ","), UInt8(ascii: "'"), UInt8(ascii: "/"),
                 UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "*"):
+                out.append(b)
+            case UInt8(ascii: ";") where keepingSemicolons:
                 out.append(b)
             default:
                 out.append(UInt8(ascii: "%"))
@@ -259,6 +273,9 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
 /// The shared item syntax of `$select` and `$expand`: comma-separated paths with optional
 /// `/$ref` or `/$count` and `(nested;options)`.
 enum OptionSyntax {
+    /// Stands for a percent-encoded `;` in a `$expand`/`$select` value until its nested options are split.
+    static let encodedSemicolon = "\u{E03B}"
+
     struct ParsedItem {
         var path: [String]
         var isRef = false
@@ -271,14 +288,17 @@ enum OptionSyntax {
         var pieces: [(ArraySlice<UInt8>, Int)] = []
         var depth = 0
         var inString = false
+        var quote: UInt8 = 0
         var start = bytes.startIndex
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let b = bytes[index]
             if inString {
-                if b == UInt8(ascii: "'") { inString = false }
-            } else if b == UInt8(ascii: "'") {
+                // `'…'` strings, and `"…"` JSON strings and $search phrases (with `\` escapes).
+                if b == quote { inString = false } else if quote == UInt8(ascii: "\""), b == UInt8(ascii: "\\") { index += 1 }
+            } else if b == UInt8(ascii: "'") || b == UInt8(ascii: "\"") {
                 inString = true
+                quote = b
             } else if b == UInt8(ascii: "(") {
                 depth += 1
                 if depth > ExpressionParser.maximumDepth {
@@ -390,7 +410,7 @@ enum OptionSyntax {
                         throw fail("expected '=' in nested option", optionOffset)
                     }
                     pairs.append((String(decoding: option[option.startIndex..<eq], as: UTF8.self),
-                        String(decoding: option[(eq + 1)...], as: UTF8.self)))
+                        String(decoding: option[(eq + 1)...], as: UTF8.self).replacing(encodedSemicolon, with: ";")))
                     offsets.append(eq + 1)
                 }
                 do throws(ODataError) {

@@ -202,6 +202,17 @@ struct SearchParser {
         }
         if b == UInt8(ascii: ")") { throw error("expected a search term", index) }
         guard let word = peekWord() else { throw error("expected a search term", index) }
+        if word == "AND" || word == "OR" {
+            // A keyword with no operand before it is a word, unless a plain term follows it (`OR x`).
+            let start = index
+            consumeWord()
+            skipSpaces()
+            let next = peekWord()
+            if index < bytes.count, bytes[index] != UInt8(ascii: ")"), next == nil || !["AND", "OR", "NOT"].contains(next!) {
+                throw error("expected a search term before '\(word)'", start)
+            }
+            return .term(word)
+        }
         consumeWord()
         return .term(word)
     }

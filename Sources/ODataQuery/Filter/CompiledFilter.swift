@@ -471,6 +471,9 @@ struct Compiler {
     }
 
     mutating func compileLambda(_ lambda: Lambda) throws(ODataError) -> Test {
+        if let base = lambda.base, case .call(let call) = base {
+            throw error("'\(call.name)(…)' is not evaluable offline: it needs the service")
+        }
         let collection = try fetchPath(lambda.path)
         guard let variable = lambda.variable, let predicate = lambda.predicate else {
             return { root, extras in

@@ -327,10 +327,10 @@ struct ExpressionParser {
             let segmentToken = token
             try advance()
             if (segment == "any" || segment == "all") && token.kind == .openParen && !token.spaceBefore {
-                guard base == nil else {
-                    throw error("a lambda after a function call is not supported", at: segmentToken.start)
-                }
-                return try parseLambda(path: path, kind: segment == "any" ? .any : .all, at: segmentToken, depth: depth)
+                let (lambda, lambdaHeight) = try parseLambda(path: path, kind: segment == "any" ? .any : .all, at: segmentToken, depth: depth)
+                guard let base, case .lambda(var withBase) = lambda else { return (lambda, lambdaHeight) }
+                withBase.base = base
+                return (.lambda(withBase), lambdaHeight + height)
             }
             guard path.count < ExpressionParser.maximumDepth else {
                 throw error("path longer than \(ExpressionParser.maximumDepth) segments", at: segmentToken.start)
@@ -343,7 +343,12 @@ struct ExpressionParser {
                 if segment != "$filter" && arguments.contains(where: { $0.name == nil }) || segment == "$filter" && arguments.count != 1 {
                     throw error("unexpected '(' after '\(segment)'", at: open.start)
                 }
-                base = .call(OperationCall(base: combine(base, path), name: segment, arguments: arguments))
+                var call = OperationCall(base: combine(base, path), name: segment, arguments: arguments)
+                if token.kind == .openParen && !token.spaceBefore {
+                    // A key predicate after the call (`$filter(…)(ID='Sugar')`): up to the matching ')'.
+                    call.key = try parseKeyPredicate()
+                }
+                base = .call(call)
                 height += argumentsHeight + 1
                 path = []
                 continue
@@ -351,6 +356,33 @@ struct ExpressionParser {
             path.append(segment)
         }
         return (combine(base, path)!, height)
+    }
+
+    /// A key predicate; the token is on `(`. Reads the raw text up to the matching `)` outside quotes.
+    mutating func parseKeyPredicate() throws(ODataError) -> KeyPredicate {
+        let bytes = lexer.bytes
+        let open = token.start
+        var index = token.end
+        var inString = false
+        while index < bytes.count {
+            let b = bytes[index]
+            if b == UInt8(ascii: "'") {
+                inString.toggle()
+            } else if b == UInt8(ascii: ")") && !inString {
+                break
+            }
+            index += 1
+        }
+        guard index < bytes.count else { throw error("expected ')' to close '(' at \(open)", at: index) }
+        let key: KeyPredicate
+        do {
+            key = try KeyPredicate.parse(lexer.text((open + 1)..<index))
+        } catch {
+            throw self.error("invalid key predicate: \(error.message)", at: open + 1 + (error.offset ?? 0))
+        }
+        lexer.position = index + 1
+        try advance()
+        return key
     }
 
     /// `name(…)` after `(`: arguments, positional or named (`Word=Name`); the token is on `(`.

@@ -74,7 +74,11 @@ enum ExpressionPrinter {
         case .typeName(let name):
             out += name
         case .lambda(let lambda):
-            out += lambda.path.joined(separator: "/") + "/" + lambda.kind.rawValue + "("
+            if let base = lambda.base {
+                try print(base, version: version, into: &out)
+                out += "/"
+            }
+            out += lambda.path.map { $0 + "/" }.joined() + lambda.kind.rawValue + "("
             if let variable = lambda.variable, let predicate = lambda.predicate {
                 out += variable + ":"
                 try print(predicate, version: version, into: &out)
@@ -95,6 +99,7 @@ enum ExpressionPrinter {
                 try print(argument.value, version: version, into: &out)
             }
             out += ")"
+            if let key = call.key { out += key.description }
             for member in call.members { out += "/" + member }
         }
     }

@@ -125,6 +125,9 @@ public struct Lambda: Sendable, Hashable {
     public var variable: String?
     /// The predicate over the range variable; nil for `any()`.
     public var predicate: FilterExpression?
+    /// A function call the path starts from (`Products/Model.BestProduct()/EmailAddresses/any()`); nil
+    /// when the path starts at the entity or a range variable. Such a lambda is not evaluable offline.
+    public var base: FilterExpression?
 
     /// Creates a lambda.
     /// - Parameters:
@@ -132,11 +135,13 @@ public struct Lambda: Sendable, Hashable {
     ///   - kind: `any` or `all`.
     ///   - variable: the range variable, nil for `any()`.
     ///   - predicate: the predicate, nil for `any()`.
-    public init(path: [String], kind: Kind, variable: String?, predicate: FilterExpression?) {
+    ///   - base: a function call the path starts from, nil for a path from the entity or a variable.
+    public init(path: [String], kind: Kind, variable: String?, predicate: FilterExpression?, base: FilterExpression? = nil) {
         self.path = path
         self.kind = kind
         self.variable = variable
         self.predicate = predicate
+        self.base = base
     }
 }
 
@@ -167,6 +172,8 @@ public struct OperationCall: Sendable, Hashable {
     public var name: String
     /// The arguments, in order.
     public var arguments: [Argument]
+    /// A key predicate right after the call (`Products/$filter(Age gt 3)(ID='Sugar')`), if any.
+    public var key: KeyPredicate?
     /// Member segments after the call (`Name` in `Products/Model.BestProduct()/Name`).
     public var members: [String]
 
@@ -175,11 +182,13 @@ public struct OperationCall: Sendable, Hashable {
     ///   - base: what the function is bound to, nil for an unbound function.
     ///   - name: the function's name.
     ///   - arguments: the arguments.
+    ///   - key: a key predicate right after the call, if any.
     ///   - members: member segments after the call.
-    public init(base: FilterExpression?, name: String, arguments: [Argument], members: [String] = []) {
+    public init(base: FilterExpression?, name: String, arguments: [Argument], key: KeyPredicate? = nil, members: [String] = []) {
         self.base = base
         self.name = name
         self.arguments = arguments
+        self.key = key
         self.members = members
     }
 }
