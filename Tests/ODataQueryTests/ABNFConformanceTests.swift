@@ -149,6 +149,44 @@ import Testing
         }
     }
 
+    /// Function calls the service defines parse into the tree, print back, and are a typed error
+    /// (never a parse error) when compiled for offline evaluation.
+    @Test(arguments: [
+        "Products/Model.BestProduct()/Name eq 'x'",
+        "Model.PhoneticallySimilar(Word1=Name,Word2=Supplier/Name)",
+        "Products/Model.BestProduct()/EmailAddresses/any()",
+        "Addresses/$filter(endswith(Street,'St'))/$count lt 10",
+        "Products/$count($filter=Price gt 5.00) gt 2",
+    ])
+    func serviceFunctionsParseButAreNotEvaluableOffline(_ text: String) throws {
+        let tree = try FilterExpression.parse(text)
+        #expect(try FilterExpression.parse(tree.description) == tree)
+        do {
+            _ = try CompiledFilter(parsing: text)
+            Issue.record("compiled \(text)")
+        } catch {
+            #expect(error.message.contains("not evaluable offline"))
+        }
+    }
+
+    @Test func grammarAdditionsParseToTheExpectedTrees() throws {
+        #expect(try FilterExpression.parse("Name EQ 'Milk' AND Price LT 2.55")
+            == .binary(.and, .binary(.eq, .member(["Name"]), .literal(.string("Milk"))),
+                       .binary(.lt, .member(["Price"]), .literal(.decimal("2.55")))))
+        #expect(try FilterExpression.parse(#"FirstName in ["Miller",'Smith']"#)
+            == .binary(.in, .member(["FirstName"]), .list([.literal(.string("Miller")), .literal(.string("Smith"))])))
+        #expect(try FilterExpression.parse("Price/@Measures.Currency#Reporting eq 'EUR'")
+            == .binary(.eq, .member(["Price", "@Measures.Currency#Reporting"]), .literal(.string("EUR"))))
+        #expect(try FilterExpression.parse("isof(Customer)") == .function("isof", [.typeName("Customer")]))
+        #expect(try FilterExpression.parse("A eq +42") == .binary(.eq, .member(["A"]), .literal(.int(42))))
+        #expect(try FilterExpression.parse("@a/Street", aliases: ["a": "$this"]) == .member(["$this", "Street"]))
+        #expect(try SearchExpression.parse("AND OR NOT") == .or(.term("AND"), .term("NOT")))
+        #expect(throws: ODataError.self) { try FilterExpression.parse("Model.Available") }
+        #expect(throws: ODataError.self) { try FilterExpression.parse("any()") }
+        #expect(throws: ODataError.self) { try QueryOptions.parse("$filter= true") }
+        #expect(throws: ODataError.self) { try QueryOptions.parse("$expand=Customer/$ref($levels=4)") }
+    }
+
     @Test func agreementWithTheOASISTestCases() throws {
         let cases = try ABNFTestCases.bundled()
         let identifiers = ABNFTestCases.identifiers(cases)
