@@ -145,7 +145,12 @@ let package = Package(
             name: "TechnicalCacheTests",
             dependencies: ["TechnicalCache", "LMDB", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "ODataQueryTests", dependencies: ["ODataQuery"]),
+        // The OASIS OData ABNF test cases (unchanged copy, with their licence) drive ABNFConformanceTests.
+        .testTarget(
+            name: "ODataQueryTests",
+            dependencies: ["ODataQuery"],
+            resources: [.copy("ABNF/odata-abnf-testcases.yaml"), .copy("ABNF/LICENSE.md")]
+        ),
         .testTarget(
             name: "ODataSessionTests",
             dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache",

@@ -49,9 +49,12 @@ public struct OrderBy: Sendable, Hashable, CustomStringConvertible {
             }
             let (expression, _) = try parser.parseExpression(minimum: 0, depth: 0)
             var descending = false
-            if case .identifier(let word) = parser.token.kind, word == "asc" || word == "desc" {
+            // `asc` / `desc`, any case (OData 4.01).
+            if case .identifier(let text) = parser.token.kind, text.utf8.count <= 4,
+                case let word = text.lowercased(), word == "asc" || word == "desc"
+            {
                 guard parser.token.spaceBefore else {
-                    throw parser.error("expected whitespace before '\(word)'", at: parser.token.start)
+                    throw parser.error("expected whitespace before '\(text)'", at: parser.token.start)
                 }
                 descending = word == "desc"
                 try parser.advance()

@@ -76,11 +76,26 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
     public static func parse(_ rawQuery: String) throws(ODataError) -> QueryOptions {
         var query = Substring(rawQuery)
         if query.hasPrefix("?") { query = query.dropFirst() }
+        if let hash = query.utf8.firstIndex(of: UInt8(ascii: "#")) {
+            let offset = query.utf8.distance(from: query.utf8.startIndex, to: hash)
+            throw ODataError(.invalidQueryOption, "unencoded '#' in the query (it starts the fragment)", offset: offset)
+        }
         var pairs: [(name: String, value: String)] = []
         for part in query.split(separator: "&", omittingEmptySubsequences: true) {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try decode(String(pieces[0]), option: String(pieces[0]))
-            let value = pieces.count > 1 ? try decode(String(pieces[1]), option: name) : ""
+            var rawValue = pieces.count > 1 ? String(pieces[1]) : ""
+            if ["$expand", "$select"].contains(name.lowercased()) {
+                // A percent-encoded `;` is data, not a nested-option separator: keep it apart until
+                // the nested options are split.
+                rawValue = rawValue.replacing("%3B", with: OptionSyntax.encodedSemicolon).replacing("%3b", with: OptionSyntax.encodedSemicolon)
+            }
+            if pieces.count > 1, name.lowercased() == "$search", let semicolon = pieces[1].utf8.firstIndex(of: UInt8(ascii: ";")) {
+                // `;` separates nested options; in $search it must be percent-encoded.
+                let offset = pieces[1].utf8.distance(from: pieces[1].utf8.startIndex, to: semicolon)
+                throw ODataError(.invalidQueryOption, "in $search: unencoded ';'", offset: offset)
+            }
+            let value = pieces.count > 1 ? try decode(rawValue, option: name) : ""
             pairs.append((name, value))
         }
         return try build(pairs, nested: false, baseOffsets: nil)
@@ -120,11 +135,15 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
                 continue
             }
             let name = pair.name.lowercased()
-            guard seen.insert(name).inserted else {
+            // `$format` may be repeated (the ABNF allows it); the last value counts.
+            guard seen.insert(name).inserted || name == "$format" else {
                 throw ODataError(.invalidQueryOption, "\(name) given more than once", offset: nameOffset)
             }
             let value = pair.value
             do throws(ODataError) {
+                if let first = value.utf8.first, Lexer.isSpace(first) {
+                    throw ODataError(.invalidQueryOption, "unexpected whitespace after '='", offset: 0)
+                }
                 switch name {
                 case "$filter":
                     options.filter = try FilterExpression.parse(value, aliases: options.aliases)
@@ -149,6 +168,8 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
                 case "$levels":
                     if value == "max" {
                         options.levels = .max
+                    } else if value.count > 1 && value.hasPrefix("0") {
+                        throw ODataError(.invalidQueryOption, "expected a number without leading zeros or max", offset: 0)
                     } else {
                         options.levels = .count(try nonNegative(value, name))
                     }
@@ -158,6 +179,12 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
                 case "$deltatoken":
                     guard !nested else { throw ODataError(.invalidQueryOption, "not allowed here", offset: 0) }
                     options.deltaToken = value
+                case "$index":
+                    let digits = value.hasPrefix("-") ? value.dropFirst() : Substring(value)
+                    guard !digits.isEmpty, digits.utf8.allSatisfy(Lexer.isDigit) else {
+                        throw ODataError(.invalidQueryOption, "expected an integer, found '\(value)'", offset: 0)
+                    }
+                    options.otherSystemOptions[name] = value
                 default:
                     guard uninterpreted.contains(name) else {
                         throw ODataError(.invalidQueryOption, "in \(name): unknown system query option", offset: nameOffset)
@@ -187,7 +214,11 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
 
     /// The options as a percent-encoded URL query string, without the leading `?`.
     public var queryString: String {
-        pairs(nested: false).map { QueryOptions.encode($0.name) + "=" + QueryOptions.encode($0.value) }
+        pairs(nested: false).map { pair in
+            // `;` separates nested options in $expand/$select; elsewhere it is data and is encoded.
+            let keepsSemicolons = pair.name == "$expand" || pair.name == "$select"
+            return QueryOptions.encode(pair.name) + "=" + QueryOptions.encode(pair.value, keepingSemicolons: keepsSemicolons)
+        }
             .joined(separator: "&")
     }
 
@@ -215,8 +246,9 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
         return result
     }
 
-    /// Percent-encodes everything but RFC 3986 unreserved characters and a few safe sub-delimiters.
-    static func encode(_ text: String) -> String {
+    /// Percent-encodes everything but RFC 3986 unreserved characters and a few safe sub-delimiters
+    /// (`;` stays when `keepingSemicolons`: in $expand/$select it separates nested options).
+    static func encode(_ text: String, keepingSemicolons: Bool = false) -> String {
         var out: [UInt8] = []
         let hex = Array("0123456789ABCDEF".utf8)
         for b in text.utf8 {
@@ -225,6 +257,8 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"),
                 UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: ","), UInt8(ascii: "'"), UInt8(ascii: "/"),
                 UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "*"):
+                out.append(b)
+            case UInt8(ascii: ";") where keepingSemicolons:
                 out.append(b)
             default:
                 out.append(UInt8(ascii: "%"))
@@ -239,6 +273,9 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
 /// The shared item syntax of `$select` and `$expand`: comma-separated paths with optional
 /// `/$ref` or `/$count` and `(nested;options)`.
 enum OptionSyntax {
+    /// Stands for a percent-encoded `;` in a `$expand`/`$select` value until its nested options are split.
+    static let encodedSemicolon = "\u{E03B}"
+
     struct ParsedItem {
         var path: [String]
         var isRef = false
@@ -251,14 +288,17 @@ enum OptionSyntax {
         var pieces: [(ArraySlice<UInt8>, Int)] = []
         var depth = 0
         var inString = false
+        var quote: UInt8 = 0
         var start = bytes.startIndex
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let b = bytes[index]
             if inString {
-                if b == UInt8(ascii: "'") { inString = false }
-            } else if b == UInt8(ascii: "'") {
+                // `'…'` strings, and `"…"` JSON strings and $search phrases (with `\` escapes).
+                if b == quote { inString = false } else if quote == UInt8(ascii: "\""), b == UInt8(ascii: "\\") { index += 1 }
+            } else if b == UInt8(ascii: "'") || b == UInt8(ascii: "\"") {
                 inString = true
+                quote = b
             } else if b == UInt8(ascii: "(") {
                 depth += 1
                 if depth > ExpressionParser.maximumDepth {
@@ -279,6 +319,16 @@ enum OptionSyntax {
         if depth > 0 { throw ODataError(.invalidQueryOption, "in \(option): expected ')'", offset: base + bytes.endIndex) }
         pieces.append((bytes[start..<bytes.endIndex], base + start))
         return pieces
+    }
+
+    /// `Qualified.Term` or `Qualified.Term#Qualifier` (after the `@`).
+    static func isAnnotation(_ text: Substring) -> Bool {
+        let parts = text.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
+        func isName(_ s: Substring) -> Bool {
+            guard let first = s.utf8.first, Lexer.isIdentifierStart(first), first != 36 else { return false }
+            return s.utf8.allSatisfy { Lexer.isIdentifierPart($0) || $0 == UInt8(ascii: ".") }
+        }
+        return parts.allSatisfy(isName) && parts[0].contains(".")
     }
 
     static func items(_ text: String, base: Int, option: String, allowsRef: Bool) throws(ODataError) -> [ParsedItem] {
@@ -304,6 +354,15 @@ enum OptionSyntax {
             guard slice.last == UInt8(ascii: ")") else { throw fail("expected ',' or the end after ')'", slice.endIndex) }
             pathEnd = open
             nested = slice[(open + 1)..<(slice.endIndex - 1)]
+            // `$select=Model.F(Location,Kind)`: a function's parameter names pick an overload; they stay
+            // part of the last segment.
+            if !allowsRef, let inner = nested, !inner.isEmpty,
+                inner.allSatisfy({ Lexer.isIdentifierPart($0) || $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: ".") }),
+                inner.first.map(Lexer.isIdentifierStart) == true
+            {
+                pathEnd = slice.endIndex
+                nested = nil
+            }
         }
         let pathText = String(decoding: slice[slice.startIndex..<pathEnd], as: UTF8.self)
         var segments = pathText.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
@@ -323,6 +382,15 @@ enum OptionSyntax {
                 valid = n == segments.count - 1
             } else if segment.hasSuffix(".*") {
                 valid = segment.count > 2 && !allowsRef
+            } else if segment == "$value" {
+                valid = allowsRef && segments.count == 1  // `$expand=$value` expands a media stream
+            } else if segment.hasPrefix("@") {
+                valid = isAnnotation(segment.dropFirst())
+            } else if let open = segment.utf8.firstIndex(of: UInt8(ascii: "(")), n == segments.count - 1, segment.hasSuffix(")") {
+                // A function with its parameter names (`MostPopularName(Location,Kind)`).
+                let name = segment.utf8[..<open]
+                valid = name.first.map(Lexer.isIdentifierStart) == true
+                    && name.allSatisfy { Lexer.isIdentifierPart($0) || $0 == UInt8(ascii: ".") }
             } else {
                 valid = !segment.isEmpty && Lexer.isIdentifierStart(segment.utf8.first!) && segment.utf8.first != 36
                     && segment.utf8.allSatisfy { Lexer.isIdentifierPart($0) || $0 == UInt8(ascii: ".") }
@@ -342,11 +410,21 @@ enum OptionSyntax {
                         throw fail("expected '=' in nested option", optionOffset)
                     }
                     pairs.append((String(decoding: option[option.startIndex..<eq], as: UTF8.self),
-                        String(decoding: option[(eq + 1)...], as: UTF8.self)))
+                        String(decoding: option[(eq + 1)...], as: UTF8.self).replacing(encodedSemicolon, with: ";")))
                     offsets.append(eq + 1)
                 }
-                do {
-                    parsed.options = try QueryOptions.build(pairs, nested: true, baseOffsets: offsets)
+                do throws(ODataError) {
+                    let options = try QueryOptions.build(pairs, nested: true, baseOffsets: offsets)
+                    // `/$count(…)` takes $filter and $search; `/$ref(…)` adds $orderby, $skip, $top, $count.
+                    let restricted: [String] = parsed.isCount
+                        ? ["$count", "$orderby", "$skip", "$top", "$select", "$expand", "$levels"]
+                        : parsed.isRef ? ["$select", "$expand", "$levels"] : []
+                    for (index, pair) in pairs.enumerated() where restricted.contains(pair.name.lowercased()) {
+                        throw ODataError(
+                            .invalidQueryOption, "\(pair.name) is not allowed after /\(parsed.isCount ? "$count" : "$ref")",
+                            offset: offsets[index] - pair.name.utf8.count - 1)
+                    }
+                    parsed.options = options
                 } catch {
                     // Nested errors name the nested option; offsets are already in this value.
                     throw ODataError(.invalidQueryOption, "in \(option): \(error.message)", offset: error.offset)

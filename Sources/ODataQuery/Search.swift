@@ -41,7 +41,14 @@ public indirect enum SearchExpression: Sendable, Hashable, CustomStringConvertib
     /// - Returns: the search expression.
     /// - Throws: ``ODataError`` `.invalidQueryOption` with the offset of what was wrong.
     public static func parse(_ text: String) throws(ODataError) -> SearchExpression {
-        var parser = SearchParser(bytes: Array(text.utf8))
+        let bytes = Array(text.utf8)
+        // 4.01's incomplete expression: a whole value in single quotes is one phrase (`'"blue'`).
+        if bytes.count >= 2, bytes.first == UInt8(ascii: "'"), bytes.last == UInt8(ascii: "'") {
+            let inner = String(decoding: bytes[1..<(bytes.count - 1)], as: UTF8.self).replacing("''", with: "'")
+            guard !inner.isEmpty else { throw ODataError(.invalidQueryOption, "empty search phrase", offset: 0) }
+            return .phrase(inner)
+        }
+        var parser = SearchParser(bytes: bytes)
         let result = try parser.parseOr(depth: 0)
         parser.skipSpaces()
         guard parser.index == parser.bytes.count else {
@@ -113,10 +120,21 @@ struct SearchParser {
     }
 
     /// Terms joined in one chain count as nesting too: the tree grows one level per operator.
+    /// Whether the next word is the operator `word`: `AND`, `OR` and `NOT` are words when no
+    /// operand follows them (`$search=AND`, `NOT NOT`, `AND OR NOT`).
+    func isOperator(_ word: String) -> Bool {
+        guard peekWord() == word else { return false }
+        var i = index
+        while i < bytes.count && Lexer.isSpace(bytes[i]) { i += 1 }
+        i += word.utf8.count
+        while i < bytes.count && Lexer.isSpace(bytes[i]) { i += 1 }
+        return i < bytes.count && bytes[i] != UInt8(ascii: ")")
+    }
+
     mutating func parseOr(depth: Int) throws(ODataError) -> SearchExpression {
         var lhs = try parseAnd(depth: depth)
         var level = depth
-        while peekWord() == "OR" {
+        while isOperator("OR") {
             consumeWord()
             level += 1
             lhs = .or(lhs, try parseAnd(depth: level))
@@ -129,8 +147,8 @@ struct SearchParser {
         var level = depth
         while true {
             skipSpaces()
-            guard index < bytes.count, bytes[index] != UInt8(ascii: ")"), peekWord() != "OR" else { return lhs }
-            if peekWord() == "AND" { consumeWord() }
+            guard index < bytes.count, bytes[index] != UInt8(ascii: ")"), !isOperator("OR") else { return lhs }
+            if isOperator("AND") { consumeWord() }
             level += 1
             lhs = .and(lhs, try parseUnary(depth: level))
         }
@@ -141,7 +159,7 @@ struct SearchParser {
             throw error("$search nested deeper than \(ExpressionParser.maximumDepth) levels", index)
         }
         skipSpaces()
-        if peekWord() == "NOT" {
+        if isOperator("NOT") {
             consumeWord()
             return .not(try parseUnary(depth: depth + 1))
         }
@@ -172,6 +190,9 @@ struct SearchParser {
                 if c == UInt8(ascii: "\"") {
                     index += 1
                     guard !phrase.isEmpty else { throw error("empty search phrase", start) }
+                    if index < bytes.count, !Lexer.isSpace(bytes[index]), bytes[index] != UInt8(ascii: ")") {
+                        throw error("expected whitespace after a search phrase", index)
+                    }
                     return .phrase(String(decoding: phrase, as: UTF8.self))
                 }
                 phrase.append(c)
@@ -180,9 +201,18 @@ struct SearchParser {
             throw error("unterminated search phrase", start)
         }
         if b == UInt8(ascii: ")") { throw error("expected a search term", index) }
-        let start = index
         guard let word = peekWord() else { throw error("expected a search term", index) }
-        if word == "AND" || word == "OR" { throw error("expected a search term before '\(word)'", start) }
+        if word == "AND" || word == "OR" {
+            // A keyword with no operand before it is a word, unless a plain term follows it (`OR x`).
+            let start = index
+            consumeWord()
+            skipSpaces()
+            let next = peekWord()
+            if index < bytes.count, bytes[index] != UInt8(ascii: ")"), next == nil || !["AND", "OR", "NOT"].contains(next!) {
+                throw error("expected a search term before '\(word)'", start)
+            }
+            return .term(word)
+        }
         consumeWord()
         return .term(word)
     }

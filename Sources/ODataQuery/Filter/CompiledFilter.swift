@@ -471,6 +471,9 @@ struct Compiler {
     }
 
     mutating func compileLambda(_ lambda: Lambda) throws(ODataError) -> Test {
+        if let base = lambda.base, case .call(let call) = base {
+            throw error("'\(call.name)(…)' is not evaluable offline: it needs the service")
+        }
         let collection = try fetchPath(lambda.path)
         guard let variable = lambda.variable, let predicate = lambda.predicate else {
             return { root, extras in
@@ -588,6 +591,8 @@ struct Compiler {
             return { root, extras in t(root, extras).value }
         case .function(let name, let arguments):
             return try function(name, arguments)
+        case .call(let call):
+            throw error("'\(call.name)(…)' is not evaluable offline: it needs the service")
         case .root(let path, let members):
             return { root, extras in
                 guard var current = extras?.navigation?.resource(at: path) else { return .null }

@@ -61,9 +61,17 @@ struct ExpressionParser {
         }
     }
 
+    /// The binary operator a token names; operator keywords are case-insensitive in OData 4.01.
     func binaryOperator(_ token: Token) -> BinaryOperator? {
         guard case .identifier(let name) = token.kind else { return nil }
-        return BinaryOperator(rawValue: name)
+        if let op = BinaryOperator(rawValue: name) { return op }
+        return name.utf8.count <= 5 ? BinaryOperator(rawValue: name.lowercased()) : nil
+    }
+
+    /// Whether a token is the keyword `word` (any case).
+    static func isKeyword(_ token: Token, _ word: String) -> Bool {
+        guard case .identifier(let name) = token.kind else { return false }
+        return name == word || name.utf8.count == word.utf8.count && name.lowercased() == word
     }
 
     /// Requires whitespace after an operator keyword and an operand after it.
@@ -119,7 +127,7 @@ struct ExpressionParser {
 
     mutating func parseUnary(depth: Int) throws(ODataError) -> (FilterExpression, Int) {
         try checkDepth(depth)
-        if case .identifier("not") = token.kind {
+        if ExpressionParser.isKeyword(token, "not") {
             let notToken = token
             try advance()
             if token.kind == .openParen || token.spaceBefore && token.kind != .end && binaryOperator(token) == nil {
@@ -172,13 +180,23 @@ struct ExpressionParser {
             return (.literal(literal), 1)
         case .alias(let name):
             try advance()
-            guard let value = aliases[name] else { return (.alias(name), 1) }
+            let followedByPath = token.kind == .slash && !token.spaceBefore
+            // An annotation (`@Core.Messages`, `@Measures.Currency#Reporting`) is a member.
+            if name.contains(".") || name.contains("#") { return try parsePath(["@" + name], base: nil, depth: depth) }
+            guard let value = aliases[name] else {
+                // An alias without a value followed by a path stays a path from the alias.
+                if followedByPath { return try parsePath(["@" + name], base: nil, depth: depth) }
+                return (.alias(name), 1)
+            }
             guard aliasDepth < 8 else {
                 throw error("parameter alias @\(name) refers to aliases too deeply", at: start.start)
             }
             var inner = ExpressionParser(value, aliases: aliases, aliasDepth: aliasDepth + 1)
             do {
                 let expression = try inner.parseWhole()
+                if followedByPath, case .member(let path) = expression {
+                    return try parsePath(path, base: nil, depth: depth)
+                }
                 return (expression, 1)
             } catch {
                 throw self.error(
@@ -206,6 +224,31 @@ struct ExpressionParser {
         case .identifier(let name):
             try advance()
             return try parseIdentifier(name, start: start, depth: depth)
+        case .openBracket:
+            // An array of expressions that is not JSON (`["Miller",'Smith']`, `[FirstName,LastName]`): a
+            // list. When it is no list of expressions either, the JSON error is the one reported.
+            let jsonError = lexer.jsonError
+            do throws(ODataError) {
+                lexer.arrayDepth += 1
+                try advance()
+                var items: [FilterExpression] = []
+                var height = 0
+                while true {
+                    let (item, itemHeight) = try parseExpression(minimum: 0, depth: depth + 1)
+                    items.append(item)
+                    height = max(height, itemHeight)
+                    guard token.kind == .comma else { break }
+                    try advance()
+                }
+                guard token.kind == .closeBracket else {
+                    throw error("expected ']' to close '[' at \(start.start), found \(describe(token))", at: token.start)
+                }
+                lexer.arrayDepth -= 1
+                try advance()
+                return (.list(items), height + 1)
+            } catch {
+                throw jsonError ?? error
+            }
         case .end:
             throw error("expected an expression", at: token.start)
         default:
@@ -246,40 +289,106 @@ struct ExpressionParser {
 
     mutating func parseIdentifier(_ name: String, start: Token, depth: Int) throws(ODataError) -> (FilterExpression, Int) {
         if token.kind == .openParen && !token.spaceBefore {
+            if name == "any" || name == "all" {
+                throw error("'\(name)' needs a collection path before it", at: token.start)
+            }
             return try parseCall(name, start: start, depth: depth)
         }
         if name == "$root" {
             return try parseRoot(start: start)
         }
-        var path = [name]
+        if name.contains("."), !(token.kind == .slash && !token.spaceBefore) {
+            // A qualified name alone is neither a property nor a call (`Model.Available` needs `()`).
+            throw error("expected '(' or '/' after '\(name)'", at: token.start)
+        }
+        return try parsePath([name], base: nil, depth: depth)
+    }
+
+    /// A path and what follows it: member segments, annotations, bound calls (`Model.F()`,
+    /// `$filter(…)`, `$count(…)`), and a final lambda. `base` is a call the path continues.
+    mutating func parsePath(_ start: [String], base: FilterExpression?, depth: Int) throws(ODataError) -> (FilterExpression, Int) {
+        var base = base
+        var path = start
+        var height = 1
+        func combine(_ base: FilterExpression?, _ path: [String]) -> FilterExpression? {
+            guard let base else { return path.isEmpty ? nil : .member(path) }
+            guard case .call(var call) = base, !path.isEmpty else { return base }
+            call.members += path
+            return .call(call)
+        }
         while token.kind == .slash && !token.spaceBefore {
             try advance()
-            guard case .identifier(let segment) = token.kind, !token.spaceBefore else {
-                throw error("expected a property name after '/'", at: token.start)
+            let segment: String
+            switch token.kind {
+            case .identifier(let name) where !token.spaceBefore: segment = name
+            case .alias(let name) where !token.spaceBefore: segment = "@" + name
+            default: throw error("expected a property name after '/'", at: token.start)
             }
             let segmentToken = token
             try advance()
             if (segment == "any" || segment == "all") && token.kind == .openParen && !token.spaceBefore {
-                return try parseLambda(path: path, kind: segment == "any" ? .any : .all, at: segmentToken, depth: depth)
-            }
-            if token.kind == .openParen && !token.spaceBefore {
-                throw error("unexpected '(' after '\(segment)'", at: token.start)
+                let (lambda, lambdaHeight) = try parseLambda(path: path, kind: segment == "any" ? .any : .all, at: segmentToken, depth: depth)
+                guard let base, case .lambda(var withBase) = lambda else { return (lambda, lambdaHeight) }
+                withBase.base = base
+                return (.lambda(withBase), lambdaHeight + height)
             }
             guard path.count < ExpressionParser.maximumDepth else {
                 throw error("path longer than \(ExpressionParser.maximumDepth) segments", at: segmentToken.start)
             }
+            if token.kind == .openParen && !token.spaceBefore {
+                try checkDepth(depth + height)
+                let open = token
+                let (arguments, argumentsHeight) = try parseArguments(segment, depth: depth + height)
+                // Bound functions take named parameters; only `$filter(…)` takes a positional one.
+                if segment != "$filter" && arguments.contains(where: { $0.name == nil }) || segment == "$filter" && arguments.count != 1 {
+                    throw error("unexpected '(' after '\(segment)'", at: open.start)
+                }
+                var call = OperationCall(base: combine(base, path), name: segment, arguments: arguments)
+                if token.kind == .openParen && !token.spaceBefore {
+                    // A key predicate after the call (`$filter(…)(ID='Sugar')`): up to the matching ')'.
+                    call.key = try parseKeyPredicate()
+                }
+                base = .call(call)
+                height += argumentsHeight + 1
+                path = []
+                continue
+            }
             path.append(segment)
         }
-        return (.member(path), 1)
+        return (combine(base, path)!, height)
     }
 
-    mutating func parseCall(_ name: String, start: Token, depth: Int) throws(ODataError) -> (FilterExpression, Int) {
-        if name == "not" || BinaryOperator(rawValue: name) != nil {
-            throw error("'\(name)' is an operator, not a function", at: start.start)
+    /// A key predicate; the token is on `(`. Reads the raw text up to the matching `)` outside quotes.
+    mutating func parseKeyPredicate() throws(ODataError) -> KeyPredicate {
+        let bytes = lexer.bytes
+        let open = token.start
+        var index = token.end
+        var inString = false
+        while index < bytes.count {
+            let b = bytes[index]
+            if b == UInt8(ascii: "'") {
+                inString.toggle()
+            } else if b == UInt8(ascii: ")") && !inString {
+                break
+            }
+            index += 1
         }
-        let open = token
+        guard index < bytes.count else { throw error("expected ')' to close '(' at \(open)", at: index) }
+        let key: KeyPredicate
+        do {
+            key = try KeyPredicate.parse(lexer.text((open + 1)..<index))
+        } catch {
+            throw self.error("invalid key predicate: \(error.message)", at: open + 1 + (error.offset ?? 0))
+        }
+        lexer.position = index + 1
         try advance()
-        var arguments: [FilterExpression] = []
+        return key
+    }
+
+    /// `name(…)` after `(`: arguments, positional or named (`Word=Name`); the token is on `(`.
+    mutating func parseArguments(_ name: String, depth: Int) throws(ODataError) -> ([OperationCall.Argument], Int) {
+        try advance()  // (
+        var arguments: [OperationCall.Argument] = []
         var height = 0
         let typed = name == "cast" || name == "isof"
         if token.kind != .closeParen {
@@ -287,18 +396,32 @@ struct ExpressionParser {
                 if token.kind == .end {
                     throw error("expected an argument or ')' in call of '\(name)'", at: token.start)
                 }
+                var argumentName: String?
+                if case .identifier(let parameter) = token.kind, peekIsEquals() {
+                    try advance()
+                    try advance()  // =
+                    argumentName = parameter
+                } else if let previous = arguments.last, previous.name != nil {
+                    throw error("expected a named argument (Name=value) in call of '\(name)'", at: token.start)
+                }
+                if argumentName == nil, arguments.contains(where: { $0.name != nil }) {
+                    throw error("expected a named argument (Name=value) in call of '\(name)'", at: token.start)
+                }
                 let argument: FilterExpression
                 let argumentHeight: Int
-                if typed, case .identifier(let typeName) = token.kind, typeName.contains("."),
+                if typed, argumentName == nil, case .identifier(let typeName) = token.kind, typeName.contains("."),
                     lexer.position >= lexer.bytes.count || peekIsArgumentEnd()
                 {
                     try advance()
                     argument = .typeName(typeName)
                     argumentHeight = 1
                 } else {
+                    if token.kind == .closeParen || token.kind == .comma {
+                        throw error("expected an argument in call of '\(name)'", at: token.start)
+                    }
                     (argument, argumentHeight) = try parseExpression(minimum: 0, depth: depth + 1)
                 }
-                arguments.append(argument)
+                arguments.append(OperationCall.Argument(argumentName, argument))
                 height = max(height, argumentHeight)
                 if token.kind == .comma {
                     try advance()
@@ -310,8 +433,24 @@ struct ExpressionParser {
         guard token.kind == .closeParen else {
             throw error("expected ',' or ')' in call of '\(name)', found \(describe(token))", at: token.start)
         }
-        _ = open
         try advance()
+        return (arguments, height)
+    }
+
+    mutating func parseCall(_ name: String, start: Token, depth: Int) throws(ODataError) -> (FilterExpression, Int) {
+        if name.lowercased() == "not" || binaryOperator(Token(kind: .identifier(name), start: 0, end: 0, spaceBefore: false)) != nil {
+            throw error("'\(name)' is an operator, not a function", at: start.start)
+        }
+        let (parsed, height) = try parseArguments(name, depth: depth)
+        let named = parsed.contains { $0.name != nil }
+        if named || token.kind == .slash && !token.spaceBefore {
+            // A function with named parameters, or one whose result a path continues: not canonical.
+            guard ExpressionParser.canonicalFunctions[name] == nil || !named else {
+                throw error("function '\(name)' takes positional arguments", at: start.start)
+            }
+            return try parsePath([], base: .call(OperationCall(base: nil, name: name, arguments: parsed)), depth: depth + height)
+        }
+        var arguments = parsed.map(\.value)
         if let arity = ExpressionParser.canonicalFunctions[name] {
             guard arity.contains(arguments.count) else {
                 let expected = arity.lowerBound == arity.upperBound
@@ -320,13 +459,24 @@ struct ExpressionParser {
                     "function '\(name)' takes \(expected) argument\(arity.upperBound == 1 ? "" : "s"), got \(arguments.count)",
                     at: start.start)
             }
-            if typed {
+            if name == "cast" || name == "isof" {
+                // 4.01 allows an unqualified type name (`isof(Customer)`).
+                if case .member(let path) = arguments.last!, path.count == 1, !path[0].hasPrefix("$"), !path[0].hasPrefix("@") {
+                    arguments[arguments.count - 1] = .typeName(path[0])
+                }
                 guard case .typeName = arguments.last! else {
                     throw error("the last argument of '\(name)' must be a qualified type name", at: start.start)
                 }
             }
         }
         return (.function(name, arguments), height + 1)
+    }
+
+    /// Whether the next non-space byte after the current token is `=` (a named argument).
+    func peekIsEquals() -> Bool {
+        var index = lexer.position
+        while index < lexer.bytes.count && Lexer.isSpace(lexer.bytes[index]) { index += 1 }
+        return index < lexer.bytes.count && lexer.bytes[index] == UInt8(ascii: "=")
     }
 
     /// Whether the next non-space byte after the current token ends an argument (`,` or `)`).

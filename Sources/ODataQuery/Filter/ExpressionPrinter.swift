@@ -74,7 +74,11 @@ enum ExpressionPrinter {
         case .typeName(let name):
             out += name
         case .lambda(let lambda):
-            out += lambda.path.joined(separator: "/") + "/" + lambda.kind.rawValue + "("
+            if let base = lambda.base {
+                try print(base, version: version, into: &out)
+                out += "/"
+            }
+            out += lambda.path.map { $0 + "/" }.joined() + lambda.kind.rawValue + "("
             if let variable = lambda.variable, let predicate = lambda.predicate {
                 out += variable + ":"
                 try print(predicate, version: version, into: &out)
@@ -83,6 +87,20 @@ enum ExpressionPrinter {
         case .root(let path, let members):
             out += "$root/" + path.description
             for member in members { out += "/" + member }
+        case .call(let call):
+            if let base = call.base {
+                try print(base, version: version, into: &out)
+                out += "/"
+            }
+            out += call.name + "("
+            for (index, argument) in call.arguments.enumerated() {
+                if index > 0 { out += call.name.hasPrefix("$") ? ";" : "," }
+                if let name = argument.name { out += name + "=" }
+                try print(argument.value, version: version, into: &out)
+            }
+            out += ")"
+            if let key = call.key { out += key.description }
+            for member in call.members { out += "/" + member }
         }
     }
 
@@ -125,6 +143,7 @@ enum ExpressionPrinter {
         case .literal(.enumMember): throw refuse("enum literals")
         case .literal(.json): throw refuse("JSON literals")
         case .root: throw refuse("'$root' paths")
+        case .call: throw refuse("bound functions, named parameters or '$filter(…)' segments")
         default: break
         }
     }

@@ -30,6 +30,11 @@ public indirect enum FilterExpression: Sendable, Hashable {
     case lambda(Lambda)
     /// A path from the service root: `$root/Customers('ALFKI')/CompanyName`.
     case root(ResourcePath, [String])
+    /// A function bound to a path or with named parameters (`Products/Model.BestProduct()/Name`,
+    /// `Model.PhoneticallySimilar(Word1=Name,Word2=Supplier/Name)`), or a path segment taking
+    /// arguments (`Addresses/$filter(endswith(Street,'St'))/$count`, `Items/$count($filter=…)`).
+    /// Parsed and printed; compiling one throws "not evaluable offline" (it needs the service).
+    case call(OperationCall)
 
     /// Parses an expression.
     /// - Parameters:
@@ -120,6 +125,9 @@ public struct Lambda: Sendable, Hashable {
     public var variable: String?
     /// The predicate over the range variable; nil for `any()`.
     public var predicate: FilterExpression?
+    /// A function call the path starts from (`Products/Model.BestProduct()/EmailAddresses/any()`); nil
+    /// when the path starts at the entity or a range variable. Such a lambda is not evaluable offline.
+    public var base: FilterExpression?
 
     /// Creates a lambda.
     /// - Parameters:
@@ -127,11 +135,61 @@ public struct Lambda: Sendable, Hashable {
     ///   - kind: `any` or `all`.
     ///   - variable: the range variable, nil for `any()`.
     ///   - predicate: the predicate, nil for `any()`.
-    public init(path: [String], kind: Kind, variable: String?, predicate: FilterExpression?) {
+    ///   - base: a function call the path starts from, nil for a path from the entity or a variable.
+    public init(path: [String], kind: Kind, variable: String?, predicate: FilterExpression?, base: FilterExpression? = nil) {
         self.path = path
         self.kind = kind
         self.variable = variable
         self.predicate = predicate
+        self.base = base
+    }
+}
+
+/// A call of a function the service defines (bound or with named parameters), or a `$filter(…)` /
+/// `$count(…)` path segment, as written in an expression: `base/name(arguments)/members`.
+public struct OperationCall: Sendable, Hashable {
+    /// One argument: named (`Word=Name`, `$filter=Price gt 5`) or positional (`$filter(Age gt 3)`).
+    public struct Argument: Sendable, Hashable {
+        /// The parameter's name; nil for a positional argument.
+        public var name: String?
+        /// The argument's value.
+        public var value: FilterExpression
+
+        /// Creates an argument.
+        /// - Parameters:
+        ///   - name: the parameter's name, nil for a positional argument.
+        ///   - value: the value.
+        public init(_ name: String?, _ value: FilterExpression) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// What the function is bound to: a ``FilterExpression/member(_:)`` path or another call; nil
+    /// for an unbound function.
+    public var base: FilterExpression?
+    /// The function's (usually namespace-qualified) name, or `$filter` / `$count`.
+    public var name: String
+    /// The arguments, in order.
+    public var arguments: [Argument]
+    /// A key predicate right after the call (`Products/$filter(Age gt 3)(ID='Sugar')`), if any.
+    public var key: KeyPredicate?
+    /// Member segments after the call (`Name` in `Products/Model.BestProduct()/Name`).
+    public var members: [String]
+
+    /// Creates a call.
+    /// - Parameters:
+    ///   - base: what the function is bound to, nil for an unbound function.
+    ///   - name: the function's name.
+    ///   - arguments: the arguments.
+    ///   - key: a key predicate right after the call, if any.
+    ///   - members: member segments after the call.
+    public init(base: FilterExpression?, name: String, arguments: [Argument], key: KeyPredicate? = nil, members: [String] = []) {
+        self.base = base
+        self.name = name
+        self.arguments = arguments
+        self.key = key
+        self.members = members
     }
 }
 

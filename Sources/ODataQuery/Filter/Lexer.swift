@@ -7,6 +7,10 @@ struct Token {
         case alias(String)
         case literal(Literal)
         case openParen, closeParen, comma, slash, colon, minus, equals
+        /// `[` starting an array of expressions (`[FirstName,'Smith']`), when the text is not JSON.
+        case openBracket
+        /// `]` closing an array of expressions.
+        case closeBracket
         case end
     }
 
@@ -23,6 +27,10 @@ struct Token {
 struct Lexer {
     let bytes: [UInt8]
     var position = 0
+    /// Why the last `[` was not JSON (reported when it is no array of expressions either).
+    var jsonError: ODataError?
+    /// Inside an array of expressions, where JSON strings (`"Miller"`) are string literals.
+    var arrayDepth = 0
 
     init(_ text: String) {
         bytes = Array(text.utf8)
@@ -72,14 +80,49 @@ struct Lexer {
         case UInt8(ascii: "="): position += 1; return token(.equals)
         case UInt8(ascii: "'"):
             return token(.literal(.string(try scanString())))
-        case UInt8(ascii: "["), UInt8(ascii: "{"):
+        case UInt8(ascii: "["):
+            // JSON when it parses as JSON; otherwise an array of expressions, read by the parser.
+            do {
+                return token(.literal(.json(try scanJSON())))
+            } catch {
+                jsonError = error
+            }
+            position = start + 1
+            return token(.openBracket)
+        case UInt8(ascii: "]"): position += 1; return token(.closeBracket)
+        case UInt8(ascii: "\"") where arrayDepth > 0:
+            var end = position + 1
+            while end < bytes.count && bytes[end] != UInt8(ascii: "\"") {
+                end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1
+            }
+            guard end < bytes.count, case .string(let string)? = try? JSON.parse(bytes[position...end]) else {
+                throw error("malformed JSON string", at: position)
+            }
+            position = end + 1
+            return token(.literal(.string(string)))
+        case UInt8(ascii: "{"):
             return token(.literal(.json(try scanJSON())))
         case UInt8(ascii: "@"):
+            // A parameter alias (`@p`), or an annotation (`@Core.Messages`, `@Measures.Currency#Reporting`).
             position += 1
             let nameStart = position
-            while position < bytes.count && Lexer.isIdentifierPart(bytes[position]) { position += 1 }
-            guard position > nameStart else { throw error("expected a parameter alias name after '@'", at: nameStart) }
+            guard position < bytes.count, Lexer.isIdentifierStart(bytes[position]) else {
+                throw error("expected a parameter alias name after '@'", at: nameStart)
+            }
+            _ = scanQualifiedName()
+            if position + 1 < bytes.count && bytes[position] == UInt8(ascii: "#") && Lexer.isIdentifierStart(bytes[position + 1]) {
+                position += 1
+                while position < bytes.count && Lexer.isIdentifierPart(bytes[position]) { position += 1 }
+            }
             return token(.alias(text(nameStart..<position)))
+        case UInt8(ascii: "+"):
+            // A signed number (`+42`, `+0.314e+1`); the plus is dropped.
+            guard position + 1 < bytes.count, Lexer.isDigit(bytes[position + 1]) else {
+                throw error("unexpected character '+'", at: position)
+            }
+            position += 1
+            let literal = try scanNumber()
+            return Token(kind: .literal(literal), start: start, end: position, spaceBefore: spaced)
         case UInt8(ascii: "-"):
             if position + 1 < bytes.count {
                 let n = bytes[position + 1]
@@ -106,10 +149,14 @@ struct Lexer {
             if position < bytes.count && bytes[position] == UInt8(ascii: "'") {
                 return token(.literal(try typedLiteral(prefix: name, start: start)))
             }
-            switch name {
+            // `null`, `true` and `false` are case-insensitive in OData 4.01.
+            switch name.count <= 5 ? name.lowercased() : name {
             case "null": return token(.literal(.null))
             case "true": return token(.literal(.bool(true)))
             case "false": return token(.literal(.bool(false)))
+            default: break
+            }
+            switch name {
             case "INF": return token(.literal(.double(.infinity)))
             case "NaN": return token(.literal(.double(.nan)))
             default: return token(.identifier(name))
@@ -391,7 +438,8 @@ struct Lexer {
             guard !members.isEmpty, members.allSatisfy({ member in
                 guard let first = member.utf8.first else { return false }
                 return (Lexer.isIdentifierStart(first) && first != 36 && member.utf8.allSatisfy(Lexer.isIdentifierPart))
-                    || member.utf8.allSatisfy(Lexer.isDigit) || (first == 45 && member.utf8.dropFirst().allSatisfy(Lexer.isDigit) && member.count > 1)
+                    || member.utf8.allSatisfy(Lexer.isDigit)
+                    || ((first == 45 || first == 43) && member.utf8.dropFirst().allSatisfy(Lexer.isDigit) && member.count > 1)
             }) else {
                 throw error("invalid enum value '\(body)'", at: quoteAt + 1)
             }
