@@ -392,6 +392,45 @@ final class FixtureService: Sendable {
         return (members ?? storage.order).map { annotated(storage.entities[$0]!) }
     }
 
+    /// One page of a collection and the `$skiptoken` of the next.
+    struct Page {
+        var entities: [JSONObject]
+        var count: Int?
+        var next: Int?
+    }
+
+    /// The page of a collection that starts at `offset`.
+    ///
+    /// When no option needs the whole collection (no `$orderby`, `$search`, `$count`, `$skip` or `$top`), the
+    /// page costs what its entities cost: the collection is walked from `offset` in its stored order, a
+    /// stretch at a time, until the page is full, and the token is the position after the last entity
+    /// looked at (a `$filter` may leave the last page empty). Otherwise the options are applied to the
+    /// whole collection and the token is a position in the result.
+    private func collectionPage(
+        set: String, members: [String]?, pieces: [String], offset: Int, pageSize: Int?, data: FixtureData
+    ) throws -> Page {
+        let needsWhole = ["$orderby", "$search", "$count", "$skip", "$top"]
+        guard let pageSize, !pieces.contains(where: { needsWhole.contains(QueryString.name(of: $0)) }) else {
+            let entities = try collectionEntities(set: set, members: members, data: data)
+            let evaluated = try evaluate(pieces: pieces, entities: entities, set: set, data: data, allowCollectionOptions: true)
+            let all = evaluated.entities
+            let start = min(offset, all.count)
+            let end = pageSize.map { min(start + $0, all.count) } ?? all.count
+            return Page(entities: Array(all[start..<end]), count: evaluated.count, next: end < all.count ? end : nil)
+        }
+        let storage = try data.storage(set)
+        let keys = members ?? storage.order
+        var position = min(offset, keys.count)
+        var entities: [JSONObject] = []
+        repeat {  // at least once: options that do not parse fail on an empty collection too
+            let end = min(keys.count, position + pageSize - entities.count)
+            let stretch = keys[position..<end].map { annotated(storage.entities[$0]!) }
+            entities += try evaluate(pieces: pieces, entities: stretch, set: set, data: data, allowCollectionOptions: true).entities
+            position = end
+        } while entities.count < pageSize && position < keys.count
+        return Page(entities: entities, count: nil, next: position < keys.count ? position : nil)
+    }
+
     /// An entity with its `@odata.etag` first.
     func annotated(_ stored: FixtureData.StoredEntity) -> JSONObject {
         var object = JSONObject()
@@ -420,9 +459,6 @@ final class FixtureService: Sendable {
             offset = value
             pieces.removeAll { QueryString.name(of: $0) == "$skiptoken" }
         }
-        let entities = try collectionEntities(set: set, members: members, data: data)
-        let evaluated = try evaluate(pieces: pieces, entities: entities, set: set, data: data, allowCollectionOptions: true)
-
         var applied: [String] = []
         var pageSize = configuration.defaultPageSize
         if let preferred = preferences["odata.maxpagesize"] {
@@ -432,18 +468,17 @@ final class FixtureService: Sendable {
             pageSize = min(size, configuration.maximumPageSize)
             applied.append("odata.maxpagesize=\(pageSize!)")
         }
-        let all = evaluated.entities
-        let start = min(offset, all.count)
-        let end = pageSize.map { min(start + $0, all.count) } ?? all.count
+        let page = try collectionPage(
+            set: set, members: members, pieces: pieces, offset: offset, pageSize: pageSize, data: data)
         let tracking = preferences["odata.track-changes"] != nil && parent == nil && members == nil
 
         var body = JSONObject()
         body.append(.string(serviceRoot + "$metadata#\(set)"), forKey: "@odata.context")
-        if let count = evaluated.count { body.append(.int(Int64(count)), forKey: "@odata.count") }
-        body.append(.array(all[start..<end].map { .object($0) }), forKey: "value")
+        if let count = page.count { body.append(.int(Int64(count)), forKey: "@odata.count") }
+        body.append(.array(page.entities.map { .object($0) }), forKey: "value")
         let base = serviceRoot + request.path
-        if end < all.count {
-            let next = (pieces + ["$skiptoken=\(end)"]).joined(separator: "&")
+        if let next = page.next {
+            let next = (pieces + ["$skiptoken=\(next)"]).joined(separator: "&")
             body.append(.string(base + "?" + next), forKey: "@odata.nextLink")
         } else if tracking {
             let next = (pieces.filter { !["$top", "$skip", "$count"].contains(QueryString.name(of: $0)) }
