@@ -59,6 +59,8 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     public let message: String
     /// The previous user whose pending requests blocked a user switch.
     public let previousUser: String?
+    /// The back end's HTTP status when the error is its answer (a download that was refused), else nil.
+    public let httpStatus: Int?
 
     /// Creates an error.
     ///
@@ -66,10 +68,12 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     ///   - code: The kind.
     ///   - message: What was wrong.
     ///   - previousUser: The previous user, for ``Code/userSwitchUploadFailed``.
-    public init(_ code: Code, _ message: String, previousUser: String? = nil) {
+    ///   - httpStatus: The back end's HTTP status, when the error is its answer.
+    public init(_ code: Code, _ message: String, previousUser: String? = nil, httpStatus: Int? = nil) {
         self.code = code
         self.message = message
         self.previousUser = previousUser
+        self.httpStatus = httpStatus
     }
 
     /// `code (number): message`.

@@ -48,78 +48,156 @@ extension OfflineODataProvider {
         if missingIsNil && (response.status == 404 || response.status == 410) { return nil }
         guard response.status == 200 else {
             let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
-            throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)")
+            throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)",
+                                    httpStatus: response.status)
         }
         return response.body
     }
 
-    /// Downloads every defining query and stores the result in one write transaction, so a
-    /// download that fails half way leaves nothing behind.
+    /// Downloads every defining query, committing each page as it arrives (memory stays bounded by a
+    /// page), and resumes an initial download that did not finish — failed, or its process killed — at
+    /// the first page not committed.
+    ///
+    /// Until the last page is in, the configuration says where to go on (``DownloadResume``) and the
+    /// store does not count as downloaded: `open()` resumes (same service root and defining queries; else
+    /// it starts over), nothing else reads it. A resumed link the back end no longer accepts starts
+    /// the download over at the next `open()`.
     func initialDownload(store: EntityStore) async throws {
         guard !definingQueryList.isEmpty else {
             throw OfflineODataError(.invalidDefiningQuery, "a new offline store needs at least one defining query")
         }
-        let metadataBytes = try await fetch(serviceRoot + "$metadata", accept: "application/xml")
-        let model = try ServiceModel.parse(metadataBytes)
-        self.model = model
-        var ingest = Ingest(model: model)
-        var deltaLinks: [String: String] = [:]
-        for query in definingQueryList {
-            if let link = try await fullRead(query, into: &ingest) { deltaLinks[query.name] = link }
+        var configuration: StoreConfiguration
+        var counters: StoreCounters
+        let resumed: Bool
+        if let (stored, storedCounters) = try store.configuration(), !stored.downloadComplete, stored.resume != nil,
+           stored.serviceRoot == serviceRoot, stored.definingQueries == definingQueryList {
+            model = try ServiceModel.parse(Data(stored.metadata.utf8))
+            configuration = stored
+            counters = storedCounters
+            resumed = true
+        } else {
+            let metadataBytes = try await fetch(serviceRoot + "$metadata", accept: "application/xml")
+            model = try ServiceModel.parse(metadataBytes)
+            configuration = StoreConfiguration(serviceRoot: serviceRoot, definingQueries: definingQueryList, downloadComplete: false,
+                                               deltaLinks: [:], metadata: String(decoding: metadataBytes, as: UTF8.self),
+                                               user: parameters.currentUser, resume: DownloadResume(query: 0))
+            counters = StoreCounters()
+            let (start, startCounters) = (configuration, counters)
+            try await store.write { changes in
+                try changes.wipeEntities()
+                try changes.clearQueue()
+                try changes.putCounters(startCounters)
+                try changes.putConfiguration(start)
+            }
+            resumed = false
         }
-        let configuration = StoreConfiguration(serviceRoot: serviceRoot, definingQueries: definingQueryList, downloadComplete: true,
-                                               deltaLinks: deltaLinks, metadata: String(decoding: metadataBytes, as: UTF8.self),
-                                               user: parameters.currentUser)
-        var counters = StoreCounters()
-        counters.nextOrder = ingest.nextOrder
-        let records = Array(ingest.records.values)
-        let finalCounters = counters
-        try await store.write { changes in
-            try changes.wipeEntities()
-            try changes.clearQueue()
-            for record in records { try changes.put(record) }
-            try changes.putCounters(finalCounters)
-            try changes.putConfiguration(configuration)
+        var firstRead = true
+        while var resume = configuration.resume {
+            let query = definingQueryList[resume.query]
+            do {
+                try await readPages(query, from: resume.next, entities: resume.entities, bytes: resume.bytes) { page in
+                    firstRead = false
+                    var ingest = Ingest(model: self.model, nextOrder: counters.nextOrder)
+                    for entity in page.entities { _ = try ingest.add(entity, set: page.set, query: query.name) }
+                    counters.nextOrder = ingest.nextOrder
+                    resume.next = page.next
+                    (resume.entities, resume.bytes) = (page.totalEntities, page.totalBytes)
+                    if let link = page.deltaLink { configuration.deltaLinks[query.name] = link }
+                    if page.next == nil {
+                        let following = resume.query + 1
+                        resume = DownloadResume(query: following)
+                        configuration.resume = following < self.definingQueryList.count ? resume : nil
+                        configuration.downloadComplete = configuration.resume == nil
+                    } else {
+                        configuration.resume = resume
+                    }
+                    let (records, pageConfiguration, pageCounters) = (Array(ingest.records.values), configuration, counters)
+                    try await store.write { changes in
+                        for record in records {
+                            try changes.put(try changes.current(set: record.set, key: record.key).map { $0.merging(downloaded: record) } ?? record)
+                        }
+                        try changes.putCounters(pageCounters)
+                        try changes.putConfiguration(pageConfiguration)
+                    }
+                }
+            } catch let error as OfflineODataError where resumed && firstRead && resume.next != nil && error.httpStatus.map({ (400..<500).contains($0) }) == true {
+                // The back end refuses the stored link (an expired skip token): start over next time.
+                var abandoned = configuration
+                abandoned.resume = nil
+                let restart = abandoned
+                try await store.write { changes in try changes.putConfiguration(restart) }
+                throw OfflineODataError(.downloadFailed, "the initial download could not resume (\(error.message)); the next open starts it over")
+            }
         }
         self.configuration = configuration
         self.counters = counters
     }
 
-    /// Reads one defining query completely (following next links, asking for change tracking)
-    /// into `ingest`, reporting progress.
-    ///
-    /// - Returns: The delta link the back end gave, if any.
-    func fullRead(_ query: OfflineODataDefiningQuery, into ingest: inout Ingest) async throws -> String? {
+    /// One page of a defining query's answer, as ``readPages(_:from:entities:bytes:_:)`` hands it on.
+    struct DownloadedPage {
+        /// The entity set the defining query reads.
+        var set: String
+        /// The page's entities (V4 JSON with annotations and expanded navigation properties).
+        var entities: [JSONObject]
+        /// The absolute URL of the next page; nil on the last page.
+        var next: String?
+        /// The delta link of the last page, if the back end gave one.
+        var deltaLink: String?
+        /// Entities and bytes of this defining query so far, this page included.
+        var totalEntities: Int
+        var totalBytes: Int
+    }
+
+    /// Reads a defining query page by page (following next links, asking for change tracking) from `next`
+    /// (nil: its first page), hands each page to `body` and reports progress after it.
+    func readPages(
+        _ query: OfflineODataDefiningQuery, from next: String?, entities: Int = 0, bytes: Int = 0,
+        _ body: (DownloadedPage) async throws -> Void
+    ) async throws {
         let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
-        guard let set = try ingest.targetSet(of: parsed.path) else {
+        guard let set = try Ingest(model: model).targetSet(of: parsed.path) else {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
         }
         let single = parsed.path.segments.last?.key != nil
             || (parsed.path.segments.count == 2 && model.entityType(ofSet: parsed.path.segments[0].name)?.navigation[parsed.path.segments[1].name]?.isCollection == false)
-        var next: String? = serviceRoot + parsed.relativeURL()
-        var entities = 0
-        var bytes = 0
-        var deltaLink: String?
+        var next: String? = next ?? serviceRoot + parsed.relativeURL()
+        var (entities, bytes) = (entities, bytes)
         while let url = next {
-            let body = try await fetch(url, trackChanges: !single)
-            bytes += body.count
-            next = nil
+            let answer = try await fetch(url, trackChanges: !single)
+            bytes += answer.count
+            var page = DownloadedPage(set: set, entities: [], totalEntities: 0, totalBytes: bytes)
             do {
                 if single {
-                    _ = try ingest.add(try ODataPayload.decodeEntity(body).jsonV4, set: set, query: query.name)
-                    entities += 1
+                    page.entities = [try ODataPayload.decodeEntity(answer).jsonV4]
                 } else {
-                    let page = try ODataPayload.decodeEntitySet(body)
-                    for entity in page.entities { _ = try ingest.add(entity.jsonV4, set: set, query: query.name) }
-                    entities += page.entities.count
-                    if let link = page.nextLink { next = try absolute(link) }
-                    if let link = page.deltaLink { deltaLink = link }
+                    let decoded = try ODataPayload.decodeEntitySet(answer)
+                    page.entities = decoded.entities.map(\.jsonV4)
+                    page.next = try decoded.nextLink.map(absolute)
+                    page.deltaLink = decoded.deltaLink
                 }
             } catch let error as ODataError {
                 throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the answer of GET \(url) is not an OData payload: \(error.message)")
             }
+            entities += page.entities.count
+            page.totalEntities = entities
+            next = page.next
+            try await body(page)
             reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
         }
+    }
+
+    /// Reads one defining query completely into `ingest` (a download that writes only when every answer
+    /// is in).
+    ///
+    /// - Returns: The delta link the back end gave, if any.
+    func fullRead(_ query: OfflineODataDefiningQuery, into ingest: inout Ingest) async throws -> String? {
+        var deltaLink: String?
+        var collected = ingest
+        try await readPages(query, from: nil) { page in
+            for entity in page.entities { _ = try collected.add(entity, set: page.set, query: query.name) }
+            if let link = page.deltaLink { deltaLink = link }
+        }
+        ingest = collected
         return deltaLink
     }
 
@@ -137,8 +215,9 @@ struct Ingest {
     var records: [String: EntityRecord] = [:]
     var nextOrder: Int64 = 1
 
-    init(model: ServiceModel) {
+    init(model: ServiceModel, nextOrder: Int64 = 1) {
         self.model = model
+        self.nextOrder = nextOrder
     }
 
     /// The entity set a defining query's path leads to.
@@ -192,16 +271,12 @@ struct Ingest {
             throw OfflineODataError(.downloadFailed, "an entity of '\(set)' has no complete key: \(error.message)")
         }
         let reference = set + key
-        if var existing = records[reference] {
-            var merged = existing.entity
-            for (name, value) in properties { merged[name] = value }
-            existing.entity = merged
-            for (name, value) in links { existing.links[name] = value }
-            if !existing.queries.contains(query) { existing.queries.append(query) }
-            records[reference] = existing
+        let downloaded = EntityRecord(set: set, key: key, order: nextOrder, state: .downloaded, entity: properties, original: nil,
+                                      links: links, queries: [query])
+        if let existing = records[reference] {
+            records[reference] = existing.merging(downloaded: downloaded)
         } else {
-            records[reference] = EntityRecord(set: set, key: key, order: nextOrder, state: .downloaded, entity: properties, original: nil,
-                                              links: links, queries: [query])
+            records[reference] = downloaded
             nextOrder += 1
         }
         return reference

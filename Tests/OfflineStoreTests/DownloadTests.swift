@@ -47,7 +47,7 @@ import Testing
         await reopened.close()
     }
 
-    @Test func aDownloadThatFailsHalfWayLeavesNoHalfStore() async throws {
+    @Test func aDownloadThatFailsHalfWayResumesAtTheFailedPage() async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
@@ -57,14 +57,96 @@ import Testing
         await #expect(throws: OfflineODataError.self) { try await provider.open() }
         #expect(await provider.currentState == .closed)
         _ = server.faults.remove(fault)
-        // Nothing of the first pages was kept: the store files hold no configuration.
+        // The pages that arrived are committed; the store does not count as downloaded yet.
         let store = try EntityStore(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
-        #expect(try store.configuration() == nil)
-        #expect(try store.allRecords().isEmpty)
+        let (configuration, _) = try #require(try store.configuration())
+        #expect(!configuration.downloadComplete)
+        #expect(configuration.resume?.query == 1)
+        #expect(configuration.resume?.next?.hasSuffix("Orders?$skiptoken=300") == true)
+        #expect(configuration.resume?.entities == 300)
+        #expect(try store.allRecords().count(where: { $0.set == "Customers" }) == 91)
         store.close()
-        // The next open starts over and completes.
+        #expect(try OfflineODataProvider.storedServiceRoot(parameters: Northwind.parameters(directory)) == nil)
+        #expect(server.counters.requests(method: "GET", path: "Orders") == 4)
+
+        // The next open goes on at the failed page: no page is read twice, and the store is the producer's.
+        let delegate = RecordingDelegate()
+        let resumed = try await Northwind.provider(server, directory, delegate: delegate)
+        try await resumed.open()
+        #expect(server.counters.requests(method: "GET", path: "Orders") == 4 + 6)
+        #expect(server.counters.requests(method: "GET", path: "Customers") == 1)
+        #expect(server.counters.requests(method: "GET", path: "$metadata") == 1)
+        for set in ["Customers", "Orders", "Order_Details", "Products", "Employees", "Shippers", "Categories", "Suppliers"] {
+            let expected = try server.read { data in try data.entities(in: set) }.map(plain)
+            let local = try await resumed.getAll(set).map(plain)
+            let mismatch = difference(local, expected)
+            #expect(mismatch == nil, "\(set): \(mismatch ?? "")")
+        }
+        let alfkiOrders = try await resumed.getAll("Customers('ALFKI')/Orders").compactMap { $0["OrderID"]?.intValue }
+        #expect(alfkiOrders.count == 6)
+        // Progress goes on from where it stopped: the first report after the resume counts 400 orders.
+        let orderProgress = delegate.progress.withLock { $0.filter { $0.definingQuery == "orders" } }
+        #expect(orderProgress.map(\.entities) == [400, 500, 600, 700, 800, 830])
+        #expect(await resumed.configuration?.deltaLinks.keys.sorted() == Northwind.definingQueries.map(\.name).sorted())
+        await resumed.close()
+    }
+
+    @Test func aSIGKILLedInitialDownloadResumesAtTheLastCommittedPage() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let queries = [OfflineODataDefiningQuery(name: "customers", query: "Customers"), OfflineODataDefiningQuery(name: "orders", query: "Orders")]
+        // Every page of Orders takes 150 ms, so the kill lands in the middle of the download.
+        let slow = try server.faults.add(FaultRule(.latency(.milliseconds(150)), method: "GET", path: "Orders"))
+        let child = try ILODataProcess(ILODataTests.storeArguments(directory) + [
+            "--kdf-rounds", "1000", "--service-root", server.serviceRoot,
+            "--defining-query", "customers=Customers", "--defining-query", "orders=Orders", "--command", "get Orders/$count",
+        ])
+        // The fifth page is asked for only after the fourth was committed.
+        for _ in 0..<1000 where server.counters.requests(method: "GET", path: "Orders") < 5 { try await Task.sleep(for: .milliseconds(5)) }
+        kill(child.process.processIdentifier, SIGKILL)
+        _ = await child.waitForExit()
+        #expect(child.process.terminationReason == .uncaughtSignal)
+        _ = server.faults.remove(slow)
+
+        let store = try EntityStore(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+        let (configuration, _) = try #require(try store.configuration())
+        let committed = try #require(configuration.resume?.entities)
+        #expect(!configuration.downloadComplete && configuration.resume?.query == 1)
+        #expect(committed >= 400 && committed < 830 && committed % 100 == 0)
+        #expect(configuration.resume?.next?.hasSuffix("Orders?$skiptoken=\(committed)") == true)
+        #expect(try store.allRecords().count(where: { $0.set == "Orders" }) == committed)
+        store.close()
+
+        let before = server.counters.requests(method: "GET", path: "Orders")
+        let provider = try await Northwind.provider(server, directory, queries: queries)
+        try await provider.open()
+        #expect(server.counters.requests(method: "GET", path: "Orders") - before == (830 - committed + 99) / 100)
+        for set in ["Customers", "Orders"] {
+            let expected = try server.read { data in try data.entities(in: set) }.map(plain)
+            let local = try await provider.getAll(set).map(plain)
+            #expect(difference(local, expected) == nil, "\(set)")
+        }
+        await provider.close()
+    }
+
+    @Test func aResumedLinkTheBackEndRefusesStartsTheDownloadOver() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let fault = try server.faults.add(FaultRule(.fail(status: 503, code: "Busy", message: "try later"), method: "GET", path: "Orders", firstMatch: 2, times: 1))
+        let provider = try await Northwind.provider(server, directory)
+        await #expect(throws: OfflineODataError.self) { try await provider.open() }
+        _ = server.faults.remove(fault)
+        // The skip token expired meanwhile: the back end answers 410 to the stored link.
+        let expired = try server.faults.add(FaultRule(.fail(status: 410, code: "Gone", message: "skip token expired"), method: "GET", path: "Orders", firstMatch: 1, times: 1))
+        let error = try await #require(throws: OfflineODataError.self) { try await provider.open() }
+        #expect(error.code == .downloadFailed && error.message.contains("starts it over"))
+        #expect(error.httpStatus == nil)
+        _ = server.faults.remove(expired)
         try await provider.open()
         #expect(try await provider.getAll("Orders").count == 830)
+        #expect(server.counters.requests(method: "GET", path: "$metadata") == 2)
         await provider.close()
     }
 

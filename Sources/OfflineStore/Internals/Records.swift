@@ -48,6 +48,15 @@ struct EntityRecord: Sendable, Hashable {
         for (name, value) in entity where name != "@odata.etag" { object.append(value, forKey: name) }
         return object
     }
+    /// This record with what a download brought of the same entity: its properties and links over these
+    /// (a second defining query or an `$expand` may carry other properties), its defining query added.
+    func merging(downloaded: EntityRecord) -> EntityRecord {
+        var merged = self
+        for (name, value) in downloaded.entity { merged.entity[name] = value }
+        for (name, value) in downloaded.links { merged.links[name] = value }
+        for query in downloaded.queries where !merged.queries.contains(query) { merged.queries.append(query) }
+        return merged
+    }
     var isVisible: Bool { state != .deleted }
     /// Whether the entity holds local state a download must not overwrite: a change not uploaded, or a failed one.
     var hasLocalState: Bool { state != .downloaded || inErrorState }
@@ -125,6 +134,15 @@ struct QueuedRequest: Sendable, Hashable {
 
 /// The store's configuration record: service root, defining queries, completion of the initial
 /// download, delta links, the CSDL, and counters.
+/// Where an initial download that has not finished goes on: the defining query being read (an index into the
+/// configuration's list), the URL of its first page not committed (nil: its first page), and its progress so far.
+struct DownloadResume: Sendable, Hashable {
+    var query: Int
+    var next: String? = nil
+    var entities = 0
+    var bytes = 0
+}
+
 struct StoreConfiguration: Sendable, Hashable {
     var serviceRoot: String
     var definingQueries: [OfflineODataDefiningQuery]
@@ -132,6 +150,8 @@ struct StoreConfiguration: Sendable, Hashable {
     var deltaLinks: [String: String]
     var metadata: String
     var user: String?
+    /// Set while the initial download is under way (``downloadComplete`` is false).
+    var resume: DownloadResume? = nil
 
     func encoded() -> [UInt8] {
         var object = JSONObject()
@@ -143,6 +163,12 @@ struct StoreConfiguration: Sendable, Hashable {
         object.append(.object(JSONObject(deltaLinks.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) })), forKey: "deltaLinks")
         object.append(.string(metadata), forKey: "metadata")
         object.append(user.map(JSONValue.string) ?? .null, forKey: "user")
+        if let resume {
+            object.append(.object([
+                "query": .int(Int64(resume.query)), "next": resume.next.map(JSONValue.string) ?? .null,
+                "entities": .int(Int64(resume.entities)), "bytes": .int(Int64(resume.bytes)),
+            ]), forKey: "resume")
+        }
         return JSON.serialize(.object(object))
     }
 
@@ -161,7 +187,13 @@ struct StoreConfiguration: Sendable, Hashable {
             downloadComplete: object["complete"]?.boolValue ?? false,
             deltaLinks: links,
             metadata: object["metadata"]?.stringValue ?? "",
-            user: object["user"]?.stringValue)
+            user: object["user"]?.stringValue,
+            resume: object["resume"]?.objectValue.flatMap { resume in
+                resume["query"]?.intValue.map { query in
+                    DownloadResume(query: Int(query), next: resume["next"]?.stringValue,
+                                   entities: Int(resume["entities"]?.intValue ?? 0), bytes: Int(resume["bytes"]?.intValue ?? 0))
+                }
+            })
     }
 }
 
