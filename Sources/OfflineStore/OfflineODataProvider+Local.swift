@@ -97,6 +97,7 @@ extension OfflineODataProvider {
             for (name, value) in result.entities.first ?? entity { object.append(value, forKey: name) }
             return Self.jsonResponse(.object(object), status: 200)
         case .collection(let set, let entities):
+            if let filter = options.filter { try FilterTypes.check(filter, set: set, model: model) }
             if countOnly {
                 var counting = options
                 counting.count = true

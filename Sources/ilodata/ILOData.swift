@@ -233,6 +233,8 @@ struct Session {
             if let next = value["@odata.nextLink"]?.stringValue { say("next: \(next)") }
         } else if let object = value.objectValue {
             say(Table.render([object]))
+        } else {
+            say(JSON.string(value))  // a count (`…/$count`) or another single value
         }
     }
 

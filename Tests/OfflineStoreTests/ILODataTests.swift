@@ -144,6 +144,10 @@ final class ILODataProcess: @unchecked Sendable {
         #expect(jsonStatus == 0)
         let parsed = try JSON.parse(json)
         #expect(parsed["value"]?.arrayValue?.compactMap { $0["OrderID"]?.intValue } == [10643, 10692])
+        // A count prints as a number in table mode too.
+        let (countStatus, count) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--command", "get Customers/$count?$filter=Country eq 'Germany'"])
+        #expect(countStatus == 0)
+        #expect(count == "11\n", "\(count)")
 
         // An interactive session through standard input.
         let session = try ILODataProcess(Self.storeArguments(directory))
