@@ -48,9 +48,20 @@ public struct CacheEntry: Sendable, Equatable {
     /// are the same sealed value, so a 304's refresh can tell, without opening it again, that the entry it
     /// confirmed is still the one stored. `nil` for entries not read from an encrypted cache.
     var sealedTag: SealedTag?
-    /// The opening of the cache, its commit count and the LMDB key when a lookup read this entry: with the
-    /// same opening and key and an unchanged count, nothing was written since, so it is still the one stored.
-    var readAt: (cache: UInt64, commits: UInt64, key: [UInt8])?
+    /// Where a lookup read this entry: the opening of the cache, its commit count, the URL, the key generation
+    /// and the LMDB key the URL hashed to. With the same opening and key and an unchanged count, nothing was
+    /// written since, so it is still the one stored; with the same URL and generation, the key need not be
+    /// hashed again.
+    var readAt: ReadAt?
+
+    /// Where a lookup read an entry (see ``readAt``).
+    struct ReadAt: Sendable {
+        var cache: UInt64
+        var commits: UInt64
+        var url: String
+        var generation: UInt64
+        var key: [UInt8]
+    }
 
     /// An AES-GCM tag (16 bytes) as two words.
     struct SealedTag: Sendable, Equatable {

@@ -303,7 +303,7 @@ public final class ResponseCache: Sendable {
                 let touchKey = TouchKey(key)
                 if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) { entry = refreshed }
                 entry.lastUsedAt = now
-                entry.readAt = (cache.identity, commits, key)
+                entry.readAt = CacheEntry.ReadAt(cache: cache.identity, commits: commits, url: url, generation: crypto.generation, key: key)
                 let tick = cache.takeTick()
                 let pending = cache.touches.withLock { touches in
                     touches[touchKey] = (tick, Int64(now.timeIntervalSince1970 * 1000))
@@ -637,7 +637,12 @@ public final class ResponseCache: Sendable {
         }
         let cache = try openCache()
         let crypto = cache.crypto.withLock { $0 }
-        let key = crypto.entryKey(for: url, partition: configuration.partition)
+        let key: [UInt8]
+        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.generation == crypto.generation, readAt.url == url {
+            key = readAt.key  // the key the lookup hashed this URL to: no second HMAC
+        } else {
+            key = crypto.entryKey(for: url, partition: configuration.partition)
+        }
         let knownTag = entry.sealedTag
         let stillStored: Bool
         if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == key,
