@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "OnlineStore", targets: ["OnlineStore"]),
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .library(name: "ODataTyped", targets: ["ODataTyped"]),
+        .library(name: "ODataTelemetry", targets: ["ODataTelemetry"]),
         // The fixture producer's generated proxies: an example of odata-proxygen's output, used by the benchmarks.
         .library(name: "NorthwindProxies", targets: ["NorthwindProxies"]),
         .executable(name: "odata-demo", targets: ["odata-demo"]),
@@ -30,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -69,7 +72,23 @@ let package = Package(
             name: "ODataSession",
             dependencies: ["ODataCore", "CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
-        .target(name: "OnlineStore", dependencies: ["ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache"]),
+        // Logging, metrics and tracing of both stores and their transport (swift-log, swift-metrics, swift-distributed-tracing).
+        .target(
+            name: "ODataTelemetry",
+            dependencies: [
+                "ODataCore", "CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .target(
+            name: "OnlineStore",
+            dependencies: [
+                "ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache", "ODataTelemetry",
+                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
         // Typed access over either store: DataService, DataQuery, and the runtime of generated proxy types.
         .target(
             name: "ODataTyped",
@@ -78,8 +97,9 @@ let package = Package(
         .target(
             name: "OfflineStore",
             dependencies: [
-                "ODataCore", "CurlHTTP", "ODataSession", "LMDB", "TechnicalCache", "ODataQuery",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "ODataCore", "CurlHTTP", "ODataSession", "LMDB", "TechnicalCache", "ODataQuery", "ODataTelemetry",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
 

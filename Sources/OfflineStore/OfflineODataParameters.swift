@@ -1,4 +1,5 @@
 public import CurlHTTP
+public import ODataTelemetry
 public import ODataSession
 public import TechnicalCache
 
@@ -42,6 +43,10 @@ public struct OfflineODataParameters: Sendable {
     public var httpHeaders: [String: String]
     /// The HTTP transport; `nil` (the default) makes a `CurlTransport`.
     public var transport: (any HTTPTransport)?
+    /// Where the store reports its requests, uploads and downloads: a swift-log `Logger`, a swift-metrics factory and
+    /// a swift-distributed-tracing tracer. The default logs nothing and uses the process-wide metrics factory and
+    /// tracer. Nothing secret is reported: no credential, token, cookie, key or body.
+    public var telemetry = Telemetry()
     /// The session with the back end: authentication (basic, bearer, custom), CSRF tokens, session cookies
     /// and the SAP dialect (`sap-client`, `sap-language`, `MERGE`). The default is `SessionOptions()`: no
     /// authentication, a CSRF token fetched before the first upload, cookies kept in memory. The

@@ -31,6 +31,11 @@ extension OfflineODataProvider {
         }
         setState(.downloading)
         defer { setState(.open) }
+        try await reported(.download) { try await downloadQueries(names, configuration: &configuration, store: store) }
+    }
+
+    /// Reads the defining queries named (all when nil) and merges them (see ``download(definingQueries:)``).
+    private func downloadQueries(_ names: [String]?, configuration: inout StoreConfiguration, store: EntityStore) async throws {
         let chosen = definingQueryList.filter { names?.contains($0.name) ?? true }
         let known = Set(configuration.definingQueries.map(\.name))
         let removedQueries = Set(configuration.definingQueries.map(\.name)).subtracting(definingQueryList.map(\.name))

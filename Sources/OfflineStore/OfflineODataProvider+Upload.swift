@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataSession
+import Tracing
 
 /// The outcome of an ``OfflineODataProvider/upload()``.
 public struct OfflineODataUploadResult: Sendable, Hashable {
@@ -59,6 +60,15 @@ extension OfflineODataProvider {
         guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }
         setState(.uploading)
         defer { setState(.open) }
+        return try await reported(.upload) {
+            let result = try await uploadQueue(store: store)
+            reportUploaded(result)
+            return result
+        }
+    }
+
+    /// Sends the queue (see ``upload()``).
+    private func uploadQueue(store: EntityStore) async throws -> OfflineODataUploadResult {
         var result = OfflineODataUploadResult()
         var total = try store.queueCount()
         var settled = 0
@@ -71,6 +81,7 @@ extension OfflineODataProvider {
             pending.steps.append(Self.failureStep(entry, failure, domain: domain))
             pending.failures.append(failure)
             if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+            spanEvent("request failed", ["odata.request_id": .int64(entry.id), "http.request.method": .string(entry.method), "odata.domain": .string(domain)])
             result.failed.append(failure)
         }
         while true {
@@ -200,6 +211,7 @@ extension OfflineODataProvider {
     /// or unreadable answer) fails every request in it, and a `$batch` refused as a whole gives its
     /// status and error to every request — the caller reports each as in one-by-one mode.
     private func sendBatch(_ group: [QueuedRequest]) async throws -> [Int64: Result<TransportResponse, any Error>] {
+        spanEvent("$batch", ["odata.batch.parts": .int64(Int64(group.count)), "odata.request_id.first": .int64(group[0].id)])
         var parts: [BatchRequest.Part] = []
         for entry in group {
             var fields = HTTPFields()

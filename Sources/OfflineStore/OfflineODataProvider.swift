@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import ODataTelemetry
 import Synchronization
 public import ODataCore
 public import ODataSession
@@ -34,6 +35,8 @@ public actor OfflineODataProvider {
     /// What the session sends through: the parameters' transport, or a `CurlTransport` made on first use and
     /// shut down at ``close()``.
     private nonisolated let baseTransport: any HTTPTransport
+    /// The base transport with the parameters' telemetry: what every session sends through.
+    private nonisolated let instrumentedTransport: InstrumentedTransport
     private weak var delegate: (any OfflineODataDelegate)?
 
     var definingQueryList: [OfflineODataDefiningQuery] = []
@@ -76,7 +79,8 @@ public actor OfflineODataProvider {
         self.parameters = parameters
         self.delegate = delegate
         baseTransport = parameters.transport ?? LazyCurlTransport()
-        session = ServiceSession(serviceRoot: self.serviceRoot, options: parameters.session, transport: baseTransport)
+        instrumentedTransport = InstrumentedTransport(baseTransport, telemetry: parameters.telemetry)
+        session = ServiceSession(serviceRoot: self.serviceRoot, options: parameters.session, transport: instrumentedTransport)
     }
 
     /// The service root of an existing store, read from its (sealed) configuration.
@@ -172,7 +176,7 @@ public actor OfflineODataProvider {
                 }
                 try await switchUser(from: config, store: store)
             } else {
-                try await initialDownload(store: store)
+                try await reported(.initialDownload) { try await initialDownload(store: store) }
             }
             readSnapshot.set(store, model)
             setState(.open)
@@ -211,7 +215,7 @@ public actor OfflineODataProvider {
             credentialsUser = previous
             var previousOptions = parameters.session
             previousOptions.authentication = nil  // the previous user's credentials are `credentials[previous]`
-            previousUserSession = ServiceSession(serviceRoot: serviceRoot, options: previousOptions, transport: baseTransport)
+            previousUserSession = ServiceSession(serviceRoot: serviceRoot, options: previousOptions, transport: instrumentedTransport)
             defer {
                 credentialsUser = nil
                 previousUserSession?.endSession()

@@ -5,6 +5,7 @@ public import ODataCore
 public import ODataSession
 public import TechnicalCache
 import HTTPTypes
+import ODataTelemetry
 
 /// An online OData store: requests go through libcurl to the back end; reads can use an
 /// encrypted, persistent technical cache in *active* mode (cached copy first, then the server's,
@@ -43,6 +44,8 @@ public final class OnlineODataStore: Sendable {
     public let session: ServiceSession
     private let delegate: (any OnlineODataStoreDelegate)?
     private let transport: any HTTPTransport
+    /// Reports cache decisions to the options' telemetry.
+    private let reporter: CacheReporter
     private let ownedTransport: CurlTransport?
     private let cache: ResponseCache?
     private let state = LockedValue(State())
@@ -77,7 +80,9 @@ public final class OnlineODataStore: Sendable {
         self.options = options
         self.delegate = delegate
         ownedTransport = transport == nil ? try CurlTransport(configuration: options.transport) : nil
-        session = ServiceSession(serviceRoot: root, options: options.session, transport: transport ?? ownedTransport!)
+        session = ServiceSession(serviceRoot: root, options: options.session,
+                                 transport: InstrumentedTransport(transport ?? ownedTransport!, telemetry: options.telemetry))
+        reporter = CacheReporter(telemetry: options.telemetry)
         self.transport = session
         if options.useCache {
             let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
@@ -331,6 +336,7 @@ public final class OnlineODataStore: Sendable {
         if plan.readsCache {
             cached = lookup(url)
             counters.withLock { cached == nil ? ($0.cacheMisses += 1) : ($0.cacheHits += 1) }
+            reporter.lookup(hit: cached != nil, url: url, cache: cache)
             let cacheResponse = cached.map { Self.response(from: $0, revalidated: false) }
             execution.report(.cacheResponse(cacheResponse))
             if plan == .cacheOnly {
@@ -350,6 +356,7 @@ public final class OnlineODataStore: Sendable {
                 guard let cached else { break }
                 let response = Self.response(from: cached, revalidated: false)
                 counters.withLock { $0.servedFresh += 1 }
+                reporter.decision("served fresh", url: url)
                 execution.report(.serverResponse(response))
                 execution.report(.finished(response))
                 return
@@ -395,6 +402,7 @@ public final class OnlineODataStore: Sendable {
         let replyHeaders = plan.readsCache || reply.status == 304 ? Self.cacheHeaders(reply.headerFields) : []
         if reply.status == 304, let cached, CachePolicy.notModified(replyHeaders, confirms: cached) {
             counters.withLock { $0.notModified += 1 }
+            reporter.notModified(url: url)
             // The copy the request revalidated is the answer, even when another answer replaced it in
             // the cache meanwhile (the refresh then leaves that one alone).
             let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headers: replyHeaders, payload: Data(), stored: cached, sentAt: sentAt) : nil
@@ -489,11 +497,17 @@ public final class OnlineODataStore: Sendable {
         guard let cache, cache.isOpen else { return nil }
         switch CachePolicy.action(for: request, status: status, headers: headers, hasStoredEntry: stored != nil, mode: .active) {
         case .store:
-            _ = try? await cache.store(CacheEntry(status: status, headers: headers, payload: payload, storedAt: sentAt), for: url, keepingNewer: true)
+            let stored = (try? await cache.store(CacheEntry(status: status, headers: headers, payload: payload, storedAt: sentAt), for: url, keepingNewer: true)) ?? false
+            reporter.decision(stored ? "stored" : "not stored", url: url)
+            reporter.counts(of: cache)
         case .refresh:
-            return (try? await cache.refresh(for: url, with304Headers: headers, revalidating: stored, at: sentAt)) ?? nil
+            let refreshed = (try? await cache.refresh(for: url, with304Headers: headers, revalidating: stored, at: sentAt)) ?? nil
+            reporter.decision(refreshed == nil ? "refresh skipped (superseded)" : "refreshed", url: url)
+            return refreshed
         case .remove:
             _ = try? await cache.removeEntry(for: url)
+            reporter.decision("removed", url: url)
+            reporter.counts(of: cache)
         case .leave:
             break
         }
@@ -535,6 +549,7 @@ public final class OnlineODataStore: Sendable {
                 return try result.get()
             }
             counters.withLock { $0.coalesced += 1 }
+            reporter.coalesced()
             let result = await flight.result()
             // The leader's own cancellation is not this read's: ask again (join or lead a new flight).
             if case .failure(let error) = result, error is CancellationError, !Task.isCancelled { continue }

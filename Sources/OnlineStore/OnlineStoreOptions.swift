@@ -1,4 +1,5 @@
 import Foundation
+public import ODataTelemetry
 public import CurlHTTP
 public import HTTPTypes
 public import ODataSession
@@ -57,6 +58,10 @@ public struct OnlineStoreOptions: Sendable {
     /// authentication, CSRF tokens fetched when the store first writes, cookies kept in memory. The SAP client
     /// and language also partition the cache, as they select other data under the same URL.
     public var session: SessionOptions = SessionOptions()
+    /// Where the store reports its requests, cache decisions and failures: a swift-log `Logger`, a swift-metrics
+    /// factory and a swift-distributed-tracing tracer. The default logs nothing and uses the process-wide metrics
+    /// factory and tracer (no-ops until the application bootstraps them). Nothing secret is reported.
+    public var telemetry = Telemetry()
     /// The HTTP transport's options. The default is `CurlConfiguration()`.
     public var transport: CurlConfiguration = CurlConfiguration()
 

@@ -761,6 +761,14 @@ public final class ResponseCache: Sendable {
 
     // MARK: Statistics
 
+    /// The counters since this object was created and the current size, without the entry count (which needs a read
+    /// transaction): cheap enough to read after every request.
+    public var counts: CacheStatistics {
+        var snapshot = counters.withLock { $0 }
+        snapshot.currentBytes = state.withLock { $0 }?.currentBytes.load(ordering: .relaxed) ?? 0
+        return snapshot
+    }
+
     /// The counters since this object was created, with the current size and entry count.
     public var statistics: CacheStatistics {
         var snapshot = counters.withLock { $0 }
