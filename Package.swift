@@ -188,6 +188,16 @@ let package = Package(
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataCore"]),
+        .testTarget(
+            name: "ODataTelemetryTests",
+            dependencies: [
+                "ODataTelemetry", "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache",
+                .product(name: "Logging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
     ]
 )
 

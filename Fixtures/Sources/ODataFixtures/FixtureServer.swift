@@ -200,6 +200,7 @@ struct FixtureResponder: HTTPResponder {
         let incoming = IncomingRequest(method: method, path: relative, query: query, headers: request.headers, body: bytes)
         let countedPath = incoming.decodedPath
         service.counters.recordReceived(method: method, path: countedPath)
+        if let traceparent = request.headers[HTTPField.Name("traceparent")!] { service.counters.recordTraceparent(traceparent) }
 
         let decision = faults.decide(method: method, path: countedPath)
         if decision.latency > .zero { try await Task.sleep(for: decision.latency) }

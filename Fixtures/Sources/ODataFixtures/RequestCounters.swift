@@ -30,6 +30,7 @@ public final class RequestCounters: Sendable {
     }
 
     private let entries = LockedValue<[Key: Entry]>([:])
+    private let traceparentLog = LockedValue<[String]>([])
 
     init() {}
 
@@ -44,6 +45,16 @@ public final class RequestCounters: Sendable {
     }
 
     func recordReceived(method: String, path: String) { bump(method, path) { $0.received += 1 } }
+    /// Keeps a `traceparent` header the producer received (the last 1,000).
+    func recordTraceparent(_ value: String) {
+        traceparentLog.withLock { log in
+            log.append(value)
+            if log.count > 1_000 { log.removeFirst(log.count - 1_000) }
+        }
+    }
+
+    /// The W3C `traceparent` headers received, oldest first (the last 1,000).
+    public var traceparents: [String] { traceparentLog.withLock { $0 } }
     func recordExecuted(method: String, path: String) { bump(method, path) { $0.executed += 1 } }
     func recordReplayed(method: String, path: String) { bump(method, path) { $0.replayed += 1 } }
     func recordFaulted(method: String, path: String) { bump(method, path) { $0.faulted += 1 } }
