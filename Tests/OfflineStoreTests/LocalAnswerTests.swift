@@ -222,6 +222,7 @@ import Testing
         defer { sap.stop() }
         try await Self.patchSalesOrders(sap.serviceRoot(MockSAP.salesOrderV4))
         let directory = try TemporaryDirectory()
+        defer { withExtendedLifetime(directory) {} }
         var compared = 0
         for (service, sets, cases) in [
             (MockSAP.salesOrderV4, ["SalesOrder", "SalesOrderItem"], Self.salesOrderCases),
