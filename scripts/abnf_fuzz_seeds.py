@@ -9,9 +9,12 @@ ported line for line. Expression inputs are percent-decoded as ABNFConformanceTe
 FuzzFilter mode hands text straight to FilterExpression.parse); query-option inputs stay encoded
 (QueryOptions.parse decodes). Negative cases are kept too: they seed the error paths.
 
-Usage: scripts/abnf_fuzz_seeds.py   (from the repository root; rewrites the abnf-* seeds)
+Also writes 16 seeds for the grammar-aware mode (`gen-*`, see main()).
+
+Usage: scripts/abnf_fuzz_seeds.py   (from the repository root; rewrites the abnf-* and gen-* seeds)
 """
 import os
+import random
 import sys
 import urllib.parse
 
@@ -208,6 +211,18 @@ def main():
             f.write(data)
         count += 1
     print(f"{count} seeds from {len(cases)} cases written to {os.path.relpath(OUT, ROOT)}")
+    # Seeds for the grammar-aware mode (Fuzz/Sources/FuzzFilter/Generator.swift): the marker byte 0x00,
+    # then 0x00 (an expression) or 0x01 (a query string), then choice bytes from a fixed-seed PRNG.
+    rng = random.Random(4_01)
+    for name in os.listdir(OUT):
+        if name.startswith("gen-"):
+            os.remove(os.path.join(OUT, name))
+    for n in range(16):
+        mode = n % 2
+        data = bytes([0, mode]) + bytes(rng.randrange(256) for _ in range(24 + 8 * n))
+        with open(os.path.join(OUT, f"gen-{'query' if mode else 'expr'}-{n:02d}"), "wb") as f:
+            f.write(data)
+    print(f"16 grammar-mode seeds written")
 
 
 if __name__ == "__main__":
