@@ -70,13 +70,16 @@ SOAK_SECONDS ?= 60
 # libFuzzer: each target runs FUZZ_SECONDS, starting from the seeds in Fuzz/Corpus/<target>; the
 # inputs it discovers go to .build-fuzz/corpus/<target> (kept between runs, not committed). A crash
 # leaves its input in Fuzz/Artifacts/ and stops the run: turn it into a test in Tests/ProofTests.
+# A target with a dictionary Fuzz/<target>.dict (today FuzzFilter: the OData URL grammar's tokens)
+# gets it as -dict=.
 fuzz: deps
 	mkdir -p Fuzz/Artifacts
 	for t in $(FUZZ_TARGETS); do \
 	  (cd Fuzz && $(SWIFT) build -c debug --sanitize=fuzzer --product $$t --scratch-path ../.build-fuzz) || exit 1; \
 	  mkdir -p .build-fuzz/corpus/$$t; \
 	  SWIFT_BACKTRACE=enable=no .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -print_final_stats=1 -artifact_prefix=Fuzz/Artifacts/$$t- .build-fuzz/corpus/$$t Fuzz/Corpus/$$t || exit 1; \
+	    -print_final_stats=1 -artifact_prefix=Fuzz/Artifacts/$$t- $$(test -f Fuzz/$$t.dict && echo -dict=Fuzz/$$t.dict) \
+	    .build-fuzz/corpus/$$t Fuzz/Corpus/$$t || exit 1; \
 	done
 
 fuzz-short:

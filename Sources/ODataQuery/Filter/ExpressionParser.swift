@@ -522,7 +522,7 @@ struct ExpressionParser {
         guard token.kind == .slash && !token.spaceBefore else {
             throw error("expected '/' after '$root'", at: token.start)
         }
-        // Take the raw text up to the first space or unbalanced ')' / ','; quotes may contain both.
+        // Take the raw text up to the first space or unbalanced ')' / ',' / ']'; quotes may contain them.
         let bytes = lexer.bytes
         var index = token.end
         var depth = 0
@@ -540,7 +540,8 @@ struct ExpressionParser {
             } else if b == UInt8(ascii: ")") {
                 if depth == 0 { break }
                 depth -= 1
-            } else if (b == UInt8(ascii: ",") && depth == 0) || Lexer.isSpace(b) && depth == 0 {
+            } else if (b == UInt8(ascii: ",") || b == UInt8(ascii: "]")) && depth == 0 || Lexer.isSpace(b) && depth == 0 {
+                // `]` ends it inside an expression array (`[$root/People(1)/Name,Name]`).
                 break
             }
             index += 1

@@ -50,15 +50,22 @@ enum ExpressionPrinter {
             let p = op.precedence
             try printOperand(lhs, parenthesized: precedence(lhs) < p, version: version, into: &out)
             out += " " + op.rawValue + " "
-            try printOperand(rhs, parenthesized: precedence(rhs) <= p && !isList(rhs), version: version, into: &out)
-        case .list(let items):
-            out += "("
-            for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
-                try print(item, version: version, into: &out)
+            if op == .in, case .list(let items) = rhs {
+                // After `in`, `(a)` is a list of one.
+                try printItems(items, version: version, into: &out)
+            } else {
+                try printOperand(rhs, parenthesized: precedence(rhs) <= p && !isList(rhs), version: version, into: &out)
             }
-            out += ")"
+        case .list(let items) where items.count == 1:
+            // Elsewhere `(a)` is just `a` in parentheses, and `[a]` may be a JSON array: an expression
+            // array of one parenthesized item (`[(a)]`) is neither.
+            out += "[("
+            try print(items[0], version: version, into: &out)
+            out += ")]"
+        case .list(let items):
+            try printItems(items, version: version, into: &out)
         case .function("contains", let arguments) where version == .v2 && arguments.count == 2:
+
             out += "substringof("
             try print(arguments[1], version: version, into: &out)
             out += ","
@@ -102,6 +109,16 @@ enum ExpressionPrinter {
             if let key = call.key { out += key.description }
             for member in call.members { out += "/" + member }
         }
+    }
+
+    /// `(a,b,…)`.
+    private static func printItems(_ items: [FilterExpression], version: ODataVersion, into out: inout String) throws(ODataError) {
+        out += "("
+        for (index, item) in items.enumerated() {
+            if index > 0 { out += "," }
+            try print(item, version: version, into: &out)
+        }
+        out += ")"
     }
 
     private static func isLiteral(_ expression: FilterExpression) -> Bool {

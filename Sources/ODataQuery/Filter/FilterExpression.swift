@@ -250,3 +250,45 @@ extension FilterExpression: CustomStringConvertible {
         return out
     }
 }
+
+extension Literal {
+    /// Equality as written, except that `NaN` equals `NaN` (of either sign): a parsed `NaN` literal
+    /// must equal itself, or `parse(tree.description) == tree` and `Set`s of trees break.
+    public static func == (lhs: Literal, rhs: Literal) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.int(a), .int(b)): return a == b
+        case let (.double(a), .double(b)): return a == b || a.isNaN && b.isNaN
+        case let (.decimal(a), .decimal(b)), let (.string(a), .string(b)), let (.guid(a), .guid(b)), let (.date(a), .date(b)),
+            let (.timeOfDay(a), .timeOfDay(b)), let (.dateTimeOffset(a), .dateTimeOffset(b)), let (.duration(a), .duration(b)),
+            let (.binary(a), .binary(b)):
+            return a == b
+        case let (.enumMember(typeA, valueA), .enumMember(typeB, valueB)), let (.geo(typeA, valueA), .geo(typeB, valueB)):
+            return typeA == typeB && valueA == valueB
+        case let (.json(a), .json(b)): return a == b
+        default: return false
+        }
+    }
+
+    /// Hashes consistently with ``==(_:_:)``: every `NaN` hashes alike.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(1); hasher.combine(value)
+        case .int(let value): hasher.combine(2); hasher.combine(value)
+        case .double(let value): hasher.combine(3); hasher.combine(value.isNaN ? Double.nan : value)
+        case .decimal(let text): hasher.combine(4); hasher.combine(text)
+        case .string(let text): hasher.combine(5); hasher.combine(text)
+        case .guid(let text): hasher.combine(6); hasher.combine(text)
+        case .date(let text): hasher.combine(7); hasher.combine(text)
+        case .timeOfDay(let text): hasher.combine(8); hasher.combine(text)
+        case .dateTimeOffset(let text): hasher.combine(9); hasher.combine(text)
+        case .duration(let text): hasher.combine(10); hasher.combine(text)
+        case .binary(let text): hasher.combine(11); hasher.combine(text)
+        case .enumMember(let type, let value): hasher.combine(12); hasher.combine(type); hasher.combine(value)
+        case .geo(let kind, let text): hasher.combine(13); hasher.combine(kind); hasher.combine(text)
+        case .json(let value): hasher.combine(14); hasher.combine(value)
+        }
+    }
+}

@@ -126,6 +126,12 @@ struct Lexer {
         case UInt8(ascii: "-"):
             if position + 1 < bytes.count {
                 let n = bytes[position + 1]
+                // `-` before a GUID or a time of day negates it (neither has a signed form); before
+                // other digits it starts a number, a negative-year date or date-time.
+                if Lexer.isHex(n) && startsGUID(at: position + 1) || looksLikeTime(from: position + 1) {
+                    position += 1
+                    return token(.minus)
+                }
                 if Lexer.isDigit(n) { return token(.literal(try scanNumberOrTemporal())) }
                 if hasWord("INF", at: position + 1) {
                     position += 4
@@ -241,6 +247,13 @@ struct Lexer {
             }
         }
         throw error("unterminated JSON literal", at: start)
+    }
+
+    /// Whether a bare GUID starts at `offset`.
+    private func startsGUID(at offset: Int) -> Bool {
+        var copy = self
+        copy.position = offset
+        return copy.scanGUID() != nil
     }
 
     /// A bare GUID `8-4-4-4-12` hex digits, not followed by a name character.
