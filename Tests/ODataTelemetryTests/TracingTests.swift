@@ -1,0 +1,84 @@
+import Foundation
+import HTTPTypes
+import InMemoryTracing
+import ODataCore
+import ODataFixtures
+import ODataTelemetry
+import OfflineStore
+import OnlineStore
+import TechnicalCache
+import Testing
+import Tracing
+
+/// Spans of both stores: a client span per request under the caller's span, the context the producer receives as
+/// `traceparent`, and a span per upload and download with `$batch` and failed requests as events.
+@Suite struct TracingTests {
+    private func attribute(_ span: FinishedInMemorySpan, _ name: String) -> SpanAttribute? {
+        span.attributes[name]?.toSpanAttribute()
+    }
+
+    @Test func aReadIsAClientSpanUnderTheCallersSpanAndTheProducerSeesItsContext() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let folder = try TemporaryFolder()
+        let tracer = W3CTracer()
+        var options = OnlineStoreOptions()
+        options.storeDirectory = folder.url
+        options.cacheEncryptionKey = "tracing cache key"
+        options.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
+        options.telemetry = Telemetry(tracer: tracer)
+        let store = try OnlineODataStore(serviceRoot: server.serviceRoot, options: options)
+        try await store.open()
+        try await tracer.withSpan("handle request") { _ in
+            _ = try await store.response(for: ODataRequest(resourcePath: "Orders(10248)", queryOptions: [.select(["OrderID", "Freight"])]))
+        }
+        store.close()
+
+        let spans = tracer.memory.finishedSpans
+        let parent = try #require(spans.first { $0.operationName == "handle request" })
+        let client = try #require(spans.first { $0.operationName == "GET" })
+        #expect(client.kind == .client)
+        #expect(client.traceID == parent.traceID && client.parentSpanID == parent.spanID)
+        #expect(attribute(client, "http.request.method") == .string("GET"))
+        #expect(attribute(client, "http.response.status_code") == .int64(200))
+        #expect(attribute(client, "url.full") == .string(server.serviceRoot + "Orders(10248)"), "no query in the URL attribute")
+        #expect(attribute(client, "server.address") == .string("127.0.0.1"))
+        #expect(attribute(client, "server.port") == .int64(Int64(server.port)))
+        #expect(server.counters.traceparents.contains("00-\(client.traceID)-\(client.spanID)-01"), "the producer received the client span's context")
+    }
+
+    @Test func uploadsAndDownloadsAreSpansWithTheirRequestsInside() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let folder = try TemporaryFolder()
+        let tracer = W3CTracer()
+        var parameters = OfflineODataParameters(storeName: "tracing", storePath: folder.path, storeEncryptionKey: "tracing store key",
+                                                keyDerivation: .pbkdf2(rounds: 1_000))
+        parameters.telemetry = Telemetry(tracer: tracer)
+        parameters.uploadRetries = 0
+        parameters.uploadMode = .batch(maxRequestsPerBatch: 10)
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
+        try await provider.open()
+        _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Shippers(1)", body: Data(#"{"Phone":"1"}"#.utf8)))
+        _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Shippers(2)", body: Data(#"{"Phone":"2"}"#.utf8)))
+        _ = try server.faults.add(FaultRule(.fail(status: 400, code: "Refused", message: "not today"), method: "PATCH", path: "Shippers(2)", insideBatch: true))
+        let result = try await tracer.withSpan("sync job") { _ in try await provider.upload() }
+        #expect(result.failed.count == 1)
+        await provider.close()
+
+        let spans = tracer.memory.finishedSpans
+        let download = try #require(spans.first { $0.operationName == "OfflineODataProvider initial download" })
+        let downloadRequests = spans.filter { $0.parentSpanID == download.spanID }
+        #expect(Set(downloadRequests.map(\.operationName)) == ["GET"])
+        #expect(downloadRequests.count >= 2, "$metadata and the defining query")
+        let job = try #require(spans.first { $0.operationName == "sync job" })
+        let upload = try #require(spans.first { $0.operationName == "OfflineODataProvider upload" })
+        #expect(upload.parentSpanID == job.spanID && upload.traceID == job.traceID)
+        let batch = try #require(spans.first { $0.parentSpanID == upload.spanID && $0.operationName == "POST" })
+        #expect(attribute(batch, "url.full") == .string(server.serviceRoot + "$batch"))
+        #expect(upload.events.map(\.name) == ["$batch", "request failed"])
+        #expect(upload.events.first?.attributes["odata.batch.parts"]?.toSpanAttribute() == .int64(2))
+        #expect(server.counters.traceparents.contains("00-\(batch.traceID)-\(batch.spanID)-01"))
+    }
+}
