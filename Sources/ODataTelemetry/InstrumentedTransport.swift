@@ -28,6 +28,11 @@ public struct InstrumentedTransport: HTTPTransport {
         instruments = Instruments(telemetry: telemetry)
     }
 
+    /// `base` wrapped for `telemetry`, or `base` itself when telemetry is ``Telemetry/disabled``.
+    public static func wrapping(_ base: any HTTPTransport, telemetry: Telemetry) -> any HTTPTransport {
+        telemetry.isEnabled ? InstrumentedTransport(base, telemetry: telemetry) : base
+    }
+
     /// Sends `request` through the wrapped transport inside a client span.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let span = telemetry.tracer.startAnySpan(request.method, context: ServiceContext.current ?? .topLevel, ofKind: .client)

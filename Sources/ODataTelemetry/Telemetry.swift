@@ -23,6 +23,8 @@ public struct Telemetry: Sendable {
     public var metricsFactory: any MetricsFactory
     /// The tracer spans are started with.
     public var tracer: any Tracer
+    /// Whether the stores report at all; `false` only for ``disabled``.
+    public let isEnabled: Bool
 
     /// Creates the reporting set.
     ///
@@ -34,7 +36,19 @@ public struct Telemetry: Sendable {
         self.logger = logger ?? Logger(label: "ODataStores", factory: { _ in SwiftLogNoOpLogHandler() })
         self.metricsFactory = metricsFactory ?? MetricsSystem.factory
         self.tracer = tracer ?? InstrumentationSystem.tracer
+        isEnabled = true
     }
+
+    private init(disabled: Void) {
+        logger = Logger(label: "ODataStores", factory: { _ in SwiftLogNoOpLogHandler() })
+        metricsFactory = NOOPMetricsHandler.instance
+        tracer = NoOpTracer()
+        isEnabled = false
+    }
+
+    /// No reporting at all, whatever the process-wide metrics factory and tracer are: the stores send without the
+    /// instrumented transport and make no-op metrics.
+    public static var disabled: Telemetry { Telemetry(disabled: ()) }
 
     /// The default: no logging, the process-wide metrics factory and tracer.
     public static var standard: Telemetry { Telemetry() }

@@ -36,7 +36,7 @@ public actor OfflineODataProvider {
     /// shut down at ``close()``.
     private nonisolated let baseTransport: any HTTPTransport
     /// The base transport with the parameters' telemetry: what every session sends through.
-    private nonisolated let instrumentedTransport: InstrumentedTransport
+    private nonisolated let instrumentedTransport: any HTTPTransport
     private weak var delegate: (any OfflineODataDelegate)?
 
     var definingQueryList: [OfflineODataDefiningQuery] = []
@@ -79,7 +79,7 @@ public actor OfflineODataProvider {
         self.parameters = parameters
         self.delegate = delegate
         baseTransport = parameters.transport ?? LazyCurlTransport()
-        instrumentedTransport = InstrumentedTransport(baseTransport, telemetry: parameters.telemetry)
+        instrumentedTransport = InstrumentedTransport.wrapping(baseTransport, telemetry: parameters.telemetry)
         session = ServiceSession(serviceRoot: self.serviceRoot, options: parameters.session, transport: instrumentedTransport)
     }
 

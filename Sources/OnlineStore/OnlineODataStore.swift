@@ -81,7 +81,7 @@ public final class OnlineODataStore: Sendable {
         self.delegate = delegate
         ownedTransport = transport == nil ? try CurlTransport(configuration: options.transport) : nil
         session = ServiceSession(serviceRoot: root, options: options.session,
-                                 transport: InstrumentedTransport(transport ?? ownedTransport!, telemetry: options.telemetry))
+                                 transport: InstrumentedTransport.wrapping(transport ?? ownedTransport!, telemetry: options.telemetry))
         reporter = CacheReporter(telemetry: options.telemetry)
         self.transport = session
         if options.useCache {

@@ -131,6 +131,17 @@ nonisolated func runBenchmarks() async throws {
     passiveOptions.storeName = "passive"
     let passiveStore = try OnlineODataStore(serviceRoot: root, options: passiveOptions)
     try await passiveStore.open()
+    // The same stores without any telemetry (not even no-op backends): what reporting costs.
+    var quietOptions = options
+    quietOptions.storeName = "quiet"
+    quietOptions.telemetry = .disabled
+    let quietStore = try OnlineODataStore(serviceRoot: root, options: quietOptions)
+    try await quietStore.open()
+    var quietPassiveOptions = passiveOptions
+    quietPassiveOptions.storeName = "quiet-passive"
+    quietPassiveOptions.telemetry = .disabled
+    let quietPassiveStore = try OnlineODataStore(serviceRoot: root, options: quietPassiveOptions)
+    try await quietPassiveStore.open()
 
     // Floors: the same kind of entry looked up straight from a ResponseCache of its own; the transport alone.
     let floorCache = try ResponseCache(directory: directory.appendingPathComponent("floor").path,
@@ -162,6 +173,9 @@ nonisolated func runBenchmarks() async throws {
         try passiveStore.setMode(.active)
         _ = try await passiveStore.response(for: cached)
         try passiveStore.setMode(.passive)
+        try quietPassiveStore.setMode(.active)
+        _ = try await quietPassiveStore.response(for: cached)
+        try quietPassiveStore.setMode(.passive)
         let fullBytes = try await bytesPerRead { _ = try await store.response(for: uncached) }
         let revalidationBytes = try await bytesPerRead { _ = try await store.response(for: cached) }
 
@@ -200,6 +214,8 @@ nonisolated func runBenchmarks() async throws {
             },
             Row("URLSession + URLCache, cached (entries stored by hand)", bytes: "0") { _ = try await session.data(for: peerCached) },
             Row("URLSession, uncached GET", bytes: "\(data.count)+headers") { _ = try await session.data(for: peerUncached) },
+            Row("store, uncached GET, telemetry disabled", bytes: "\(fullBytes)") { _ = try await quietStore.response(for: uncached) },
+            Row("store, passive read, telemetry disabled", bytes: "0") { _ = try await quietPassiveStore.response(for: cached) },
         ]
         try await interleave(rows, iterations: iterations)
         if only != nil { continue }
@@ -214,6 +230,12 @@ nonisolated func runBenchmarks() async throws {
                                uncachedRow.samples.median / passiveRow.samples.median, passiveRow.samples.median / floorRow.samples.median,
                                executeRow.samples.median / passiveRow.samples.median, eventsRow.samples.median / passiveRow.samples.median,
                                Double(revalidationBytes) / Double(fullBytes) * 100))
+        let quietUncached = rows[rows.count - 2], quietPassive = rows[rows.count - 1]
+        verdicts.append(String(format: "%@: telemetry with no-op backends (the default) costs %+.1f%% on the uncached GET (CPU %+.1f%%) and %+.1f%% on the passive read (CPU %+.1f%%) against the same stores with telemetry disabled (target ≤ 2%%)",
+                               label, (uncachedRow.samples.median / quietUncached.samples.median - 1) * 100,
+                               (uncachedRow.cpuPerCall / quietUncached.cpuPerCall - 1) * 100,
+                               (passiveRow.samples.median / quietPassive.samples.median - 1) * 100,
+                               (passiveRow.cpuPerCall / quietPassive.cpuPerCall - 1) * 100))
     }
 
     if only != nil { return }
@@ -228,6 +250,8 @@ nonisolated func runBenchmarks() async throws {
 
     store.close()
     periodicStore.close()
+    quietStore.close()
+    quietPassiveStore.close()
     passiveStore.close()
     floorCache.close()
 }
