@@ -123,7 +123,7 @@ let package = Package(
         ),
 
         // Executables.
-        .executableTarget(name: "odata-demo", dependencies: ["OnlineStore", "ODataFixtures"]),
+        .executableTarget(name: "odata-demo", dependencies: ["OnlineStore", "ODataFixtures", "CurlHTTP", "TechnicalCache", "ODataCore"]),
         .executableTarget(
             name: "ilodata",
             dependencies: [
