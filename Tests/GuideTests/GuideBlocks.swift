@@ -2,9 +2,11 @@
 // Compiled, never run: GuideTests checks that every block of the guide is here.
 import Foundation
 import HTTPTypes
+import Logging
 import NorthwindProxies
 import ODataCore
 import ODataSession
+import ODataTelemetry
 import ODataTyped
 import OfflineStore
 import OnlineStore
@@ -172,6 +174,22 @@ func run(serviceRoot: String) async throws {
     print("passive, never read:", neverRead == nil ? "nil" : "cached")
     try store.setMode(.active)
 }
+}
+
+// Sources/OnlineStore/OnlineStore.docc/Observability.md, block 0
+func OnlineStore_Observability_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+var logger = Logger(label: "orders-service.odata")
+logger.logLevel = .debug
+var options = OnlineStoreOptions()
+options.telemetry = Telemetry(logger: logger)
+let orders = try OnlineODataStore(serviceRoot: "https://gateway.example.com/sap/opu/odata/sap/ZORDERS_SRV/", options: options)
+    _ = logger
+    _ = options
+    _ = orders
+    }
 }
 
 // Sources/OnlineStore/OnlineStore.docc/OnlineStore.md, block 0
