@@ -107,7 +107,7 @@ let package = Package(
         .target(
             name: "ODataFixtures",
             dependencies: [
-                "ODataCore", "ODataQuery", .product(name: "Hummingbird", package: "hummingbird"),
+                "ODataCore", "ODataQuery", "CurlHTTP", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -307,7 +307,7 @@ import Testing
         let password = "pw-\(UUID().uuidString)"
         let sap = try MockSAP.start(arguments: ["--auth", "CLERK:\(password)"])
         defer { sap.stop() }
-        let wire = try RecordingTransport()
+        let wire = try SecretRecordingTransport()
         let directory = try Directory()
         var authentication = SessionOptions()
         authentication.authentication = BasicAuthentication(user: "CLERK", password: password)
@@ -343,7 +343,7 @@ import Testing
         let archive = try await provider.execute(.get("ErrorArchive")).payload
         await provider.close()
 
-        let secrets = wire.secrets()
+        let secrets = wire.secrets
         #expect(secrets.count >= 3, "the wire carried an Authorization, a CSRF token and a session cookie")
         let texts = [failedOnline, String(decoding: archive, as: UTF8.self)] + result.failed.map(\.message)
         for secret in secrets + [password] {
@@ -427,34 +427,6 @@ final class Directory: Sendable {
     func filesContaining(_ needle: Data) throws -> [String] {
         try files().filter { try Data(contentsOf: URL(fileURLWithPath: $0)).range(of: needle) != nil }
     }
-}
-
-/// A transport that notes every credential, token and cookie value that crossed the wire.
-final class RecordingTransport: HTTPTransport {
-    private let base: CurlTransport
-    private let seen = LockedValue<Set<String>>([])
-
-    init() throws { base = try CurlTransport() }
-
-    deinit { base.shutdown() }
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let response = try await base.send(request)
-        let csrf = HTTPField.Name("X-CSRF-Token")!
-        var values: [String] = []
-        if let value = request.headerFields[.authorization] { values.append(value.components(separatedBy: " ").last ?? value) }
-        if let value = request.headerFields[.cookie] { values += value.components(separatedBy: "; ") }
-        if let value = request.headerFields[csrf], value != "Fetch" { values.append(value) }
-        if let value = response.headerFields[csrf], value != "Required" { values.append(value) }
-        for cookie in response.headerFields[values: .setCookie] {
-            values.append(String(cookie.split(separator: ";").first ?? ""))
-        }
-        seen.withLock { $0.formUnion(values.filter { $0.count >= 8 }) }
-        return response
-    }
-
-    /// Every secret value seen (cookie name=value pairs, tokens, the base64 of basic credentials).
-    func secrets() -> [String] { seen.withLock { Array($0) } }
 }
 
 extension MockSAP {

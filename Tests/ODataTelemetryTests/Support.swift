@@ -58,32 +58,6 @@ struct CapturingLogHandler: LogHandler {
     }
 }
 
-/// A `CurlTransport` that remembers the secrets it carried: credentials, CSRF tokens, cookies.
-final class SecretRecordingTransport: HTTPTransport {
-    private let base: CurlTransport
-    private let seen = LockedValue<Set<String>>([])
-
-    init() throws { base = try CurlTransport() }
-
-    deinit { base.shutdown() }
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let response = try await base.send(request)
-        let csrf = HTTPField.Name("X-CSRF-Token")!
-        var values: [String] = []
-        if let value = request.headerFields[.authorization] { values.append(value.components(separatedBy: " ").last ?? value) }
-        if let value = request.headerFields[.cookie] { values += value.components(separatedBy: "; ") }
-        if let value = request.headerFields[csrf], value != "Fetch" { values.append(value) }
-        if let value = response.headerFields[csrf], value != "Required" { values.append(value) }
-        for cookie in response.headerFields[values: .setCookie] { values.append(String(cookie.split(separator: ";").first ?? "")) }
-        seen.withLock { $0.formUnion(values.filter { $0.count >= 8 }) }
-        return response
-    }
-
-    /// Every secret value seen.
-    var secrets: [String] { seen.withLock { Array($0) } }
-}
-
 /// A temporary directory, removed when the object goes.
 final class TemporaryFolder: Sendable {
     let path: String
