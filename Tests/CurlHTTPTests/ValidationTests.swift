@@ -138,3 +138,16 @@ import Testing
         #expect(transport != nil)
     }
 }
+
+@Suite struct URLOriginTests {
+    @Test func theOriginIsSchemeHostAndPortLowerCased() {
+        #expect(URLOrigin.of("http://127.0.0.1:8080/service/Orders?$top=1") == "http://127.0.0.1:8080")
+        #expect(URLOrigin.of("HTTPS://Gateway.Example.COM/sap/opu/odata/") == "https://gateway.example.com")
+        #expect(URLOrigin.of("https://host#fragment") == "https://host")
+        #expect(URLOrigin.of("https://host?query") == "https://host")
+        #expect(URLOrigin.of("https://host") == "https://host")
+        #expect(URLOrigin.of("https://BÜCHER.example/x") == "https://bücher.example")
+        #expect(URLOrigin.of("not a URL") == "not a url")
+        #expect(URLOrigin.of("") == "")
+    }
+}

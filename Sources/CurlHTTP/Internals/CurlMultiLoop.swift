@@ -268,14 +268,6 @@ private struct LoopState {
         self.publish = publish
     }
 
-    /// `scheme://host:port` of a validated URL, lower-cased: what libcurl counts connections by.
-    static func origin(of url: String) -> String {
-        let utf8 = url.utf8
-        guard let schemeEnd = utf8.firstRange(of: "://".utf8)?.upperBound else { return url.lowercased() }
-        let end = utf8[schemeEnd...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? utf8.endIndex
-        return String(url[..<end]).lowercased()
-    }
-
     /// How many transfers may run at once to `origin`: one per connection for HTTP/1.1; for HTTP/2 over TLS,
     /// libcurl multiplexes up to 100 streams on each connection.
     func limit(for origin: String) -> Int {
@@ -286,7 +278,7 @@ private struct LoopState {
     }
 
     mutating func start(_ submission: CurlMultiLoop.Submission) {
-        let origin = Self.origin(of: submission.request.url)
+        let origin = URLOrigin.of(submission.request.url)
         if activePerOrigin[origin, default: 0] >= limit(for: origin) {
             waiting[origin, default: WaitQueue()].append(submission)
             counts.queued += 1
@@ -422,5 +414,34 @@ private struct LoopState {
             pool.append(handle)
         }
         counts.pooled = pool.count
+    }
+}
+
+/// The origin libcurl counts connections by.
+enum URLOrigin {
+    /// `scheme://host:port` of a validated URL, lower-cased: what libcurl counts connections by.
+    /// Runs for every request: a byte scan, and Unicode lower-casing only when an upper-case or non-ASCII byte needs it.
+    static func of(_ url: String) -> String {
+        var url = url
+        return url.withUTF8 { bytes -> String in
+            let count = bytes.count
+            var schemeEnd = -1
+            var index = 0
+            while index + 2 < count {
+                if bytes[index] == UInt8(ascii: ":") && bytes[index + 1] == UInt8(ascii: "/") && bytes[index + 2] == UInt8(ascii: "/") {
+                    schemeEnd = index + 3
+                    break
+                }
+                index += 1
+            }
+            var end = count
+            if schemeEnd >= 0 {
+                end = schemeEnd
+                while end < count, bytes[end] != UInt8(ascii: "/"), bytes[end] != UInt8(ascii: "?"), bytes[end] != UInt8(ascii: "#") { end += 1 }
+            }
+            let origin = UnsafeBufferPointer(rebasing: bytes[..<end])
+            let text = String(decoding: origin, as: UTF8.self)
+            return origin.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || $0 >= 0x80 } ? text.lowercased() : text
+        }
     }
 }
