@@ -193,7 +193,8 @@ let package = Package(
         .testTarget(
             name: "ODataServiceTests",
             dependencies: [
-                "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore",
+                "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "TechnicalCache",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,5 +1,7 @@
 import Foundation
+import HTTPTypes
 import ODataCore
+import TechnicalCache
 import ODataFixtures
 import OfflineStore
 import ServiceLifecycle
