@@ -80,6 +80,7 @@ func reply(_ response: ODataResponse, source: Source) -> Response {
     var headers = HTTPFields()
     headers[.contentType] = response.headerFields[.contentType] ?? "application/json"
     headers[HTTPField.Name("X-Gateway-Source")!] = source.rawValue
+    if response.isRevalidated { headers[HTTPField.Name("X-Gateway-Cache")!] = "revalidated" }
     if let etag = response.etag { headers[.eTag] = etag }
     return Response(status: .init(code: response.statusCode), headers: headers,
                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: response.payload)))
