@@ -6,9 +6,12 @@ import ODataTelemetry
 /// rest of a service (an HTTP server, for example).
 ///
 /// ``run()`` opens the store and keeps it open until graceful shutdown. Then it lets the requests
-/// in flight finish, for at most ``drainDeadline``, and closes the store: what still runs then is
-/// cancelled and ends with a failure (see ``OnlineODataStore/close()``). When the task running
-/// ``run()`` is cancelled instead (the group's cancellation, or its
+/// in flight finish, for at most ``drainDeadline``, and closes the store (see
+/// ``OnlineODataStore/close()``): the executions of ``OnlineODataStore/execute(_:listener:)`` and
+/// ``OnlineODataStore/execute(batch:listener:)`` still running then are cancelled and end with a
+/// failure at once; a ``OnlineODataStore/response(for:listener:)`` call runs in its caller's task, which
+/// the service cannot cancel, and fails when its answer arrives (or when its caller cancels it). When
+/// the task running ``run()`` is cancelled instead (the group's cancellation, or its
 /// `maximumGracefulShutdownDuration` passed), the store is closed at once.
 ///
 /// A `ServiceGroup` shuts its services down in the reverse order of its list, each after the one
