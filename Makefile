@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo bench docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -20,6 +20,14 @@ test: deps
 
 demo: deps
 	$(SWIFT) run odata-demo
+
+# The example service (Examples/ODataGateway, a package of its own): builds the fixture producer and the
+# gateway, starts the producer on a free port of 127.0.0.1, runs the gateway against it and prints curl
+# lines to try; Ctrl-C stops the gateway gracefully, then the producer (by its PID).
+example: deps
+	$(SWIFT) build --product odata-fixture-server
+	cd Examples/ODataGateway && $(SWIFT) build
+	SWIFT=$(SWIFT) ./scripts/run-example.sh
 
 # OfflineBenchmarks serves its data with the release build of the fixture producer.
 bench: deps

@@ -87,6 +87,7 @@ let package = Package(
                 "ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache", "ODataTelemetry",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Typed access over either store: DataService, DataQuery, and the runtime of generated proxy types.
@@ -100,6 +101,7 @@ let package = Package(
                 "ODataCore", "CurlHTTP", "ODataSession", "LMDB", "TechnicalCache", "ODataQuery", "ODataTelemetry",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -186,6 +188,16 @@ let package = Package(
             dependencies: ["ODataTyped", "ODataCore", "ODataQuery", "OnlineStore", "OfflineStore", "ODataFixtures",
                            "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "TechnicalCache",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
+        // Both stores as ServiceLifecycle services in a ServiceGroup: graceful shutdown under load.
+        .testTarget(
+            name: "ODataServiceTests",
+            dependencies: [
+                "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "TechnicalCache",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataCore"]),
         .testTarget(

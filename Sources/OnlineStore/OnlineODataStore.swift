@@ -60,6 +60,8 @@ public final class OnlineODataStore: Sendable {
         /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that
         /// began after the last one, so it never gets an answer older than a write this store made.
         var writeEpoch: UInt64 = 0
+        /// The ``response(for:listener:)`` calls running in their callers' tasks (not in `running`).
+        var directCalls = 0
     }
 
     /// Creates a store; nothing is opened until ``open()``.
@@ -139,6 +141,11 @@ public final class OnlineODataStore: Sendable {
         cache?.close()
         session.endSession()
     }
+
+    /// How many requests run now: the executions started by ``execute(_:listener:)`` and
+    /// ``execute(batch:listener:)`` that have not ended, plus the ``response(for:listener:)`` calls under
+    /// way. ``close()`` cancels the former and forgets them. For `OnlineStoreService`'s graceful shutdown.
+    var inFlightRequests: Int { state.withLock { $0.running.count + $0.directCalls } }
 
     /// Whether the store is open.
     public var isOpen: Bool { state.withLock { $0.isOpen } }
@@ -235,7 +242,9 @@ public final class OnlineODataStore: Sendable {
     /// - Throws: the failure the execution reported.
     public func response(for request: ODataRequest, listener: (any ODataRequestListener)? = nil) async throws -> ODataResponse? {
         let execution = RequestExecution(request: request, listener: listener)
+        state.withLock { $0.directCalls += 1 }
         await run(single: execution)
+        state.withLock { $0.directCalls -= 1 }
         return try await execution.result()
     }
 

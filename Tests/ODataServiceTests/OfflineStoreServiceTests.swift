@@ -1,0 +1,115 @@
+import Foundation
+import HTTPTypes
+import ODataCore
+import TechnicalCache
+import ODataFixtures
+import OfflineStore
+import ServiceLifecycle
+import Testing
+
+/// `OfflineStoreService` in a `ServiceGroup`: graceful shutdown while an upload runs loses no queued request.
+@Suite(.serialized)
+struct OfflineStoreServiceTests {
+    static let products = Array(1...6)
+
+    static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory) async throws -> OfflineODataProvider {
+        let parameters = OfflineODataParameters(storeName: "service", storePath: directory.path,
+                                                storeEncryptionKey: "correct horse battery staple",
+                                                keyDerivation: .pbkdf2(rounds: 1_000), enableRepeatableRequests: true)
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Products"))
+        return provider
+    }
+
+    static func change(_ id: Int) -> ODataRequest {
+        ODataRequest(method: .patch, resourcePath: "Products(\(id))", body: Data(#"{"UnitsInStock":\#(100 + id)}"#.utf8))
+    }
+
+    /// The queued requests' product IDs.
+    static func queued(_ provider: OfflineODataProvider) async throws -> Set<Int> {
+        Set(try await provider.pendingUpload().compactMap { planned in
+            guard let open = planned.url.lastIndex(of: "("), let close = planned.url.lastIndex(of: ")") else { return nil }
+            return Int(planned.url[planned.url.index(after: open)..<close])
+        })
+    }
+
+    /// Six queued changes, each held 500 ms by the producer; graceful shutdown 700 ms into the upload
+    /// with a 300 ms deadline cancels it. Every change was executed once or is still queued; after a
+    /// restart the next upload sends the rest, and every change was executed exactly once.
+    @Test func shutdownDuringAnUploadLosesNoQueuedRequest() async throws {
+        try await withFixtureServer { server in
+            let directory = try TemporaryDirectory()
+            let provider = try await Self.provider(server, directory)
+            let service = OfflineStoreService(provider: provider, drainDeadline: .milliseconds(300), logger: quietLogger)
+            let group = ServiceGroup(configuration: .init(services: [service], logger: quietLogger))
+            let upload = LockedValue<Task<OfflineODataUploadResult, any Error>?>(nil)
+            _ = try await withServiceGroup(group) {
+                try await waitUntil("the store opens") { await provider.currentState == .open }
+                for id in Self.products { _ = try await provider.execute(Self.change(id)) }
+                #expect(try await Self.queued(provider) == Set(Self.products))
+                _ = try server.faults.add(FaultRule(.latency(.milliseconds(500)), method: "PATCH", path: "Products(*)"))
+                server.resetCounters()
+                upload.withLock { $0 = Task { try await service.upload() } }
+                try await waitUntil("the upload runs") { await provider.currentState == .uploading }
+                try await Task.sleep(for: .milliseconds(700))
+                await group.triggerGracefulShutdown()
+            }
+            #expect(await provider.currentState == .closed, "the service closed the store")
+            let outcome = await upload.withLock { $0 }!.result
+            if case .success(let result) = outcome { Issue.record("the upload was not cancelled: \(result)") }
+            // A request the upload was cancelled on still reaches the producer's handler after its latency.
+            try await Task.sleep(for: .milliseconds(700))
+            await #expect(throws: (any Error).self, "a closed service starts no upload") { try await service.upload() }
+
+            // Restart: a new provider and service over the same directory.
+            let restarted = try await Self.provider(server, directory)
+            let again = OfflineStoreService(provider: restarted, logger: quietLogger)
+            let secondGroup = ServiceGroup(configuration: .init(services: [again], logger: quietLogger))
+            _ = try await withServiceGroup(secondGroup) {
+                try await waitUntil("the store opens again") { await restarted.currentState == .open }
+                let queued = try await Self.queued(restarted)
+                #expect(!queued.isEmpty, "the cancelled upload left requests queued")
+                for id in Self.products {
+                    let executed = server.counters.executions(method: "PATCH", path: "Products(\(id))")
+                    #expect(executed <= 1, "Products(\(id)) executed \(executed) times")
+                    #expect(executed == 1 || queued.contains(id), "Products(\(id)) was neither uploaded nor kept queued")
+                }
+                server.faults.removeAll()
+                let result = try await again.upload()
+                #expect(result.failed.isEmpty)
+                #expect(try await Self.queued(restarted).isEmpty)
+                await secondGroup.triggerGracefulShutdown()
+            }
+            for id in Self.products {
+                #expect(server.counters.executions(method: "PATCH", path: "Products(\(id))") == 1, "Products(\(id)) executed exactly once")
+            }
+            #expect(await restarted.currentState == .closed)
+        }
+    }
+
+    /// An upload that ends within the deadline is waited for: everything is uploaded before the store closes.
+    @Test func anUploadWithinTheDeadlineFinishes() async throws {
+        try await withFixtureServer { server in
+            let directory = try TemporaryDirectory()
+            let provider = try await Self.provider(server, directory)
+            let service = OfflineStoreService(provider: provider, drainDeadline: .seconds(20), logger: quietLogger)
+            let group = ServiceGroup(configuration: .init(services: [service], logger: quietLogger))
+            let upload = LockedValue<Task<OfflineODataUploadResult, any Error>?>(nil)
+            _ = try await withServiceGroup(group) {
+                try await waitUntil("the store opens") { await provider.currentState == .open }
+                for id in 1...3 { _ = try await provider.execute(Self.change(id)) }
+                _ = try server.faults.add(FaultRule(.latency(.milliseconds(200)), method: "PATCH", path: "Products(*)"))
+                server.resetCounters()
+                upload.withLock { $0 = Task { try await service.upload() } }
+                try await waitUntil("the upload runs") { await provider.currentState == .uploading }
+                await group.triggerGracefulShutdown()
+            }
+            #expect(await provider.currentState == .closed)
+            let result = try await upload.withLock { $0 }!.value
+            #expect(result.succeeded == 3)
+            for id in 1...3 {
+                #expect(server.counters.executions(method: "PATCH", path: "Products(\(id))") == 1)
+            }
+        }
+    }
+}
