@@ -4,6 +4,8 @@
 set -euo pipefail
 
 packages=(pkg-config libcurl4-openssl-dev liblmdb-dev nginx-light curl)
+# `install-deps.sh bench` (make bench) adds what only the benchmarks need: SQLCipher for the storage spike.
+if [ "${1:-}" = "bench" ]; then packages+=(libsqlcipher-dev); fi
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
