@@ -58,7 +58,7 @@ public struct InstrumentedTransport: HTTPTransport {
                     span.setStatus(SpanStatus(code: .error))
                 }
             }
-            instruments.record(method: request.method, statusClass: "\(response.status / 100)xx", elapsed: elapsed)
+            instruments.record(method: request.method, statusClass: response.status / 100, elapsed: elapsed)
             telemetry.logger.debug("HTTP request", metadata: [
                 "method": .string(request.method), "url": .string(RedactedURL(request.url).text),
                 "status": .stringConvertible(response.status), "duration_ms": .string(Telemetry.milliseconds(elapsed)),
@@ -70,7 +70,7 @@ public struct InstrumentedTransport: HTTPTransport {
             span.recordError(error)
             span.attributes["error.type"] = String(describing: type(of: error))
             span.setStatus(SpanStatus(code: .error))
-            instruments.record(method: request.method, statusClass: "error", elapsed: elapsed)
+            instruments.record(method: request.method, statusClass: nil, elapsed: elapsed)
             if error is CancellationError {
                 telemetry.logger.debug("HTTP request cancelled", metadata: ["method": .string(request.method), "url": .string(RedactedURL(request.url).text)])
             } else {
@@ -88,18 +88,24 @@ public struct InstrumentedTransport: HTTPTransport {
 /// The request counters and timers, made once per method and status class.
 private final class Instruments: Sendable {
     private let telemetry: Telemetry
-    private let counters = LockedValue<[String: Counter]>([:])
+    private struct Key: Hashable {
+        let method: String
+        let statusClass: Int?
+    }
+    private let counters = LockedValue<[Key: Counter]>([:])
     private let timers = LockedValue<[String: CoreMetrics.Timer]>([:])
 
     init(telemetry: Telemetry) {
         self.telemetry = telemetry
     }
 
-    func record(method: String, statusClass: String, elapsed: Duration) {
+    /// Counts and times one request; `statusClass` is the status divided by 100, nil for a transport failure.
+    func record(method: String, statusClass: Int?, elapsed: Duration) {
+        let key = Key(method: method, statusClass: statusClass)
         let counter = counters.withLock { counters in
-            if let existing = counters[method + " " + statusClass] { return existing }
-            let made = telemetry.counter(MetricName.httpRequests, [("method", method), ("status_class", statusClass)])
-            counters[method + " " + statusClass] = made
+            if let existing = counters[key] { return existing }
+            let made = telemetry.counter(MetricName.httpRequests, [("method", method), ("status_class", statusClass.map { "\($0)xx" } ?? "error")])
+            counters[key] = made
             return made
         }
         counter.increment()

@@ -46,7 +46,7 @@ extension OfflineODataProvider {
                 telemetry.logger.debug("offline \(operation.rawValue) cancelled", metadata: ["store": .string(parameters.storeName)])
             } else {
                 telemetry.logger.warning("offline \(operation.rawValue) failed", metadata: [
-                    "store": .string(parameters.storeName), "error": .string(Self.describe(error)),
+                    "store": .string(parameters.storeName), "error": .string(String(describing: error)),
                 ])
             }
             reportQueue()
@@ -83,14 +83,6 @@ extension OfflineODataProvider {
         guard let store = try? openStore() else { return }
         let telemetry = parameters.telemetry
         if let count = try? store.queueCount() { telemetry.gauge(MetricName.queueLength).record(count) }
-        if let errors = try? store.errorEntries() { telemetry.gauge(MetricName.errorArchiveSize).record(errors.count) }
-    }
-
-
-    /// An error as a log line may show it: the store's own errors by code and message (they carry no secret),
-    /// others by type and description.
-    private static func describe(_ error: any Error) -> String {
-        if let error = error as? OfflineODataError { return error.description }
-        return String(describing: error)
+        if let count = try? store.errorCount() { telemetry.gauge(MetricName.errorArchiveSize).record(count) }
     }
 }

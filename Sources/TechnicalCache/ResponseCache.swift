@@ -771,14 +771,8 @@ public final class ResponseCache: Sendable {
 
     /// The counters since this object was created, with the current size and entry count.
     public var statistics: CacheStatistics {
-        var snapshot = counters.withLock { $0 }
-        if let cache = state.withLock({ $0 }) {
-            snapshot.currentBytes = cache.currentBytes.load(ordering: .relaxed)
-            snapshot.entryCount = (try? cache.environment.read { txn in try txn.count(in: cache.entries) }) ?? 0
-        } else {
-            snapshot.currentBytes = 0
-            snapshot.entryCount = 0
-        }
+        var snapshot = counts
+        snapshot.entryCount = state.withLock { $0 }.map { cache in (try? cache.environment.read { txn in try txn.count(in: cache.entries) }) ?? 0 } ?? 0
         return snapshot
     }
 

@@ -205,18 +205,20 @@ struct SealedIndex {
         }
         return bytes
     }
+    /// Reads the pair `encode` wrote at `index` and moves past it.
+    static func readPair(_ bytes: [UInt8], _ index: inout Int) -> Pair {
+        let length = Int(bytes[index])
+        let value = String(decoding: bytes[(index + 1)..<(index + 1 + length)], as: UTF8.self)
+        index += 1 + length
+        var id: UInt64 = 0
+        for byte in bytes[index..<(index + 8)] { id = id << 8 | UInt64(byte) }
+        index += 8
+        return Pair(value: value, id: Int(id))
+    }
     static func decode(_ bytes: [UInt8]) -> [Pair] {
         var pairs: [Pair] = []
         var index = 0
-        while index < bytes.count {
-            let length = Int(bytes[index])
-            let value = String(decoding: bytes[(index + 1)..<(index + 1 + length)], as: UTF8.self)
-            index += 1 + length
-            var id: UInt64 = 0
-            for byte in bytes[index..<(index + 8)] { id = id << 8 | UInt64(byte) }
-            index += 8
-            pairs.append(Pair(value: value, id: Int(id)))
-        }
+        while index < bytes.count { pairs.append(readPair(bytes, &index)) }
         return pairs
     }
     func chunkKey(_ chunk: UInt32) -> [UInt8] {
@@ -238,15 +240,6 @@ struct SealedIndex {
     mutating func decodeDirectory(_ bytes: [UInt8]) {
         directory = []
         var index = 0
-        func pair() -> Pair {
-            let length = Int(bytes[index])
-            let value = String(decoding: bytes[(index + 1)..<(index + 1 + length)], as: UTF8.self)
-            index += 1 + length
-            var id: UInt64 = 0
-            for byte in bytes[index..<(index + 8)] { id = id << 8 | UInt64(byte) }
-            index += 8
-            return Pair(value: value, id: Int(id))
-        }
         func uint32() -> UInt32 {
             var value: UInt32 = 0
             for byte in bytes[index..<(index + 4)] { value = value << 8 | UInt32(byte) }
@@ -254,7 +247,7 @@ struct SealedIndex {
             return value
         }
         while index < bytes.count {
-            let first = pair(), last = pair()
+            let first = Self.readPair(bytes, &index), last = Self.readPair(bytes, &index)
             let count = Int(uint32()), number = uint32()
             directory.append(ChunkInfo(first: first, last: last, count: count, number: number))
         }

@@ -240,6 +240,10 @@ final class EntityStore: Sendable {
         try environment.read { txn in try txn.count(in: queue) }
     }
 
+    func errorCount() throws -> Int {
+        try environment.read { txn in try txn.count(in: errors) }
+    }
+
     // MARK: Writes
 
     /// Changes collected by one write transaction.
