@@ -165,7 +165,7 @@ let package = Package(
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(
             name: "TechnicalCacheTests",
-            dependencies: ["TechnicalCache", "LMDB", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["TechnicalCache", "LMDB", "ODataCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The OASIS OData ABNF test cases (unchanged copy, with their licence) drive ABNFConformanceTests.
         .testTarget(

@@ -189,6 +189,18 @@ public final class LMDBEnvironment: Sendable {
         return info.me_mapsize
     }
 
+    /// The ID of the last transaction committed to the environment by any process (`me_last_txnid` of
+    /// `mdb_env_info`, read from the shared lock file without a transaction): a reader that notes it and finds
+    /// it unchanged later knows that nothing was written in between, in this process or another. 0 when closed.
+    public var lastTransactionID: UInt64 {
+        lock.lockShared()
+        defer { lock.unlock() }
+        guard !closed.load(ordering: .acquiring) else { return 0 }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return UInt64(info.me_last_txnid)
+    }
+
     /// Flushes committed data to disk; needed with ``Durability/noSync`` or ``Durability/noMetaSync``.
     ///
     /// The corresponding C function is `mdb_env_sync`.

@@ -56,7 +56,7 @@ public final class OnlineODataStore: Sendable {
         var mode: StoreMode = .active
         var running: [UInt64: @Sendable () -> Void] = [:]
         var nextExecution: UInt64 = 0
-        var inFlight: [String: Flight] = [:]
+        var inFlight: [FlightKey: Flight] = [:]
         /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that
         /// began after the last one, so it never gets an answer older than a write this store made.
         var writeEpoch: UInt64 = 0
@@ -88,7 +88,8 @@ public final class OnlineODataStore: Sendable {
         self.transport = session
         if options.useCache {
             let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
-                                                   keyDerivation: options.cacheKeyDerivation, durability: options.cacheDurability)
+                                                   keyDerivation: options.cacheKeyDerivation, durability: options.cacheDurability,
+                                                   memoryBudget: options.cacheMemoryBudget)
             cache = try ResponseCache(directory: options.storeDirectory.appendingPathComponent(options.storeName + ".cache").path,
                                       configuration: configuration)
         } else {
@@ -389,14 +390,22 @@ public final class OnlineODataStore: Sendable {
         // request never replaces it (`keepingNewer`).
         var sentAt = Date()
         var reply: TransportResponse
+        // A 304's headers as the cache keeps them, when it confirms the copy held (converted and checked once).
+        var confirming: [CacheEntry.Header]?
+        func confirmation(of reply: TransportResponse) -> [CacheEntry.Header]? {
+            guard reply.status == 304, let cached else { return nil }
+            let headers = Self.cacheHeaders(reply.headerFields)
+            return CachePolicy.notModified(headers, confirms: cached) ? headers : nil
+        }
         do {
             reply = try await send(TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body), coalescing: coalescing)
-            if reply.status == 304, let cached, !conditionalNames.isEmpty,
-               !CachePolicy.notModified(Self.cacheHeaders(reply.headerFields), confirms: cached) {
+            confirming = confirmation(of: reply)
+            if reply.status == 304, cached != nil, confirming == nil, !conditionalNames.isEmpty {
                 // The 304 is about another representation than the copy held: ask for the body.
                 for name in conditionalNames { headers[name] = nil }
                 sentAt = Date()
                 reply = try await send(TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body), coalescing: coalescing)
+                confirming = confirmation(of: reply)
             }
         } catch {
             if !isOpen { return fail(execution, ODataError(.invalidState, "the store was closed while the request ran")) }
@@ -407,19 +416,17 @@ public final class OnlineODataStore: Sendable {
         }
 
         let response: ODataResponse
-        // The answer's headers as the cache keeps them, converted once for the policy and the write.
-        let replyHeaders = plan.readsCache || reply.status == 304 ? Self.cacheHeaders(reply.headerFields) : []
-        if reply.status == 304, let cached, CachePolicy.notModified(replyHeaders, confirms: cached) {
+        if let confirming, let cached {
             counters.withLock { $0.notModified += 1 }
             reporter.notModified(url: url)
             // The copy the request revalidated is the answer, even when another answer replaced it in
             // the cache meanwhile (the refresh then leaves that one alone).
-            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headers: replyHeaders, payload: Data(), stored: cached, sentAt: sentAt) : nil
+            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headers: confirming, payload: Data(), stored: cached, sentAt: sentAt) : nil
             response = Self.response(from: refreshed ?? cached, revalidated: true)
         } else {
             response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
             if plan.readsCache {
-                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headers: replyHeaders, payload: reply.body, stored: cached, sentAt: sentAt)
+                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headers: Self.cacheHeaders(reply.headerFields), payload: reply.body, stored: cached, sentAt: sentAt)
             }
         }
         if response.isSuccess {
@@ -531,16 +538,15 @@ public final class OnlineODataStore: Sendable {
         let isWrite = request.method != "GET" && request.method != "HEAD"
         if isWrite {
             defer { state.withLock { $0.writeEpoch &+= 1 } }
-            return try await send(request, key: "", coalescing: false)
+            return try await sendCounted(request)
         }
-        let header = request.headerFields.map { "\($0.name.canonicalName):\($0.value)" }.joined(separator: "\n")
-        return try await send(request, key: "\(state.withLock { $0.writeEpoch })\n\(request.url)\n\(header)", coalescing: coalescing)
+        guard coalescing else { return try await sendCounted(request) }
+        return try await send(request, key: FlightKey(epoch: state.withLock { $0.writeEpoch }, url: request.url, headers: request.headerFields))
     }
 
     /// Sends `request` in the calling task (no task of its own, no extra thread hop). With `coalescing`, an
     /// identical request already in flight is joined instead: its answer is this one's too.
-    private func send(_ request: TransportRequest, key: String, coalescing: Bool) async throws -> TransportResponse {
-        guard coalescing else { return try await sendCounted(request) }
+    private func send(_ request: TransportRequest, key: FlightKey) async throws -> TransportResponse {
         while true {
             let (flight, isLeader): (Flight, Bool) = state.withLock { state in
                 if let existing = state.inFlight[key] { return (existing, false) }
@@ -577,10 +583,7 @@ public final class OnlineODataStore: Sendable {
     }
 
     private static func response(from entry: CacheEntry, revalidated: Bool) -> ODataResponse {
-        var fields = HTTPFields()
-        for header in entry.headers {
-            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
-        }
+        let fields = HTTPFields(entry.headers.compactMap { header in HTTPField.Name(header.name).map { HTTPField(name: $0, value: header.value) } })
         return ODataResponse(statusCode: entry.status, headerFields: fields, payload: entry.payload, isFromCache: true, isRevalidated: revalidated)
     }
 }
@@ -606,6 +609,14 @@ public struct OnlineStoreStatistics: Sendable, Hashable {
     public var servedFresh = 0
     /// The technical cache's own counters, when the store has one.
     public var cache: CacheStatistics?
+}
+
+/// What makes reads identical for coalescing: the URL and header fields of a GET, between the same writes
+/// (a write through the store starts a new epoch, so no read joins one sent before it).
+struct FlightKey: Hashable, Sendable {
+    let epoch: UInt64
+    let url: String
+    let headers: HTTPFields
 }
 
 /// One network request that identical reads share: the first one sends it, the others wait for its answer.

@@ -22,6 +22,10 @@ public struct OnlineStoreOptions: Sendable {
     /// The most bytes the cache may hold (payloads, headers and metadata); least recently used
     /// entries go first. The default is 64 MiB.
     public var cacheSizeLimit: Int = 64 << 20
+    /// The bytes of recently read cache entries held decoded in memory, so that reading one again costs
+    /// neither decryption nor hashing its URL; a held entry answers only while the cache on disk still
+    /// stores it. The default is 16 MiB; 0 decrypts every read from the disk.
+    public var cacheMemoryBudget: Int = 16 << 20
     /// The directory the store keeps its files in. The default is `~/.cache/odatastores`
     /// (or the system's temporary directory when there is no home).
     public var storeDirectory: URL = OnlineStoreOptions.defaultDirectory

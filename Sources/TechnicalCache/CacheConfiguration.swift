@@ -29,6 +29,11 @@ public struct CacheConfiguration: Sendable, Hashable {
     public var keyDerivation: KeyDerivation
     /// How often commits reach the disk. The default is ``CacheDurability/full``.
     public var durability: CacheDurability
+    /// The bytes of recently read entries held decoded in this process's memory, so that reading one again
+    /// costs neither decryption nor the URL's keyed hash (a held entry is answered only while the disk still
+    /// stores it, checked by its sealed value's tag after any commit). An entry larger than a quarter of
+    /// this is not held. The default is 16 MiB; 0 holds nothing (every lookup decrypts from the disk).
+    public var memoryBudget: Int
 
     /// Creates a configuration; every parameter has the default documented on its property.
     ///
@@ -39,13 +44,15 @@ public struct CacheConfiguration: Sendable, Hashable {
     ///   - partition: The user or tenant partition.
     ///   - keyDerivation: The key derivation for new keys.
     ///   - durability: How often commits reach the disk.
+    ///   - memoryBudget: The bytes of decoded entries held in memory.
     public init(
         sizeLimit: Int = 64 << 20,
         lowWaterMark: Double = 0.8,
         maxEntryFraction: Double = 1.0,
         partition: String? = nil,
         keyDerivation: KeyDerivation = .standard,
-        durability: CacheDurability = .full
+        durability: CacheDurability = .full,
+        memoryBudget: Int = 16 << 20
     ) {
         self.sizeLimit = sizeLimit
         self.lowWaterMark = lowWaterMark
@@ -53,6 +60,7 @@ public struct CacheConfiguration: Sendable, Hashable {
         self.partition = partition
         self.keyDerivation = keyDerivation
         self.durability = durability
+        self.memoryBudget = memoryBudget
     }
 
     func validate() throws(CacheError) {
@@ -64,6 +72,9 @@ public struct CacheConfiguration: Sendable, Hashable {
         }
         guard maxEntryFraction > 0, maxEntryFraction <= 1 else {
             throw CacheError.invalidConfiguration.with(detail: "maxEntryFraction must be in (0, 1], got \(maxEntryFraction)")
+        }
+        guard memoryBudget >= 0 else {
+            throw CacheError.invalidConfiguration.with(detail: "memoryBudget must not be negative, got \(memoryBudget)")
         }
         if case .periodic(let interval) = durability, interval < .zero {
             throw CacheError.invalidConfiguration.with(detail: "the sync interval must not be negative")

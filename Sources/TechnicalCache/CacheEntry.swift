@@ -48,16 +48,16 @@ public struct CacheEntry: Sendable, Equatable {
     /// are the same sealed value, so a 304's refresh can tell, without opening it again, that the entry it
     /// confirmed is still the one stored. `nil` for entries not read from an encrypted cache.
     var sealedTag: SealedTag?
-    /// Where a lookup read this entry: the opening of the cache, its commit count, the URL, the key generation
-    /// and the LMDB key the URL hashed to. With the same opening and key and an unchanged count, nothing was
-    /// written since, so it is still the one stored; with the same URL and generation, the key need not be
-    /// hashed again.
+    /// Where a lookup read this entry: the opening of the cache, the environment's last transaction ID, the URL,
+    /// the key generation and the LMDB key the URL hashed to. With the same opening and key and an unchanged
+    /// transaction ID, nothing was written since (by any process), so it is still the one stored; with the same
+    /// URL and generation, the key need not be hashed again.
     var readAt: ReadAt?
 
     /// Where a lookup read an entry (see ``readAt``).
     struct ReadAt: Sendable {
         var cache: UInt64
-        var commits: UInt64
+        var transaction: UInt64
         var url: String
         var generation: UInt64
         var key: [UInt8]
@@ -140,16 +140,24 @@ public struct CacheEntry: Sendable, Equatable {
     public var lastModified: String? { headerValue(named: "Last-Modified") }
 
     static func withoutCredentials(_ headers: [Header]) -> [Header] {
-        headers.filter { !credentialHeaderNames.contains($0.name.lowercased()) }
+        headers.contains(where: isCredential) ? headers.filter { !isCredential($0) } : headers
     }
+
+    private static func isCredential(_ header: Header) -> Bool {
+        credentialHeaderNames.contains { namesEqual(header.name, $0) }
+    }
+
+    /// Headers that describe the stored body: a 304 never replaces them.
+    private static let framingHeaderNames = ["content-length", "content-encoding", "content-type", "transfer-encoding", "content-range"]
 
     /// Merges the headers of a 304 response (RFC 9111 §4.3.4): each name in `newHeaders` replaces the
     /// stored lines of that name, except the framing headers that describe the stored body.
     mutating func refresh(with newHeaders: [Header], at date: Date) {
-        let keep: Set<String> = ["content-length", "content-encoding", "content-type", "transfer-encoding", "content-range"]
-        let incoming = Self.withoutCredentials(newHeaders).filter { !keep.contains($0.name.lowercased()) }
-        let replaced = Set(incoming.map { $0.name.lowercased() })
-        storedHeaders = storedHeaders.filter { !replaced.contains($0.name.lowercased()) } + incoming
+        let incoming = newHeaders.filter { header in
+            !Self.isCredential(header) && !Self.framingHeaderNames.contains { Self.namesEqual(header.name, $0) }
+        }
+        storedHeaders.removeAll { stored in incoming.contains { Self.namesEqual($0.name, stored.name) } }
+        storedHeaders += incoming
         storedAt = date
     }
 }

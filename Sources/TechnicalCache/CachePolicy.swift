@@ -176,10 +176,14 @@ public enum CachePolicy {
 
     /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
     private static func trimmed(_ text: some StringProtocol) -> Substring {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        let start = text.firstIndex { !isSpace($0) } ?? text.endIndex
-        let end = text.lastIndex { !isSpace($0) }.map { text.index(after: $0) } ?? start
-        return Substring(text[start..<max(start, end)])
+        let text = Substring(text)
+        let utf8 = text.utf8
+        func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var start = utf8.startIndex
+        var end = utf8.endIndex
+        while start < end, isSpace(utf8[start]) { start = utf8.index(after: start) }
+        while end > start, isSpace(utf8[utf8.index(before: end)]) { end = utf8.index(before: end) }
+        return text[start..<end]
     }
 
     /// Whether a `Cache-Control` header in `headers` carries `directive` (case-insensitive,

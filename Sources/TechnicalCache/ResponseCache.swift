@@ -155,7 +155,7 @@ public final class ResponseCache: Sendable {
             }
             return OpenCache(
                 environment: environment, databases: setup.databases, lock: lock, crypto: crypto,
-                nextTick: (setup.lastTick ?? 0) + 1, currentBytes: setup.bytes)
+                nextTick: (setup.lastTick ?? 0) + 1, currentBytes: setup.bytes, memoryBudget: configuration.memoryBudget)
         } catch let error as CacheError {
             environment.close()
             throw error
@@ -188,7 +188,7 @@ public final class ResponseCache: Sendable {
             try cache.flushTouches(txn)
             return flushed
         }
-        if let flushed { count(flushed) }
+        if let flushed { count(flushed, cache: cache) }
         try? cache.environment.sync()
         cache.environment.close()
         cache.lock.release()
@@ -266,7 +266,8 @@ public final class ResponseCache: Sendable {
             cache.crypto.withLock { $0 = CacheCrypto(sealer: old.sealer, indexKey: old.indexKey, generation: old.generation + 2) }
             throw Self.storageError(error)
         }
-        count(refreshes)
+        cache.hot.removeAll()  // held under the old generation: never answered again
+        count(refreshes, cache: cache)
         if failures > 0 { counters.withLock { $0.integrityFailures += failures } }
     }
 
@@ -283,11 +284,14 @@ public final class ResponseCache: Sendable {
     public func entry(for url: String) throws -> CacheEntry? {
         let cache = try openCache()
         var crypto = cache.crypto.withLock { $0 }
+        if let hot = heldEntry(for: url, crypto: crypto, cache: cache) {
+            return deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache)
+        }
         let key = crypto.entryKey(for: url, partition: configuration.partition)
         var attempt = 0
         while true {
             attempt += 1
-            let commits = cache.environment.commitCount
+            let transaction = cache.environment.lastTransactionID
             let outcome: Lookup
             do {
                 outcome = try lookup(key: key, crypto: crypto, cache: cache)
@@ -298,20 +302,11 @@ public final class ResponseCache: Sendable {
                 outcome = .damaged
             }
             switch outcome {
-            case .hit(var entry):
-                let now = Date()
-                let touchKey = TouchKey(key)
-                if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) { entry = refreshed }
-                entry.lastUsedAt = now
-                entry.readAt = CacheEntry.ReadAt(cache: cache.identity, commits: commits, url: url, generation: crypto.generation, key: key)
-                let tick = cache.takeTick()
-                let pending = cache.touches.withLock { touches in
-                    touches[touchKey] = (tick, Int64(now.timeIntervalSince1970 * 1000))
-                    return touches.count
+            case .hit(let entry):
+                if let tag = entry.sealedTag {
+                    cache.hot.hold(entry, url: url, key: key, generation: crypto.generation, tag: tag, at: transaction)
                 }
-                counters.withLock { $0.requests += 1; $0.hits += 1 }
-                if pending >= 4096 { try? cache.environment.write { txn in try cache.flushTouches(txn) } }
-                return entry
+                return deliver(entry, url: url, key: key, generation: crypto.generation, transaction: transaction, cache: cache)
             case .miss:
                 counters.withLock { $0.requests += 1; $0.misses += 1 }
                 return nil
@@ -336,6 +331,42 @@ public final class ResponseCache: Sendable {
                 return nil
             }
         }
+    }
+
+    /// The entry held in memory for `url` (see `HotEntries`) when the disk still stores it: without a read
+    /// when nothing was committed since it was last checked, else after comparing the stored value's tag.
+    private func heldEntry(for url: String, crypto: CacheCrypto, cache: OpenCache) -> (entry: CacheEntry, key: [UInt8], transaction: UInt64)? {
+        let transaction = cache.environment.lastTransactionID
+        guard let (held, current) = cache.hot.held(for: url, generation: crypto.generation, transaction: transaction) else { return nil }
+        if !current {
+            let stored = try? cache.environment.read { txn in
+                try txn.withValue(forKey: held.key, in: cache.entries) { buffer in buffer.flatMap { CacheEntry.SealedTag(of: $0) } }
+            }
+            guard stored == held.tag else {
+                cache.hot.forget(url)
+                return nil
+            }
+            cache.hot.confirm(url, tag: held.tag, at: transaction)
+        }
+        return (held.entry, held.key, transaction)
+    }
+
+    /// A hit: the deferred refresh of the entry if one is held, the lookup recorded for the LRU order.
+    private func deliver(_ found: CacheEntry, url: String, key: [UInt8], generation: UInt64, transaction: UInt64, cache: OpenCache) -> CacheEntry {
+        var entry = found
+        let now = Date()
+        let touchKey = TouchKey(key)
+        if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) { entry = refreshed }
+        entry.lastUsedAt = now
+        entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: key)
+        let tick = cache.takeTick()
+        let pending = cache.touches.withLock { touches in
+            touches[touchKey] = (tick, Int64(now.timeIntervalSince1970 * 1000))
+            return touches.count
+        }
+        counters.withLock { $0.requests += 1; $0.hits += 1 }
+        if pending >= 4096 { try? cache.environment.write { txn in try cache.flushTouches(txn) } }
+        return entry
     }
 
     private enum Lookup {
@@ -537,7 +568,7 @@ public final class ResponseCache: Sendable {
     }
 
     private func finishStore(_ outcome: StoreOutcome, cache: OpenCache) -> Bool {
-        count(outcome.refreshes)
+        count(outcome.refreshes, cache: cache)
         counters.withLock {
             if outcome.stored { $0.writes += 1 }
             if outcome.oversize { $0.oversizeRejects += 1 }
@@ -599,6 +630,9 @@ public final class ResponseCache: Sendable {
         }
     }
 
+    /// The number of entries and bytes held decoded in memory (for tests).
+    var hotUsage: (count: Int, bytes: Int) { state.withLock { $0 }?.hot.usage ?? (0, 0) }
+
     /// The 304 refreshes held in memory, not yet written (for tests).
     var pendingRefreshCount: Int { state.withLock { $0 }?.refreshes.withLock { $0.count } ?? 0 }
 
@@ -646,7 +680,7 @@ public final class ResponseCache: Sendable {
         let knownTag = entry.sealedTag
         let stillStored: Bool
         if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == key,
-           readAt.commits == cache.environment.commitCount {
+           readAt.transaction == cache.environment.lastTransactionID {
             stillStored = true  // nothing was written since the lookup that read it: no read needed
         } else {
             do {
@@ -689,12 +723,14 @@ public final class ResponseCache: Sendable {
             cache.refreshFlushScheduled.store(false, ordering: .releasing)
             guard let self else { return }
             let flushed = try? cache.environment.write { txn in try cache.flushRefreshes(configuration: self.configuration, txn) }
-            if let flushed { self.count(flushed) }
+            if let flushed { self.count(flushed, cache: cache) }
             self.syncIfDue(cache)
         }
     }
 
-    private func count(_ flush: OpenCache.RefreshFlush) {
+    /// Counts what a committed flush of refreshes did, and stops holding what it wrote.
+    private func count(_ flush: OpenCache.RefreshFlush, cache: OpenCache) {
+        cache.settle(flush)
         guard flush.written + flush.superseded + flush.evictions > 0 else { return }
         counters.withLock {
             $0.supersededWrites += flush.superseded
@@ -704,7 +740,7 @@ public final class ResponseCache: Sendable {
     }
 
     private func finishRefresh(_ outcome: StoreOutcome, entry: CacheEntry, cache: OpenCache) -> CacheEntry? {
-        count(outcome.refreshes)
+        count(outcome.refreshes, cache: cache)
         counters.withLock {
             if outcome.stored { $0.refreshes += 1 }
             if outcome.oversize { $0.oversizeRejects += 1 }

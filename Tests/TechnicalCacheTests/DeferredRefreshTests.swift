@@ -30,6 +30,30 @@ import Testing
         #expect(try cache.entry(for: "u")?.headerValue(named: "Date") == "D2")
     }
 
+    /// A lookup that runs while a transaction writes the pending refreshes sees them: they stay held until
+    /// the commit makes the written entry visible (between the two, the disk still shows the old one).
+    @Test func aRefreshBeingWrittenIsSeenUntilItsCommit() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        var missed = 0
+        for round in 0..<150 {
+            let original = makeEntry(payload: "body", etag: "\"\(round)\"")
+            try await cache.store(original, for: "u")
+            _ = try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D\(round)")], revalidating: original)
+            // Writes of other entries write the pending refresh first, while this task keeps reading it.
+            async let writes: Void = {
+                for index in 0..<4 { try await cache.store(makeEntry(payload: "other"), for: "o\(index)") }
+            }()
+            for _ in 0..<40 where try cache.entry(for: "u")?.headerValue(named: "Date") != "D\(round)" { missed += 1 }
+            try await writes
+            #expect(try cache.entry(for: "u")?.headerValue(named: "Date") == "D\(round)")
+        }
+        #expect(missed == 0)
+    }
+
     @Test func closeWritesWhatIsPending() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

@@ -47,12 +47,21 @@ final class Row {
     var cpuPerCall: Double { cpu / Double(max(calls, 1)) }
 }
 
-/// `ONLINE_BENCH_ONLY=text` runs only the rows whose label contains `text` (for a profiler).
+/// `ONLINE_BENCH_ONLY=text` runs only the rows whose label contains `text` (`=label`: exactly that label), and
+/// `ONLINE_BENCH_SIZE=1 KiB` only that size, `ONLINE_BENCH_PART=concurrent` only the 64 concurrent readers (for a
+/// profiler).
 let only = ProcessInfo.processInfo.environment["ONLINE_BENCH_ONLY"]
+let onlySize = ProcessInfo.processInfo.environment["ONLINE_BENCH_SIZE"]
+let onlyConcurrent = ProcessInfo.processInfo.environment["ONLINE_BENCH_PART"] == "concurrent"
+
+func selected(_ label: String) -> Bool {
+    guard let only else { return true }
+    return only.hasPrefix("=") ? label == only.dropFirst() : label.contains(only)
+}
 
 /// Runs every row for `rounds` rounds of `iterations / rounds` calls, rotating the order each round.
 func interleave(_ rows: [Row], iterations: Int, rounds: Int = 5) async throws {
-    let rows = rows.filter { only == nil || $0.label.contains(only!) }
+    let rows = rows.filter { selected($0.label) }
     for round in 0..<rounds {
         for offset in 0..<rows.count {
             try await rows[(offset + round) % rows.count].run(iterations / rounds)
@@ -163,9 +172,13 @@ nonisolated func runBenchmarks() async throws {
         return store.statistics.bytesReceived - before
     }
 
+    if onlyConcurrent {
+        try await concurrentReads(store: periodicStore, root: root, reads: iterations * 4)
+        return
+    }
     var table: [[String]] = []
     var verdicts: [String] = []
-    for (name, label) in [("small.json", "1 KiB"), ("medium.json", "64 KiB")] {
+    for (name, label) in [("small.json", "1 KiB"), ("medium.json", "64 KiB")] where onlySize == nil || onlySize == label {
         let cached = ODataRequest.get(name)
         let uncached = ODataRequest(resourcePath: name, useCache: false)
         _ = try await store.response(for: cached) // fill the caches

@@ -219,6 +219,11 @@ struct PendingRefresh: Sendable {
     func matches(_ etag: String?, _ lastModified: String?) -> Bool {
         self.etag == etag && self.lastModified == lastModified
     }
+
+    /// The same refresh (not a later one of the same representation).
+    func isSame(as other: PendingRefresh) -> Bool {
+        matches(other.etag, other.lastModified) && entry.storedAt == other.entry.storedAt && entry.headers == other.entry.headers
+    }
 }
 
 /// Everything that exists only while a cache is open.
@@ -243,11 +248,14 @@ final class OpenCache: Sendable {
     let nextTick: Atomic<UInt64>
     let currentBytes: Atomic<Int>
     let lastSync = LockedValue<ContinuousClock.Instant>(.now)
+    /// Entries read recently, held decoded (see `HotEntries`).
+    let hot: HotEntries
     /// A random identity of this opening, so that an entry read from an earlier one is never taken for current.
     let identity = UInt64.random(in: .min ... .max)
 
-    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: DirectoryLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int) {
+    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: DirectoryLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int) {
         self.environment = environment
+        hot = HotEntries(budget: memoryBudget)
         entries = databases[0]
         info = databases[1]
         lru = databases[2]
@@ -308,6 +316,8 @@ final class OpenCache: Sendable {
 
     /// What writing the pending refreshes did.
     struct RefreshFlush: Sendable {
+        /// The refreshes the transaction wrote or dropped (see `settle`).
+        var taken: [TouchKey: PendingRefresh] = [:]
         var written = 0
         var superseded = 0
         var evictions = 0
@@ -317,12 +327,9 @@ final class OpenCache: Sendable {
     /// Writes the pending 304 refreshes (inside a write transaction): each only onto the representation it
     /// refreshed (the validators it confirmed) and never onto one stored later.
     func flushRefreshes(configuration: CacheConfiguration, _ txn: LMDBTransaction) throws -> RefreshFlush {
-        let pending = refreshes.withLock { refreshes in
-            let taken = refreshes
-            refreshes.removeAll(keepingCapacity: true)
-            return taken
-        }
-        var result = RefreshFlush()
+        // Taken, not removed: lookups keep seeing them until the transaction is committed (`settle`).
+        let pending = refreshes.withLock { $0 }
+        var result = RefreshFlush(taken: pending)
         guard !pending.isEmpty else { return result }
         let crypto = self.crypto.withLock { $0 }
         for (touchKey, refresh) in pending {
@@ -346,6 +353,18 @@ final class OpenCache: Sendable {
             result.evictedBytes += put.bytes
         }
         return result
+    }
+
+    /// After the commit of a transaction that flushed refreshes: they are on disk (or were superseded), so
+    /// they are no longer held — unless a later refresh of the same key replaced one meanwhile. Until now a
+    /// lookup kept seeing them: between the flush and the commit, the disk still showed the old entry.
+    func settle(_ flush: RefreshFlush) {
+        guard !flush.taken.isEmpty else { return }
+        refreshes.withLock { refreshes in
+            for (key, taken) in flush.taken where refreshes[key]?.isSame(as: taken) == true {
+                refreshes[key] = nil
+            }
+        }
     }
 
     static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }

@@ -1,0 +1,158 @@
+import Foundation
+import ODataCore
+import Testing
+
+@testable import TechnicalCache
+
+/// Entries read recently are held decoded in memory (`HotEntries`); a held entry must only ever be an
+/// answer the disk still has, within its memory budget.
+@Suite struct HotEntriesTests {
+    private func openCache(_ dir: TemporaryDirectory, name: String = "cache", memoryBudget: Int = 16 << 20) throws -> ResponseCache {
+        var configuration = testConfiguration()
+        configuration.memoryBudget = memoryBudget
+        let cache = try ResponseCache(directory: dir.path + "/" + name, configuration: configuration)
+        try cache.open(encryption: .key("k"))
+        return cache
+    }
+
+    @Test func aRepeatedReadIsAnsweredFromMemory() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try openCache(dir)
+        defer { cache.close() }
+        let entry = makeEntry(payload: "body", etag: "\"1\"")
+        try await cache.store(entry, for: "u")
+        #expect(cache.hotUsage.count == 0)
+        let first = try #require(try cache.entry(for: "u"))
+        #expect(cache.hotUsage.count == 1)
+        let second = try #require(try cache.entry(for: "u"))
+        #expect(first.payload == entry.payload && second.payload == entry.payload && second.headers == entry.headers)
+        #expect(cache.statistics.hits == 2)
+        // A held entry still carries what a 304's refresh needs to skip reading the disk again.
+        #expect(second.sealedTag != nil && second.readAt?.key == first.readAt?.key)
+    }
+
+    @Test func aReplacedOrRemovedEntryIsNeverAnsweredFromMemory() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try openCache(dir)
+        defer { cache.close() }
+        try await cache.store(makeEntry(payload: "v1"), for: "u")
+        #expect(try cache.entry(for: "u")?.payload == Data("v1".utf8))
+        try await cache.store(makeEntry(payload: "v2"), for: "u")
+        #expect(try cache.entry(for: "u")?.payload == Data("v2".utf8))
+        #expect(try await cache.removeEntry(for: "u"))
+        #expect(try cache.entry(for: "u") == nil)
+        #expect(cache.hotUsage.count == 0)
+        try await cache.store(makeEntry(payload: "v3"), for: "u")
+        #expect(try cache.entry(for: "u")?.payload == Data("v3".utf8))
+    }
+
+    @Test func aHeldEntryCarriesItsPendingRefreshAndItsWrittenOne() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try openCache(dir)
+        defer { cache.close() }
+        let original = makeEntry(payload: "body", etag: "\"1\"")
+        try await cache.store(original, for: "u")
+        let held = try #require(try cache.entry(for: "u"))
+        _ = try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D2")], revalidating: held)
+        #expect(try cache.entry(for: "u")?.headerValue(named: "Date") == "D2")
+        for _ in 0..<200 where cache.pendingRefreshCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(cache.pendingRefreshCount == 0)
+        let written = try #require(try cache.entry(for: "u"))
+        #expect(written.headerValue(named: "Date") == "D2" && written.payload == original.payload)
+    }
+
+    @Test func heldEntriesStayWithinTheirBudget() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let budget = 64 << 10
+        let cache = try openCache(dir, memoryBudget: budget)
+        defer { cache.close() }
+        for index in 0..<50 {
+            try await cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: index, count: 4 << 10)), for: "u\(index)")
+        }
+        for round in 0..<2 {
+            for index in 0..<50 {
+                #expect(try cache.entry(for: "u\(index)")?.payload == patternPayload(index: index, count: 4 << 10), "round \(round)")
+                #expect(cache.hotUsage.bytes <= budget)
+            }
+        }
+        #expect(cache.hotUsage.count > 0 && cache.hotUsage.count < 50)
+        // An entry over a quarter of the budget is read from the disk every time, never held.
+        let big = patternPayload(index: 99, count: budget / 4 + 1)
+        try await cache.store(CacheEntry(status: 200, headers: [], payload: big), for: "big")
+        let before = cache.hotUsage.count
+        #expect(try cache.entry(for: "big")?.payload == big)
+        #expect(cache.hotUsage.count <= before)
+    }
+
+    @Test func aZeroBudgetHoldsNothingAndANegativeOneIsRefused() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try openCache(dir, memoryBudget: 0)
+        defer { cache.close() }
+        try await cache.store(makeEntry(payload: "v1"), for: "u")
+        #expect(try cache.entry(for: "u")?.payload == Data("v1".utf8))
+        #expect(try cache.entry(for: "u")?.payload == Data("v1".utf8))
+        #expect(cache.hotUsage.count == 0)
+        var configuration = testConfiguration()
+        configuration.memoryBudget = -1
+        #expect(throws: CacheError.invalidConfiguration) {
+            try ResponseCache(directory: dir.path + "/negative", configuration: configuration).open(encryption: .key("k"))
+        }
+    }
+
+    @Test func rekeyDropsWhatIsHeld() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try openCache(dir)
+        defer { cache.close() }
+        try await cache.store(makeEntry(payload: "v1"), for: "u")
+        _ = try cache.entry(for: "u")
+        #expect(cache.hotUsage.count == 1)
+        try cache.rekey(to: .key("k2"))
+        #expect(cache.hotUsage.count == 0)
+        #expect(try cache.entry(for: "u")?.payload == Data("v1".utf8))
+    }
+
+    /// The same random operations on a cache that holds entries in memory and on one that holds none:
+    /// every lookup answers the same.
+    @Test(arguments: [1, 2, 3]) func answersAreTheSameWithAndWithoutHeldEntries(seed: UInt64) async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let held = try openCache(dir, name: "held", memoryBudget: 24 << 10)
+        let plain = try openCache(dir, name: "plain", memoryBudget: 0)
+        defer { held.close(); plain.close() }
+        var random = SeededRandom(seed: seed)
+        let start = Date()
+        for step in 0..<600 {
+            let url = "u\(Int.random(in: 0..<12, using: &random))"
+            let at = start + Double(step)
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<3:
+                let entry = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "\"\(step)\"")],
+                                       payload: patternPayload(index: step, count: Int.random(in: 0..<9_000, using: &random)), storedAt: at)
+                try await held.store(entry, for: url)
+                try await plain.store(entry, for: url)
+            case 3:
+                _ = try await held.removeEntry(for: url)
+                _ = try await plain.removeEntry(for: url)
+            case 4:
+                let headers: [CacheEntry.Header] = [.init(name: "Date", value: "D\(step)")]
+                let a = try held.entry(for: url)
+                let b = try plain.entry(for: url)
+                _ = try await held.refresh(for: url, with304Headers: headers, revalidating: a, at: at)
+                _ = try await plain.refresh(for: url, with304Headers: headers, revalidating: b, at: at)
+            default:
+                break
+            }
+            let a = try held.entry(for: url)
+            let b = try plain.entry(for: url)
+            #expect(a?.payload == b?.payload && a?.headers == b?.headers && a?.status == b?.status && a?.storedAt == b?.storedAt,
+                    "step \(step), \(url)")
+        }
+        #expect(held.hotUsage.bytes <= 24 << 10)
+    }
+}
