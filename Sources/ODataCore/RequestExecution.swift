@@ -82,14 +82,23 @@ public final class RequestExecution: Sendable {
 
     private let listener: (any ODataRequestListener)?
     private let state = LockedValue(State())
+    /// Whether anyone but the store can see the events: a listener, or a caller who holds the execution.
+    /// A store need not build an event's response that nobody sees.
+    package let isObserved: Bool
 
     /// Creates an execution; stores create these.
     /// - Parameters:
     ///   - request: the request.
     ///   - listener: the listener to call, if any.
-    public init(request: ODataRequest, listener: (any ODataRequestListener)?) {
+    public convenience init(request: ODataRequest, listener: (any ODataRequestListener)?) {
+        self.init(request: request, listener: listener, handedOut: true)
+    }
+
+    /// Creates an execution that, unless `handedOut`, only the store itself holds (it awaits ``result()``).
+    package init(request: ODataRequest, listener: (any ODataRequestListener)?, handedOut: Bool) {
         self.request = request
         self.listener = listener
+        isObserved = handedOut || listener != nil
     }
 
     /// The async sequence of this execution's events, from `started` on (whenever it is first asked for),

@@ -242,7 +242,7 @@ public final class OnlineODataStore: Sendable {
     /// - Returns: the final response (in passive mode `nil` when nothing is cached).
     /// - Throws: the failure the execution reported.
     public func response(for request: ODataRequest, listener: (any ODataRequestListener)? = nil) async throws -> ODataResponse? {
-        let execution = RequestExecution(request: request, listener: listener)
+        let execution = RequestExecution(request: request, listener: listener, handedOut: false)
         state.withLock { $0.directCalls += 1 }
         await run(single: execution)
         state.withLock { $0.directCalls -= 1 }
@@ -347,8 +347,9 @@ public final class OnlineODataStore: Sendable {
             cached = lookup(url)
             counters.withLock { cached == nil ? ($0.cacheMisses += 1) : ($0.cacheHits += 1) }
             reporter.lookup(hit: cached != nil, url: url, cache: cache)
-            let cacheResponse = cached.map { Self.response(from: $0, revalidated: false) }
-            execution.report(.cacheResponse(cacheResponse))
+            // The cache's answer as an event: built only when someone can see it, or when it is the result.
+            let cacheResponse = execution.isObserved || plan == .cacheOnly ? cached.map { Self.response(from: $0, revalidated: false) } : nil
+            if execution.isObserved { execution.report(.cacheResponse(cacheResponse)) }
             if plan == .cacheOnly {
                 // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
                 execution.report(.finished(cacheResponse))

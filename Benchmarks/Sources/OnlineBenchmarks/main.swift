@@ -47,7 +47,8 @@ final class Row {
     var cpuPerCall: Double { cpu / Double(max(calls, 1)) }
 }
 
-/// `ONLINE_BENCH_ONLY=text` runs only the rows whose label contains `text` (`=label`: exactly that label), and
+/// `ONLINE_BENCH_ONLY=text` runs only the rows whose label contains `text` (`=label`: exactly that label; several
+/// separated by `|`), and
 /// `ONLINE_BENCH_SIZE=1 KiB` only that size, `ONLINE_BENCH_PART=concurrent` only the 64 concurrent readers (for a
 /// profiler).
 let only = ProcessInfo.processInfo.environment["ONLINE_BENCH_ONLY"]
@@ -56,7 +57,7 @@ let onlyConcurrent = ProcessInfo.processInfo.environment["ONLINE_BENCH_PART"] ==
 
 func selected(_ label: String) -> Bool {
     guard let only else { return true }
-    return only.hasPrefix("=") ? label == only.dropFirst() : label.contains(only)
+    return only.split(separator: "|").contains { $0.hasPrefix("=") ? label == $0.dropFirst() : label.contains($0) }
 }
 
 /// Runs every row for `rounds` rounds of `iterations / rounds` calls, rotating the order each round.
@@ -231,7 +232,12 @@ nonisolated func runBenchmarks() async throws {
             Row("store, passive read, telemetry disabled", bytes: "0") { _ = try await quietPassiveStore.response(for: cached) },
         ]
         try await interleave(rows, iterations: iterations)
-        if only != nil { continue }
+        if only != nil {
+            for row in rows where !row.timings.isEmpty {
+                print("\(label) | \(row.label) | median \(formatDuration(row.samples.median)) | CPU \(formatDuration(row.cpuPerCall))")
+            }
+            continue
+        }
         for row in rows {
             table.append([label, row.label, formatDuration(row.samples.median), formatDuration(row.samples.percentile(99)),
                           formatDuration(row.cpuPerCall), row.bytes])
