@@ -100,7 +100,8 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(try names(connection).count == 2)
         // A duplicate primary key: a constraint error with SQLite's words, and the transaction rolled back.
         let error = #expect(throws: SQLCipherError.self) { try insertRows(connection, count: 2, from: 1) }
-        #expect(error.map { $0.code ~= .constraint } == true)
+        #expect(error.map { SQLCipherError.Code.constraint ~= $0.code } == true)
+        #expect(error?.code != .constraint)  // the extended code: SQLITE_CONSTRAINT_PRIMARYKEY
         #expect(error?.message.contains("UNIQUE constraint failed: items.id") == true)
         #expect(try names(connection).count == 2)
         let syntax = #expect(throws: SQLCipherError.self) { _ = try connection.prepare("SELEKT 1") }
