@@ -31,7 +31,6 @@ example: deps
 
 # OfflineBenchmarks serves its data with the release build of the fixture producer.
 bench: deps
-	@./scripts/install-deps.sh bench
 	$(SWIFT) build -c release --product odata-fixture-server
 	cd Benchmarks && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable'))"); do $(SWIFT) run -c release $$b; done
 

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ODataCore", targets: ["ODataCore"]),
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "LMDB", targets: ["LMDB"]),
+        .library(name: "SQLCipher", targets: ["SQLCipher"]),
         .library(name: "TechnicalCache", targets: ["TechnicalCache"]),
         .library(name: "ODataQuery", targets: ["ODataQuery"]),
         .library(name: "ODataSession", targets: ["ODataSession"]),
@@ -37,7 +38,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // C bridges: only these two modules' Swift wrappers import C.
+        // C bridges: only these modules' Swift wrappers import C.
         .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
@@ -46,6 +47,12 @@ let package = Package(
         .systemLibrary(
             name: "CLMDB",
             providers: [.apt(["liblmdb-dev"])]
+        ),
+        // Debian's SQLCipher 3.4.1: the offline store's storage engine (docs/notes/storage.md).
+        .systemLibrary(
+            name: "CSQLCipher",
+            pkgConfig: "sqlcipher",
+            providers: [.apt(["libsqlcipher-dev"])]
         ),
 
         // Libraries, top of the dependency graph first.
@@ -58,6 +65,7 @@ let package = Package(
             dependencies: ["CCurl", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .target(name: "LMDB", dependencies: ["CLMDB"]),
+        .target(name: "SQLCipher", dependencies: ["CSQLCipher"]),
         .target(
             name: "TechnicalCache",
             dependencies: [
@@ -98,7 +106,7 @@ let package = Package(
         .target(
             name: "OfflineStore",
             dependencies: [
-                "ODataCore", "CurlHTTP", "ODataSession", "LMDB", "TechnicalCache", "ODataQuery", "ODataTelemetry",
+                "ODataCore", "CurlHTTP", "ODataSession", "SQLCipher", "LMDB", "TechnicalCache", "ODataQuery", "ODataTelemetry",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -163,6 +171,7 @@ let package = Package(
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
         .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
+        .testTarget(name: "SQLCipherTests", dependencies: ["SQLCipher"]),
         .testTarget(
             name: "TechnicalCacheTests",
             dependencies: ["TechnicalCache", "LMDB", "ODataCore", .product(name: "Crypto", package: "swift-crypto")]
@@ -179,7 +188,7 @@ let package = Package(
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
-        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures"]),
+        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "SQLCipher"], exclude: ["Fixtures"]),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
         .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),

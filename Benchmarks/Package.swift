@@ -16,7 +16,7 @@ let package = Package(
     targets: [
         .target(name: "BenchmarkKit"),
         .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
-        .systemLibrary(name: "CSQLCipher", providers: [.apt(["libsqlcipher-dev"])]),
+        .systemLibrary(name: "CSQLCipherSpike", providers: [.apt(["libsqlcipher-dev"])]),
         .executableTarget(
             name: "CurlBenchmarks",
             dependencies: [
@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "StorageSpike",
             dependencies: [
-                "BenchmarkKit", "CSQLCipher",
+                "BenchmarkKit", "CSQLCipherSpike",
                 .product(name: "LMDB", package: "ODataStores"),
                 .product(name: "TechnicalCache", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),

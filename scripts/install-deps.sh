@@ -3,9 +3,8 @@
 # As root directly, otherwise through sudo. Safe to run again.
 set -euo pipefail
 
-packages=(pkg-config libcurl4-openssl-dev liblmdb-dev nginx-light curl)
-# `install-deps.sh bench` (make bench) adds what only the benchmarks need: SQLCipher for the storage spike.
-if [ "${1:-}" = "bench" ]; then packages+=(libsqlcipher-dev); fi
+# libsqlcipher-dev: the offline store's storage engine (SQLCipher 3.4.1 on Debian 12; the storage spike links it too).
+packages=(pkg-config libcurl4-openssl-dev liblmdb-dev libsqlcipher-dev nginx-light curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -41,13 +41,18 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         public static let entityExists = Code("entityExists", -10012)
         /// The offline store has no technical cache and no passive mode.
         public static let unsupported = Code("unsupported", -10013)
-        /// The stored data could not be read (corrupt or tampered record, LMDB failure).
+        /// The stored data could not be read or written (a corrupt or tampered page, a full disk, an SQLite failure).
         public static let storage = Code("storage", -10014)
         /// Pending requests of the previous user could not all be uploaded (SAP: -10425).
         public static let userSwitchUploadFailed = Code("userSwitchUploadFailed", -10425)
         /// The store holds requests queued by another user and ``OfflineODataParameters/forceUploadOnUserSwitch``
         /// is off: they are neither sent with the current user's credentials nor dropped.
         public static let pendingRequestsOfAnotherUser = Code("pendingRequestsOfAnotherUser", -10015)
+        /// The store was written by a newer version of this library, in a format this one does not read; it is
+        /// left as it is.
+        public static let unsupportedStoreFormat = Code("unsupportedStoreFormat", -10016)
+        /// A store of an earlier format could not be migrated at open; it is left as it was.
+        public static let migrationFailed = Code("migrationFailed", -10017)
 
         /// The kind's name, for logs.
         public var description: String { name }

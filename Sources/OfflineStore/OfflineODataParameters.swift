@@ -25,6 +25,9 @@ public struct OfflineODataParameters: Sendable {
     public var keyStore: (any KeyStore)?
     /// How the passphrase becomes a key. The default is `KeyDerivation.standard`.
     public var keyDerivation: KeyDerivation
+    /// The memory the store's SQLCipher page cache may use, in bytes: decrypted pages held there are read
+    /// without decrypting them again. The default is 128 MiB.
+    public var pageCacheBudget: Int = 128 << 20
     /// The number of entities per page of a local read; a longer result carries an
     /// `@odata.nextLink` that the store resolves itself. The default is `0` (no paging).
     public var pageSize: Int
@@ -123,6 +126,9 @@ public struct OfflineODataParameters: Sendable {
         guard uploadRetries >= 0 else { throw OfflineODataError(.invalidParameters, "uploadRetries must not be negative, got \(uploadRetries)") }
         if case .batch(let limit) = uploadMode, limit < 1 {
             throw OfflineODataError(.invalidParameters, "maxRequestsPerBatch must be at least 1, got \(limit)")
+        }
+        guard pageCacheBudget >= 1 << 20 else {
+            throw OfflineODataError(.invalidParameters, "pageCacheBudget must be at least 1 MiB, got \(pageCacheBudget) bytes")
         }
         guard pageSize >= 0 else { throw OfflineODataError(.invalidParameters, "pageSize must not be negative, got \(pageSize)") }
         if let key = storeEncryptionKey, key.isEmpty {

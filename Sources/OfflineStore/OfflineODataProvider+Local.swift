@@ -61,7 +61,7 @@ extension OfflineODataProvider {
     }
 
     /// Answers a local read without entering the actor: reads run concurrently with each other
-    /// and with writes (LMDB readers never wait for the writer).
+    /// and with writes (with its write-ahead log, the store's reading connection never waits for the writer).
     ///
     /// - Parameter request: A `GET` request; its path is relative to the service root.
     /// - Returns: The same response ``execute(_:)`` gives for a read.

@@ -10,7 +10,7 @@ public import ODataSession
 ///
 /// Create it with a service root and ``OfflineODataParameters``, add defining queries, then
 /// ``open()``: the first open downloads every defining query (following server-driven paging,
-/// with `$expand`ed relationships) into LMDB; later opens need no network. Requests run
+/// with `$expand`ed relationships) into an encrypted SQLCipher database; later opens need no network. Requests run
 /// through ``execute(_:)`` with the same `ODataRequest` model as the online store and are
 /// answered with the same OData V4 JSON the back end gives.
 ///
@@ -55,7 +55,7 @@ public actor OfflineODataProvider {
     /// The open store and its model, for reads that do not enter the actor.
     nonisolated let readSnapshot = ReadSnapshot()
     /// Whether a step that reads the store and then writes it (a local change, applying an upload
-    /// answer) runs; the actor suspends inside LMDB writes, so such steps must not interleave.
+    /// answer) runs; such a step awaits between its read and its write, so two must not interleave.
     private var changeGateBusy = false
     private var changeGateWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -83,18 +83,20 @@ public actor OfflineODataProvider {
         session = ServiceSession(serviceRoot: self.serviceRoot, options: parameters.session, transport: instrumentedTransport)
     }
 
-    /// The service root of an existing store, read from its (sealed) configuration.
+    /// The service root of an existing store, read from its (encrypted) configuration. A store of the
+    /// LMDB format is migrated first, as ``open()`` does.
     ///
     /// - Parameter parameters: The store's name, path and key.
     /// - Returns: The service root, or `nil` when no complete store exists there.
     /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open, `.wrongKey`,
-    ///   `.encryptionMismatch`, `.storage`.
+    ///   `.encryptionMismatch`, `.unsupportedStoreFormat`, `.migrationFailed`, `.storage`.
     public static func storedServiceRoot(parameters: OfflineODataParameters) throws -> String? {
         try parameters.validate()
-        guard FileManager.default.fileExists(atPath: parameters.storeDirectory + "/data.mdb") else { return nil }
+        guard FileManager.default.fileExists(atPath: StoreKeyCheck.path(in: parameters.storeDirectory))
+              || LegacyLMDBStore.exists(in: parameters.storeDirectory) else { return nil }
         let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
         defer { lock.release() }
-        let store = try EntityStore(directory: parameters.storeDirectory, parameters: parameters)
+        let store = try EntityStore.open(directory: parameters.storeDirectory, parameters: parameters)
         defer { store.close() }
         guard let (configuration, _) = try store.configuration(), configuration.downloadComplete else { return nil }
         return configuration.serviceRoot
@@ -148,10 +150,12 @@ public actor OfflineODataProvider {
     /// Opens the store; the first open performs the initial download.
     ///
     /// Opening an open store does nothing. A store whose initial download did not complete is
-    /// wiped and downloaded again. On failure the store is closed and no half-store remains.
+    /// wiped and downloaded again. On failure the store is closed and no half-store remains. A store
+    /// written in the earlier LMDB format is migrated into SQLCipher first, its queued requests included.
     ///
     /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open elsewhere,
     ///   `.wrongKey` (nothing erased), `.encryptionMismatch`, `.serviceRootMismatch`,
+    ///   `.unsupportedStoreFormat` for a store of a newer version, `.migrationFailed` (the old store is left as it was),
     ///   `.invalidDefiningQuery` when none is given for a new store, `.downloadFailed` or
     ///   `.invalidMetadata` when the initial download fails.
     public func open() async throws {
@@ -162,7 +166,7 @@ public actor OfflineODataProvider {
                                                     attributes: [.posixPermissions: 0o700])
             let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
             self.lock = lock
-            let store = try EntityStore(directory: parameters.storeDirectory, parameters: parameters)
+            let store = try EntityStore.open(directory: parameters.storeDirectory, parameters: parameters)
             self.store = store
             if let (config, counters) = try store.configuration(), config.downloadComplete {
                 guard config.serviceRoot == serviceRoot else {

@@ -58,7 +58,7 @@ import Testing
         #expect(await provider.currentState == .closed)
         _ = server.faults.remove(fault)
         // The pages that arrived are committed; the store does not count as downloaded yet.
-        let store = try EntityStore(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+        let store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
         let (configuration, _) = try #require(try store.configuration())
         #expect(!configuration.downloadComplete)
         #expect(configuration.resume?.query == 1)
@@ -109,7 +109,7 @@ import Testing
         #expect(child.process.terminationReason == .uncaughtSignal)
         _ = server.faults.remove(slow)
 
-        let store = try EntityStore(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+        let store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
         let (configuration, _) = try #require(try store.configuration())
         let committed = try #require(configuration.resume?.entities)
         #expect(!configuration.downloadComplete && configuration.resume?.query == 1)

@@ -1,5 +1,5 @@
 import Foundation
-import LMDB
+import SQLCipher
 import ODataCore
 import ODataFixtures
 import TechnicalCache
@@ -104,21 +104,33 @@ import Testing
         #expect(mismatch?.code == .serviceRootMismatch)
     }
 
-    @Test func aTamperedRecordIsDetected() async throws {
+    @Test func aTamperedPageIsDetected() async throws {
         let (server, directory, provider) = try await Northwind.openStore()
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
         await provider.close()
-        let store = try EntityStore(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
-        let key = store.entityKey(set: "Shippers", key: "(1)")
-        try await store.environment.write { (txn: LMDBTransaction) throws -> Void in
-            guard let database = try txn.openDatabase(named: "entities", create: false),
-                  var sealed = try txn.value(forKey: key, in: database) else { throw OfflineODataError(.storage, "missing") }
-            sealed[sealed.count / 2] ^= 0x40
-            try txn.setValue(sealed, forKey: key, in: database)
+        let path = directory.path + "/northwind"
+        // The page that holds the Shippers table (3 rows: its root page is its only page).
+        var store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
+        let page = try store.withWriter { connection in
+            let select = try connection.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'entities:Shippers'")
+            #expect(try select.step())
+            return Int(select.integer(at: 0))
         }
+        #expect(try store.record(set: "Shippers", key: "(1)")?.entity["CompanyName"] == "Speedy Express")
+        store.close()
+        let file = FileHandle(forUpdatingAtPath: EntityStore.databasePath(in: path))
+        let offset = UInt64((page - 1) * SQLCipherConnection.pageSize + 1000)
+        try file?.seek(toOffset: offset)
+        var byte = try #require(try file?.read(upToCount: 1))
+        byte[0] ^= 0x40
+        try file?.seek(toOffset: offset)
+        try file?.write(contentsOf: byte)
+        try file?.close()
+        // The page fails its HMAC: a typed error, never another value; the other pages still read.
+        store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
         let error = #expect(throws: OfflineODataError.self) { try store.record(set: "Shippers", key: "(1)") }
         #expect(error?.code == .storage)
-        #expect(try store.record(set: "Shippers", key: "(2)")?.entity["CompanyName"] == "United Package")
+        #expect(try store.record(set: "Customers", key: "('ALFKI')")?.entity["CompanyName"] == "Alfreds Futterkiste")
         store.close()
     }
 }

@@ -14,7 +14,7 @@
 //
 //   cd Benchmarks && swift build -c release --product StorageSpike && SPIKE_N=1000000 .build/release/StorageSpike
 import BenchmarkKit
-import CSQLCipher
+import CSQLCipherSpike
 import Crypto
 import Foundation
 import LMDB

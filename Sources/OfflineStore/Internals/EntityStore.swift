@@ -1,167 +1,199 @@
 import Foundation
-import LMDB
 import ODataCore
-import Synchronization
+import SQLCipher
 import TechnicalCache
 
-/// The LMDB side of an offline store: named databases `meta` (key-check record, sealed
-/// configuration and counters), `entities` (keyed by keyed hashes of entity set and canonical
-/// key) and `queue` (keyed by the big-endian request ID, so it walks in queue order).
-/// Every value except the key-check record is sealed, with its LMDB key as authenticated data.
+/// The storage of an offline store: one SQLCipher database (`store.db` in the store's directory, keyed with
+/// ``StoreKeyCheck/databaseKey(secret:)``; plaintext only for a store without encryption) beside its key-check
+/// record (`keycheck`).
 ///
-/// Decoded entities are cached per entity set after the first read; writes update the cache
-/// after their transaction commits.
+/// Tables: `meta` (the configuration and counters), `queue` (the request queue, by request ID), `error_archive`,
+/// `entity_sets` (the catalog: which table holds which entity set, and its columns) and one table per entity set
+/// (``EntityTable``: the key, a column per primitive property, the rest of the record). An entity and its queue
+/// entry are written in one transaction. `PRAGMA user_version` is the format (``format``); a store of a newer
+/// format is refused, a store of the LMDB format is migrated at open (``StoreMigration``).
+///
+/// Two connections: one writes (transactions serialized by its lock), one reads; with the write-ahead log a
+/// read sees the last commit while a write goes on. Decoded entities are cached per entity set after the first
+/// read of the whole set; writes update the cache after their transaction commits.
 final class EntityStore: Sendable {
-    let environment: LMDBEnvironment
-    let cipher: StoreCipher
-    private let meta: LMDBDatabase
-    private let entities: LMDBDatabase
-    private let queue: LMDBDatabase
-    private let errors: LMDBDatabase
+    /// The format this code writes: 1 was LMDB, 2 is SQLCipher.
+    static let format = 2
+    static func databasePath(in directory: String) -> String { directory + "/store.db" }
+
+    let directory: String
+    let isEncrypted: Bool
+    private let writer: LockedValue<SQLCipherConnection?>
+    private let reader: LockedValue<SQLCipherConnection?>
+    /// The tables of the entity sets, as committed.
+    private let tables: LockedValue<[String: EntityTable]>
+    /// The model the tables of new entity sets are made from: the CSDL it was parsed from, and the model.
+    private let model = LockedValue<(metadata: String, model: ServiceModel?)?>(nil)
     private let cache = LockedValue<[String: [String: EntityRecord]]>([:])
     private let ordered = LockedValue<[String: (records: [EntityRecord], json: [JSONObject])]>([:])
 
-    private static let keyCheckKey = Array("keycheck".utf8)
-    private static let plaintextMarker = Array("plaintext-store-v1".utf8)
-    private static let configKey = Array("config".utf8)
-    private static let countersKey = Array("counters".utf8)
-
-    /// Opens (creating if needed) the environment in `directory` and checks the key.
+    /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
     ///
-    /// - Throws: `OfflineODataError.wrongKey` (nothing is erased), `.encryptionMismatch`,
-    ///   `.storage` for LMDB failures.
-    init(directory: String, parameters: OfflineODataParameters, mapSize: Int = 64 << 20) throws {
+    /// - Parameters:
+    ///   - directory: The store's directory (created, mode 0700, when missing).
+    ///   - parameters: The key and the page cache budget.
+    /// - Throws: `OfflineODataError` — `.wrongKey` (nothing is changed), `.encryptionMismatch`,
+    ///   `.unsupportedStoreFormat` for a newer format, `.migrationFailed`, `.storage`.
+    static func open(directory: String, parameters: OfflineODataParameters) throws -> EntityStore {
         do {
-            environment = try LMDBEnvironment(path: directory, options: .init(mapSize: mapSize, maxDatabases: 5))
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw OfflineODataError(.storage, "cannot open the store at \(directory): \(error)")
+            throw OfflineODataError(.storage, "cannot create the store directory \(directory): \(error.localizedDescription)")
         }
-        let environment = self.environment
-        do {
-            let (metaDB, entitiesDB, queueDB, errorsDB) = try environment.write { txn in
-                guard let meta = try txn.openDatabase(named: "meta"), let entities = try txn.openDatabase(named: "entities"),
-                      let queue = try txn.openDatabase(named: "queue"), let errors = try txn.openDatabase(named: "errors")
-                else { throw OfflineODataError(.storage, "cannot create the store's databases") }
-                return (meta, entities, queue, errors)
+        if LegacyLMDBStore.exists(in: directory) {
+            try StoreMigration.migrate(directory: directory, parameters: parameters)
+        }
+        let secret: Data?
+        if let stored = try StoreKeyCheck.read(in: directory) {
+            secret = try StoreKeyCheck.open(stored, parameters: parameters, directory: directory)
+        } else {
+            if let size = try? FileManager.default.attributesOfItem(atPath: databasePath(in: directory))[.size] as? Int, size > 0 {
+                throw OfflineODataError(.storage, "the store at \(directory) has lost its key-check record; it cannot be opened")
             }
-            let stored = try environment.read { txn in try txn.value(forKey: Self.keyCheckKey, in: metaDB) }
-            cipher = try Self.keyCheck(stored: stored, parameters: parameters, directory: directory, environment: environment, meta: metaDB)
-            meta = metaDB
-            entities = entitiesDB
-            queue = queueDB
-            errors = errorsDB
+            let (record, created) = try StoreKeyCheck.create(parameters: parameters, directory: directory)
+            try StoreKeyCheck.write(record, in: directory)
+            secret = created
+        }
+        return try EntityStore(directory: directory, secret: secret, cacheBudget: parameters.pageCacheBudget)
+    }
+
+    /// Opens (creating when new) the database of `directory` with the store's secret.
+    init(directory: String, secret: Data?, cacheBudget: Int) throws {
+        self.directory = directory
+        isEncrypted = secret != nil
+        let key = secret.map(StoreKeyCheck.databaseKey(secret:))
+        let path = Self.databasePath(in: directory)
+        // The reader gets most of the budget: it reads whole sets; the writer's pages are mostly new ones.
+        let writerConnection = try Self.connect(path: path, key: key, budget: cacheBudget / 4)
+        do {
+            let version = try writerConnection.userVersion()
+            if version > Self.format {
+                throw OfflineODataError(.unsupportedStoreFormat,
+                                        "the store at \(directory) has format \(version), newer than this version reads (\(Self.format)); open it with a newer version, or remove it and download again")
+            }
+            if version == 0 {
+                try writerConnection.transaction {
+                    try writerConnection.execute("""
+                        CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
+                        CREATE TABLE queue (id INTEGER PRIMARY KEY, request BLOB NOT NULL);
+                        CREATE TABLE error_archive (id INTEGER PRIMARY KEY, entry BLOB NOT NULL);
+                        CREATE TABLE entity_sets (name TEXT PRIMARY KEY NOT NULL, table_name TEXT NOT NULL UNIQUE, columns BLOB NOT NULL);
+                        """)
+                    try writerConnection.setUserVersion(Self.format)
+                }
+            } else if version != Self.format {
+                throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
+            }
+            let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4)
+            writer = LockedValue(writerConnection)
+            reader = LockedValue(readerConnection)
+            tables = LockedValue(try Self.loadCatalog(readerConnection))
         } catch {
-            environment.close()
-            throw error
+            writerConnection.close()
+            throw Self.storageError(error, "cannot open the store at \(directory)")
         }
     }
 
-    private static func keyCheck(stored: [UInt8]?, parameters: OfflineODataParameters, directory: String,
-                                 environment: LMDBEnvironment, meta: LMDBDatabase) throws -> StoreCipher {
-        let keyStore = parameters.keyStore ?? FileKeyStore(path: directory + ".key")
-        if let stored {
-            if stored == plaintextMarker {
-                guard parameters.storeEncryptionKey == nil else {
-                    throw OfflineODataError(.encryptionMismatch, "the store is not encrypted but an encryption key was given")
-                }
-                return try StoreCipher(secret: nil)
-            }
-            let envelope: KeyEnvelope
-            do { envelope = try KeyEnvelope(serialized: stored) } catch {
-                throw OfflineODataError(.storage, "the store's key-check record is corrupt")
-            }
-            let passphrase: String
-            if let key = parameters.storeEncryptionKey {
-                passphrase = key
-            } else if parameters.disableDefaultEncryptionKey {
-                throw OfflineODataError(.encryptionMismatch, "the store is encrypted; give its storeEncryptionKey")
-            } else if let key = try? keyStore.loadKey() {
-                passphrase = key
-            } else {
-                throw OfflineODataError(.wrongKey, "the store is encrypted with a default key but the key store holds none")
-            }
-            do {
-                return try StoreCipher(secret: try envelope.open(passphrase: passphrase))
-            } catch let error as CacheError where error == CacheError.wrongKey {
-                throw OfflineODataError(.wrongKey, "the encryption key does not open this store; nothing was changed")
-            }
+    private static func connect(path: String, key: [UInt8]?, budget: Int) throws -> SQLCipherConnection {
+        do {
+            return try SQLCipherConnection(path: path, key: key, options: .init(cacheBudget: budget))
+        } catch let error where error.code == .notADatabase {
+            throw OfflineODataError(.storage, "the store's database \(path) does not open with the key of its key-check record (corrupt, or not this store's)")
+        } catch {
+            throw OfflineODataError(.storage, "cannot open the store's database \(path): \(error.message)")
         }
-        // A new store.
-        let passphrase: String?
-        if let key = parameters.storeEncryptionKey {
-            passphrase = key
-        } else if parameters.disableDefaultEncryptionKey {
-            passphrase = nil
-        } else if let key = try keyStore.loadKey() {
-            passphrase = key
-        } else {
-            let key = FileKeyStore.generateKey()
-            try keyStore.saveKey(key)
-            passphrase = key
+    }
+
+    private static func loadCatalog(_ connection: SQLCipherConnection) throws -> [String: EntityTable] {
+        let select = try connection.prepare("SELECT name, table_name, columns FROM entity_sets")
+        var result: [String: EntityTable] = [:]
+        while try select.step() {
+            let set = select.text(at: 0)
+            result[set] = try EntityTable.decode(set: set, name: select.text(at: 1), columns: select.blob(at: 2))
         }
-        let record: [UInt8]
-        let cipher: StoreCipher
-        if let passphrase {
-            let secret = StoreCipher.randomSecret()
-            record = Array(try KeyEnvelope.seal(secret: secret, passphrase: passphrase, derivation: parameters.keyDerivation).serialized)
-            cipher = try StoreCipher(secret: secret)
-        } else {
-            record = plaintextMarker
-            cipher = try StoreCipher(secret: nil)
-        }
-        try environment.write { txn in try txn.setValue(record, forKey: keyCheckKey, in: meta) }
-        return cipher
+        return result
+    }
+
+    /// An `OfflineODataError` for any error: itself when it is one, else `.storage` with what SQLite said.
+    static func storageError(_ error: any Error, _ context: String) -> OfflineODataError {
+        if let error = error as? OfflineODataError { return error }
+        if let error = error as? SQLCipherError { return OfflineODataError(.storage, "\(context): \(error.message)") }
+        return OfflineODataError(.storage, "\(context): \(error)")
     }
 
     func close() {
-        environment.close()
+        writer.withLock { $0?.close(); $0 = nil }
+        reader.withLock { $0?.close(); $0 = nil }
     }
 
-    // MARK: Keys
-
-    func entityKey(set: String, key: String) -> [UInt8] {
-        cipher.setPrefix(set) + cipher.hash("entity:" + set + key, count: 16)
+    /// Runs `body` with the reading connection.
+    private func reading<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
+        do {
+            return try reader.withLock { connection in
+                guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
+                return try body(connection)
+            }
+        } catch {
+            throw Self.storageError(error, "cannot read \(what)")
+        }
     }
 
-    static func queueKey(_ id: Int64) -> [UInt8] {
-        withUnsafeBytes(of: UInt64(bitPattern: id).bigEndian) { Array($0) }
-    }
+    private func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
 
     // MARK: Reads
 
     func configuration() throws -> (StoreConfiguration, StoreCounters)? {
-        try environment.read { txn -> (StoreConfiguration, StoreCounters)? in
-            guard let config = try txn.value(forKey: Self.configKey, in: meta) else { return nil }
-            let counters = try txn.value(forKey: Self.countersKey, in: meta)
-            return (try StoreConfiguration.decode(try cipher.open(config, key: Self.configKey)),
-                    try counters.map { bytes throws(OfflineODataError) in try StoreCounters.decode(try cipher.open(bytes, key: Self.countersKey)) } ?? StoreCounters())
-        }
+        try reading("the configuration") { connection in try Self.configuration(connection) }
+    }
+
+    private static func metaValue(_ name: String, _ connection: SQLCipherConnection) throws -> [UInt8]? {
+        let select = try connection.cachedStatement("SELECT value FROM meta WHERE name = ?")
+        try select.bind(.text(name), at: 1)
+        defer { select.reset() }
+        return try select.step() ? select.blob(at: 0) : nil
+    }
+
+    private static func configuration(_ connection: SQLCipherConnection) throws -> (StoreConfiguration, StoreCounters)? {
+        guard let config = try metaValue("config", connection) else { return nil }
+        let counters = try metaValue("counters", connection)
+        return (try StoreConfiguration.decode(config), try counters.map { bytes throws(OfflineODataError) in try StoreCounters.decode(bytes) } ?? StoreCounters())
     }
 
     /// The record of one entity, tombstones included.
     func record(set: String, key: String) throws -> EntityRecord? {
         if let cached = cache.withLock({ $0[set] }) { return cached[key] }
-        let lmdbKey = entityKey(set: set, key: key)
-        guard let sealed = try environment.read({ txn in try txn.value(forKey: lmdbKey, in: entities) }) else { return nil }
-        return try EntityRecord.decode(try cipher.open(sealed, key: lmdbKey))
+        guard let table = table(set) else { return nil }
+        return try reading("an entity of \(set)") { connection in try Self.record(key: key, table: table, connection) }
+    }
+
+    private static func record(key: String, table: EntityTable, _ connection: SQLCipherConnection) throws -> EntityRecord? {
+        let select = try connection.cachedStatement(table.selectKeySQL)
+        try select.bind(.text(key), at: 1)
+        defer { select.reset() }
+        return try select.step() ? try table.record(from: select) : nil
+    }
+
+    private static func records(of table: EntityTable, _ connection: SQLCipherConnection) throws -> [EntityRecord] {
+        let select = try connection.cachedStatement(table.selectSQL)
+        defer { select.reset() }
+        var result: [EntityRecord] = []
+        while try select.step() { result.append(try table.record(from: select)) }
+        return result
     }
 
     /// The records of an entity set (tombstones included), unordered.
     func records(in set: String) throws -> [String: EntityRecord] {
         if let cached = cache.withLock({ $0[set] }) { return cached }
-        let prefix = cipher.setPrefix(set)
-        let loaded = try environment.read { txn -> [String: EntityRecord] in
-            try txn.withCursor(in: entities) { cursor in
-                var result: [String: EntityRecord] = [:]
-                var entry = try cursor.seek(atLeast: prefix)
-                while let (key, value) = entry, key.starts(with: prefix) {
-                    let record = try EntityRecord.decode(try cipher.open(value, key: key))
-                    result[record.key] = record
-                    entry = try cursor.next()
-                }
-                return result
-            }
-        }
+        guard let table = table(set) else { return [:] }
+        let list = try reading("the entities of \(set)") { connection in try Self.records(of: table, connection) }
+        var loaded: [String: EntityRecord] = [:]
+        loaded.reserveCapacity(list.count)
+        for record in list { loaded[record.key] = record }
         cache.withLock { $0[set] = loaded }
         return loaded
     }
@@ -196,52 +228,59 @@ final class EntityStore: Sendable {
 
     /// Every record of every set, tombstones included (for undo and checks).
     func allRecords() throws -> [EntityRecord] {
-        try environment.read { txn in
-            try txn.withCursor(in: entities) { cursor in
-                var result: [EntityRecord] = []
-                while let (key, value) = try cursor.next() {
-                    result.append(try EntityRecord.decode(try cipher.open(value, key: key)))
-                }
-                return result
-            }
+        let all = tables.withLock { Array($0.values) }.sorted { $0.name < $1.name }
+        return try reading("the entities") { connection in
+            try connection.read { try all.flatMap { table in try Self.records(of: table, connection) } }
         }
     }
 
     /// The queued requests in queue order.
     func queuedRequests() throws -> [QueuedRequest] {
-        try environment.read { txn in
-            try txn.withCursor(in: queue) { cursor in
-                var result: [QueuedRequest] = []
-                while let (key, value) = try cursor.next() {
-                    result.append(try QueuedRequest.decode(try cipher.open(value, key: key)))
-                }
-                return result
-            }
-        }
+        try reading("the request queue") { connection in try Self.queuedRequests(after: 0, connection) }
+    }
+
+    private static func queuedRequests(after id: Int64, _ connection: SQLCipherConnection) throws -> [QueuedRequest] {
+        let select = try connection.cachedStatement("SELECT request FROM queue WHERE id > ? ORDER BY id")
+        try select.bind(.integer(id), at: 1)
+        defer { select.reset() }
+        var result: [QueuedRequest] = []
+        while try select.step() { result.append(try QueuedRequest.decode(select.blob(at: 0))) }
+        return result
     }
 
     /// The ErrorArchive entries in request order.
     func errorEntries() throws -> [JSONObject] {
-        try environment.read { txn in
-            try txn.withCursor(in: errors) { cursor in
-                var result: [JSONObject] = []
-                while let (key, value) = try cursor.next() {
-                    guard let object = (try? JSON.parse(try cipher.open(value, key: key)))?.objectValue else {
-                        throw OfflineODataError(.storage, "an ErrorArchive record is malformed")
-                    }
-                    result.append(object)
+        try errorEntriesWithIDs().map(\.entry)
+    }
+
+    /// The ErrorArchive entries and their request IDs, in request order.
+    func errorEntriesWithIDs() throws -> [(id: Int64, entry: JSONObject)] {
+        try reading("the ErrorArchive") { connection in
+            let select = try connection.cachedStatement("SELECT id, entry FROM error_archive ORDER BY id")
+            defer { select.reset() }
+            var result: [(id: Int64, entry: JSONObject)] = []
+            while try select.step() {
+                guard let object = (try? JSON.parse(select.blob(at: 1)))?.objectValue else {
+                    throw OfflineODataError(.storage, "an ErrorArchive record is malformed")
                 }
-                return result
+                result.append((select.integer(at: 0), object))
             }
+            return result
         }
     }
 
     func queueCount() throws -> Int {
-        try environment.read { txn in try txn.count(in: queue) }
+        try reading("the request queue") { connection in try Self.count("queue", connection) }
     }
 
     func errorCount() throws -> Int {
-        try environment.read { txn in try txn.count(in: errors) }
+        try reading("the ErrorArchive") { connection in try Self.count("error_archive", connection) }
+    }
+
+    private static func count(_ table: String, _ connection: SQLCipherConnection) throws -> Int {
+        let select = try connection.cachedStatement("SELECT count(*) FROM \(table)")
+        defer { select.reset() }
+        return try select.step() ? Int(select.integer(at: 0)) : 0
     }
 
     // MARK: Writes
@@ -249,115 +288,195 @@ final class EntityStore: Sendable {
     /// Changes collected by one write transaction.
     final class Changes {
         fileprivate let store: EntityStore
-        fileprivate let txn: LMDBTransaction
+        fileprivate let connection: SQLCipherConnection
         fileprivate var records: [EntityRecord] = []
         fileprivate var removed: [(String, String)] = []
         fileprivate var wiped = false
+        /// The catalog as this transaction sees it, published when it commits.
+        fileprivate var tables: [String: EntityTable]
+        fileprivate var catalogChanged = false
 
-        fileprivate init(store: EntityStore, txn: LMDBTransaction) {
+        fileprivate init(store: EntityStore, connection: SQLCipherConnection, tables: [String: EntityTable]) {
             self.store = store
-            self.txn = txn
+            self.connection = connection
+            self.tables = tables
+        }
+
+        /// The table of `set`, created (with a column per primitive property of the current model) when new.
+        private func table(for set: String) throws -> EntityTable {
+            if let table = tables[set] { return table }
+            let table = EntityTable.make(set: set, model: try store.currentModel(connection), taken: Set(tables.values.map { $0.name.lowercased() }))
+            try connection.execute(table.createSQL)
+            let insert = try connection.cachedStatement("INSERT INTO entity_sets (name, table_name, columns) VALUES (?, ?, ?)")
+            try insert.bind(.text(set), at: 1)
+            try insert.bind(.text(table.name), at: 2)
+            try insert.bind(.blob(table.encodedColumns), at: 3)
+            _ = try insert.step()
+            tables[set] = table
+            catalogChanged = true
+            return table
         }
 
         func put(_ record: EntityRecord) throws {
-            let key = store.entityKey(set: record.set, key: record.key)
-            try txn.setValue(try store.cipher.seal(record.encoded(), key: key), forKey: key, in: store.entities)
+            let table = try table(for: record.set)
+            let insert = try connection.cachedStatement(table.insertSQL)
+            try table.bind(record, to: insert)
+            _ = try insert.step()
             records.append(record)
         }
 
         /// The record of one entity as this transaction sees it.
         func current(set: String, key: String) throws -> EntityRecord? {
-            let lmdbKey = store.entityKey(set: set, key: key)
-            guard let sealed = try txn.value(forKey: lmdbKey, in: store.entities) else { return nil }
-            return try EntityRecord.decode(try store.cipher.open(sealed, key: lmdbKey))
+            guard let table = tables[set] else { return nil }
+            return try EntityStore.record(key: key, table: table, connection)
         }
 
         func remove(set: String, key: String) throws {
-            _ = try txn.removeValue(forKey: store.entityKey(set: set, key: key), in: store.entities)
+            if let table = tables[set] {
+                let delete = try connection.cachedStatement(table.deleteSQL)
+                try delete.bind(.text(key), at: 1)
+                _ = try delete.step()
+            }
             removed.append((set, key))
         }
 
         func enqueue(_ request: QueuedRequest) throws {
-            let key = EntityStore.queueKey(request.id)
-            try txn.setValue(try store.cipher.seal(request.encoded(), key: key), forKey: key, in: store.queue)
+            let insert = try connection.cachedStatement("INSERT OR REPLACE INTO queue (id, request) VALUES (?, ?)")
+            try insert.bind(.integer(request.id), at: 1)
+            try insert.bind(.blob(request.encoded()), at: 2)
+            _ = try insert.step()
         }
 
         /// The queued requests with an ID above `id`, as this transaction sees them, in queue order.
         func queuedRequests(after id: Int64) throws -> [QueuedRequest] {
-            try txn.withCursor(in: store.queue) { cursor in
-                var result: [QueuedRequest] = []
-                var entry = try cursor.seek(atLeast: EntityStore.queueKey(id + 1))
-                while let (key, value) = entry {
-                    result.append(try QueuedRequest.decode(try store.cipher.open(value, key: key)))
-                    entry = try cursor.next()
-                }
-                return result
-            }
+            try EntityStore.queuedRequests(after: id, connection)
         }
 
         func dequeue(_ id: Int64) throws {
-            _ = try txn.removeValue(forKey: EntityStore.queueKey(id), in: store.queue)
+            let delete = try connection.cachedStatement("DELETE FROM queue WHERE id = ?")
+            try delete.bind(.integer(id), at: 1)
+            _ = try delete.step()
         }
 
         func archiveError(_ entry: JSONObject, id: Int64) throws {
-            let key = EntityStore.queueKey(id)
-            try txn.setValue(try store.cipher.seal(JSON.serialize(.object(entry)), key: key), forKey: key, in: store.errors)
+            let insert = try connection.cachedStatement("INSERT OR REPLACE INTO error_archive (id, entry) VALUES (?, ?)")
+            try insert.bind(.integer(id), at: 1)
+            try insert.bind(.blob(JSON.serialize(.object(entry))), at: 2)
+            _ = try insert.step()
         }
 
         func removeError(_ id: Int64) throws {
-            _ = try txn.removeValue(forKey: EntityStore.queueKey(id), in: store.errors)
+            let delete = try connection.cachedStatement("DELETE FROM error_archive WHERE id = ?")
+            try delete.bind(.integer(id), at: 1)
+            _ = try delete.step()
         }
 
         func clearQueue() throws {
-            try txn.removeAll(in: store.queue)
+            try connection.execute("DELETE FROM queue")
         }
 
+        /// Removes every entity (their tables go: the next download makes them from its `$metadata`) and the ErrorArchive.
         func wipeEntities() throws {
-            try txn.removeAll(in: store.entities)
-            try txn.removeAll(in: store.errors)
+            connection.clearStatementCache()
+            for table in tables.values { try connection.execute(table.dropSQL) }
+            try connection.execute("DELETE FROM entity_sets; DELETE FROM error_archive")
+            tables.removeAll()
+            catalogChanged = true
             records.removeAll()
             removed.removeAll()
             wiped = true
         }
 
         func putConfiguration(_ configuration: StoreConfiguration) throws {
-            try txn.setValue(try store.cipher.seal(configuration.encoded(), key: EntityStore.configKey), forKey: EntityStore.configKey, in: store.meta)
+            try putMeta("config", configuration.encoded())
+            store.adopt(metadata: configuration.metadata)
         }
 
         /// The counters as this transaction sees them.
         func currentCounters() throws -> StoreCounters {
-            guard let sealed = try txn.value(forKey: EntityStore.countersKey, in: store.meta) else { return StoreCounters() }
-            return try StoreCounters.decode(try store.cipher.open(sealed, key: EntityStore.countersKey))
+            guard let bytes = try EntityStore.metaValue("counters", connection) else { return StoreCounters() }
+            return try StoreCounters.decode(bytes)
         }
 
         func putCounters(_ counters: StoreCounters) throws {
-            try txn.setValue(try store.cipher.seal(counters.encoded(), key: EntityStore.countersKey), forKey: EntityStore.countersKey, in: store.meta)
+            try putMeta("counters", counters.encoded())
         }
+
+        func putMeta(_ name: String, _ value: [UInt8]) throws {
+            let insert = try connection.cachedStatement("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)")
+            try insert.bind(.text(name), at: 1)
+            try insert.bind(.blob(value), at: 2)
+            _ = try insert.step()
+        }
+    }
+
+    /// Notes the CSDL of the configuration: the tables of entity sets made from now on follow it.
+    private func adopt(metadata: String) {
+        model.withLock { current in
+            if current?.metadata != metadata { current = (metadata, nil) }
+        }
+    }
+
+    /// The model new tables are made from: parsed from the CSDL last adopted, or from the stored configuration.
+    private func currentModel(_ connection: SQLCipherConnection) throws -> ServiceModel? {
+        if let (metadata, parsed) = model.withLock({ $0 }) {
+            if let parsed { return parsed }
+            let parsedModel = try? ServiceModel.parse(Data(metadata.utf8))
+            model.withLock { $0 = (metadata, parsedModel) }
+            return parsedModel
+        }
+        guard let (configuration, _) = try Self.configuration(connection) else { return nil }
+        let parsedModel = try? ServiceModel.parse(Data(configuration.metadata.utf8))
+        model.withLock { $0 = (configuration.metadata, parsedModel) }
+        return parsedModel
     }
 
     /// Runs `body` in one write transaction and, once it committed, brings the cache up to date.
     func write<R: Sendable>(_ body: @escaping @Sendable (Changes) throws -> R) async throws -> R {
-        let (result, records, removed, wiped) = try await environment.write { txn in
-            let changes = Changes(store: self, txn: txn)
-            let result = try body(changes)
-            return (result, changes.records, changes.removed.map { [$0.0, $0.1] }, changes.wiped)
+        try writeNow(body)
+    }
+
+    /// ``write(_:)`` on the calling thread.
+    func writeNow<R>(_ body: (Changes) throws -> R) throws -> R {
+        let (result, records, removed, wiped, catalog) = try writer.withLock { connection in
+            guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
+            let changes = Changes(store: self, connection: connection, tables: tables.withLock { $0 })
+            do {
+                let result = try connection.transaction { try body(changes) }
+                return (result, changes.records, changes.removed, changes.wiped, changes.catalogChanged ? changes.tables : nil)
+            } catch {
+                if changes.catalogChanged { connection.clearStatementCache() }
+                throw Self.storageError(error, "cannot write the store")
+            }
+        }
+        if let catalog {
+            tables.withLock { $0 = catalog }
+            if wiped { reader.withLock { $0?.clearStatementCache() } }
         }
         ordered.withLock { ordered in
             if wiped { ordered.removeAll() }
-            for pair in removed { ordered[pair[0]] = nil }
+            for pair in removed { ordered[pair.0] = nil }
             for record in records { ordered[record.set] = nil }
         }
         cache.withLock { cache in
             if wiped { cache.removeAll() }
-            for pair in removed { cache[pair[0]]?[pair[1]] = nil }
+            for pair in removed { cache[pair.0]?[pair.1] = nil }
             for record in records where cache[record.set] != nil { cache[record.set]?[record.key] = record }
         }
         return result
     }
 
-    /// Drops the decoded cache (the next read decodes from LMDB again).
+    /// Drops the decoded cache (the next read decodes from the database again).
     func dropCache() {
         cache.withLock { $0.removeAll() }
         ordered.withLock { $0.removeAll() }
+    }
+
+    /// Runs `body` with the writing connection outside any transaction (for checks and tests).
+    func withWriter<R>(_ body: (SQLCipherConnection) throws -> R) throws -> R {
+        try writer.withLock { connection in
+            guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
+            return try body(connection)
+        }
     }
 }

@@ -61,22 +61,7 @@ struct EntityRecord: Sendable, Hashable {
     /// Whether the entity holds local state a download must not overwrite: a change not uploaded, or a failed one.
     var hasLocalState: Bool { state != .downloaded || inErrorState }
 
-    func encoded() -> [UInt8] {
-        var object = JSONObject()
-        object.append(.string(set), forKey: "s")
-        object.append(.string(key), forKey: "k")
-        object.append(.int(order), forKey: "o")
-        object.append(.string(state.rawValue), forKey: "st")
-        object.append(.object(entity), forKey: "e")
-        if let original { object.append(.object(original), forKey: "g") }
-        if !links.isEmpty { object.append(.object(links), forKey: "n") }
-        if inErrorState { object.append(.bool(true), forKey: "er") }
-        if isDeleteError { object.append(.bool(true), forKey: "de") }
-        if !queries.isEmpty { object.append(.array(queries.map(JSONValue.string)), forKey: "q") }
-        if needsRefresh { object.append(.bool(true), forKey: "rf") }
-        return JSON.serialize(.object(object))
-    }
-
+    /// Decodes a record of the LMDB format (format 1), for the migration.
     static func decode(_ bytes: [UInt8]) throws(OfflineODataError) -> EntityRecord {
         guard let value = try? JSON.parse(bytes), let object = value.objectValue,
               let set = object["s"]?.stringValue, let key = object["k"]?.stringValue, let order = object["o"]?.intValue,

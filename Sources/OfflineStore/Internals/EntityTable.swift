@@ -1,0 +1,220 @@
+import Foundation
+import ODataCore
+import SQLCipher
+
+/// The table of one entity set and how an ``EntityRecord`` becomes a row and back.
+///
+/// Columns: `"$key"` (the canonical key, primary key), `"$order"`, `"$state"`, `"$record"` (the rest of the
+/// record as JSON: annotations, links, the original for undo, local flags, and the entity's members that have
+/// no column), then one column per primitive property of the entity type in `$metadata`, named as the
+/// property, so SQL can filter, sort and index them. OData identifiers never hold `$`, so the fixed columns
+/// never meet a property.
+///
+/// A property's value sits in its column when the column's type holds it exactly (a string in a `TEXT`
+/// column, an integer in an `INTEGER` one, a double in a `REAL` one, a boolean in a `BOOLEAN` one); the
+/// entity in `"$record"` then keeps the property's place with a `null`, so the order of members and their
+/// presence survive. A value the column cannot hold exactly (an integer in a `Double` property, a decimal
+/// given as a string) is kept in `"$record"` as it came, and the column holds its comparable form (the
+/// number) or `NULL`.
+struct EntityTable: Sendable, Hashable {
+    /// How a column stores a property.
+    enum Kind: String, Sendable, Hashable {
+        case text = "t", integer = "i", real = "r", boolean = "b"
+
+        var sqlType: String {
+            switch self {
+            case .text: return "TEXT"
+            case .integer: return "INTEGER"
+            case .real: return "REAL"
+            case .boolean: return "BOOLEAN"
+            }
+        }
+
+        /// The column kind of an EDM primitive type; `nil` for types kept in `"$record"` only.
+        init?(edmType: String) {
+            switch edmType {
+            case "Edm.String", "Edm.Guid", "Edm.Date", "Edm.DateTimeOffset", "Edm.TimeOfDay", "Edm.Duration",
+                 "Edm.DateTime", "Edm.Time", "Edm.Binary":
+                self = .text
+            case "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Byte", "Edm.SByte": self = .integer
+            case "Edm.Double", "Edm.Single", "Edm.Decimal": self = .real
+            case "Edm.Boolean": self = .boolean
+            default: return nil
+            }
+        }
+    }
+
+    struct Column: Sendable, Hashable {
+        var property: String
+        var kind: Kind
+    }
+
+    /// The entity set.
+    let set: String
+    /// The table's name (unquoted).
+    let name: String
+    let columns: [Column]
+    private let columnIndex: [String: Int]
+
+    init(set: String, name: String, columns: [Column]) {
+        self.set = set
+        self.name = name
+        self.columns = columns
+        var index: [String: Int] = [:]
+        for (position, column) in columns.enumerated() { index[column.property] = position }
+        columnIndex = index
+        let quotedColumns = columns.map { Self.quote($0.property) }
+        let all = ["\"$key\"", "\"$order\"", "\"$state\"", "\"$record\""] + quotedColumns
+        insertSQL = "INSERT OR REPLACE INTO \(Self.quote(name)) (\(all.joined(separator: ", "))) VALUES (\(all.map { _ in "?" }.joined(separator: ", ")))"
+        selectSQL = "SELECT \(all.joined(separator: ", ")) FROM \(Self.quote(name))"
+        selectKeySQL = selectSQL + " WHERE \"$key\" = ?"
+        deleteSQL = "DELETE FROM \(Self.quote(name)) WHERE \"$key\" = ?"
+    }
+
+    let insertSQL: String
+    let selectSQL: String
+    let selectKeySQL: String
+    let deleteSQL: String
+
+    /// The table for `set` with a column per primitive property of its entity type (none without a model).
+    /// `taken` holds the tables' names in lower case (SQL names ignore case, OData names do not).
+    static func make(set: String, model: ServiceModel?, taken: Set<String>) -> EntityTable {
+        var name = "entities:" + set
+        var suffix = 2
+        while taken.contains(name.lowercased()) {
+            name = "entities:\(set)#\(suffix)"
+            suffix += 1
+        }
+        var columns: [Column] = []
+        var seen: Set<String> = []
+        if let type = model?.entityType(ofSet: set) {
+            for property in type.propertyOrder {
+                guard let edm = type.propertyTypes[property], let kind = Kind(edmType: edm), seen.insert(property.lowercased()).inserted else { continue }
+                columns.append(Column(property: property, kind: kind))
+            }
+        }
+        return EntityTable(set: set, name: name, columns: columns)
+    }
+
+    var createSQL: String {
+        let properties = columns.map { ", \(Self.quote($0.property)) \($0.kind.sqlType)" }.joined()
+        return "CREATE TABLE \(Self.quote(name)) (\"$key\" TEXT PRIMARY KEY NOT NULL, \"$order\" INTEGER NOT NULL, \"$state\" TEXT NOT NULL, \"$record\" BLOB NOT NULL\(properties))"
+    }
+
+    var dropSQL: String { "DROP TABLE IF EXISTS \(Self.quote(name))" }
+
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    // MARK: The catalog row
+
+    var encodedColumns: [UInt8] {
+        JSON.serialize(.array(columns.map { .array([.string($0.property), .string($0.kind.rawValue)]) }))
+    }
+
+    static func decode(set: String, name: String, columns bytes: [UInt8]) throws(OfflineODataError) -> EntityTable {
+        guard let list = (try? JSON.parse(bytes))?.arrayValue else {
+            throw OfflineODataError(.storage, "the catalog row of entity set \(set) is malformed")
+        }
+        var columns: [Column] = []
+        for item in list {
+            guard let pair = item.arrayValue, pair.count == 2, let property = pair[0].stringValue,
+                  let kind = pair[1].stringValue.flatMap(Kind.init(rawValue:))
+            else { throw OfflineODataError(.storage, "the catalog row of entity set \(set) is malformed") }
+            columns.append(Column(property: property, kind: kind))
+        }
+        return EntityTable(set: set, name: name, columns: columns)
+    }
+
+    // MARK: Rows
+
+    /// Binds `record` to the parameters of ``insertSQL``.
+    func bind(_ record: EntityRecord, to statement: SQLCipherStatement) throws {
+        var values = [SQLCipherValue](repeating: .null, count: columns.count)
+        var entity = JSONObject()
+        for (name, value) in record.entity {
+            guard let position = columnIndex[name] else {
+                entity.append(value, forKey: name)
+                continue
+            }
+            let (column, exact) = Self.columnValue(value, kind: columns[position].kind)
+            values[position] = column
+            entity.append(exact ? .null : value, forKey: name)
+        }
+        try statement.bind(.text(record.key), at: 1)
+        try statement.bind(.integer(record.order), at: 2)
+        try statement.bind(.text(record.state.rawValue), at: 3)
+        try statement.bind(.blob(record.encodedRest(entity: entity)), at: 4)
+        for (position, value) in values.enumerated() { try statement.bind(value, at: Int32(position + 5)) }
+    }
+
+    /// The column value of `value`, and whether it gives `value` back exactly.
+    private static func columnValue(_ value: JSONValue, kind: Kind) -> (SQLCipherValue, exact: Bool) {
+        switch (kind, value) {
+        case (_, .null): return (.null, true)
+        case (.text, .string(let text)): return (.text(text), true)
+        case (.integer, .int(let number)): return (.integer(number), true)
+        case (.integer, .string(let text)): return (Int64(text).map(SQLCipherValue.integer) ?? .null, false)
+        case (.real, .double(let number)) where number.isFinite: return (.real(number), true)
+        case (.real, .int(let number)): return (.real(Double(number)), false)
+        case (.real, .string(let text)): return (Double(text).flatMap { $0.isFinite ? SQLCipherValue.real($0) : nil } ?? .null, false)
+        case (.boolean, .bool(let flag)): return (.integer(flag ? 1 : 0), true)
+        default: return (.null, false)
+        }
+    }
+
+    /// The record of the current row of a statement made from ``selectSQL``.
+    func record(from statement: SQLCipherStatement) throws(OfflineODataError) -> EntityRecord {
+        guard let state = EntityState(rawValue: statement.text(at: 2)) else {
+            throw OfflineODataError(.storage, "a stored entity of \(set) has an unknown state")
+        }
+        var record = try EntityRecord.decodeRest(statement.blob(at: 3), set: set, key: statement.text(at: 0), order: statement.integer(at: 1), state: state)
+        var entity = JSONObject()
+        for (name, value) in record.entity {
+            if case .null = value, let position = columnIndex[name] {
+                entity.append(Self.value(of: statement, at: Int32(position + 4), kind: columns[position].kind), forKey: name)
+            } else {
+                entity.append(value, forKey: name)
+            }
+        }
+        record.entity = entity
+        return record
+    }
+
+    private static func value(of statement: SQLCipherStatement, at index: Int32, kind: Kind) -> JSONValue {
+        if statement.isNull(at: index) { return .null }
+        switch kind {
+        case .text: return .string(statement.text(at: index))
+        case .integer: return .int(statement.integer(at: index))
+        case .real: return .double(statement.real(at: index))
+        case .boolean: return .bool(statement.integer(at: index) != 0)
+        }
+    }
+}
+
+extension EntityRecord {
+    /// What a row keeps beyond its columns, as JSON: the entity (with `null` where a column holds the value),
+    /// the original, links, flags and defining queries.
+    func encodedRest(entity: JSONObject) -> [UInt8] {
+        var object = JSONObject()
+        object.append(.object(entity), forKey: "e")
+        if let original { object.append(.object(original), forKey: "g") }
+        if !links.isEmpty { object.append(.object(links), forKey: "n") }
+        if inErrorState { object.append(.bool(true), forKey: "er") }
+        if isDeleteError { object.append(.bool(true), forKey: "de") }
+        if !queries.isEmpty { object.append(.array(queries.map(JSONValue.string)), forKey: "q") }
+        if needsRefresh { object.append(.bool(true), forKey: "rf") }
+        return JSON.serialize(.object(object))
+    }
+
+    static func decodeRest(_ bytes: [UInt8], set: String, key: String, order: Int64, state: EntityState) throws(OfflineODataError) -> EntityRecord {
+        guard let object = (try? JSON.parse(bytes))?.objectValue, let entity = object["e"]?.objectValue else {
+            throw OfflineODataError(.storage, "a stored entity record of \(set) is malformed")
+        }
+        return EntityRecord(set: set, key: key, order: order, state: state, entity: entity,
+                            original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject(),
+                            inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false,
+                            queries: object["q"]?.arrayValue?.compactMap(\.stringValue) ?? [], needsRefresh: object["rf"]?.boolValue ?? false)
+    }
+}

@@ -1,0 +1,298 @@
+internal import CSQLCipher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One connection to an SQLCipher database file: keyed with a raw 256-bit key (or none, for a plaintext
+/// database), checked to be SQLCipher, set up with 4 KiB pages, the journal chosen in ``Options``,
+/// temporary tables and sorts in memory, and a page cache sized from a memory budget.
+///
+/// A connection is not thread-safe: use it from one thread at a time (its owner puts it behind a lock or a
+/// serial queue, as GRDB's `SerializedDatabase` does). Statements it prepares must not outlive it.
+///
+/// ```swift
+/// let connection = try SQLCipherConnection(path: "/data/store.db", key: key)
+/// try connection.transaction {
+///     let insert = try connection.cachedStatement("INSERT INTO t (k, v) VALUES (?, ?)")
+///     try insert.bind(.text("a"), at: 1)
+///     try insert.bind(.integer(1), at: 2)
+///     _ = try insert.step()
+/// }
+/// ```
+///
+/// ## Topics
+/// - ``init(path:key:options:)``
+/// - ``execute(_:)``
+/// - ``prepare(_:)``
+/// - ``cachedStatement(_:)``
+/// - ``transaction(_:)``
+/// - ``close()``
+public final class SQLCipherConnection {
+    /// How a connection is set up.
+    public struct Options: Sendable, Hashable {
+        /// Which journal keeps a transaction atomic. Both are encrypted by SQLCipher like the database.
+        public enum Journal: Sendable, Hashable {
+            /// A write-ahead log (`-wal`, with its index in `-shm`): readers on other connections see the last
+            /// commit while a writer writes, and a commit appends to one file. The default.
+            case writeAheadLog
+            /// A rollback journal (`-journal`, deleted at each commit): a writer waits for readers to finish.
+            case rollback
+        }
+
+        /// The page cache's budget in bytes (`PRAGMA cache_size` with a negative size in KiB). The default is 128 MiB.
+        public var cacheBudget: Int
+        /// The journal. The default is ``Journal/writeAheadLog``.
+        public var journal: Journal
+        /// Whether every commit is flushed to disk before it returns (`PRAGMA synchronous = FULL`) rather than at
+        /// checkpoints (`NORMAL`). The default is `true`: a committed transaction survives a power loss.
+        public var fullSync: Bool
+        /// Whether the connection only reads. The default is `false`.
+        public var readOnly: Bool
+        /// How long a statement waits for another connection's lock before it fails with ``SQLCipherError/Code/busy``.
+        /// The default is 5 seconds.
+        public var busyTimeout: Duration
+
+        /// Creates options; every argument has the default documented on its property.
+        /// - Parameters:
+        ///   - cacheBudget: The page cache's budget in bytes.
+        ///   - journal: The journal.
+        ///   - fullSync: Whether commits are flushed to disk.
+        ///   - readOnly: Whether the connection only reads.
+        ///   - busyTimeout: How long to wait for another connection's lock.
+        public init(cacheBudget: Int = 128 << 20, journal: Journal = .writeAheadLog, fullSync: Bool = true,
+                    readOnly: Bool = false, busyTimeout: Duration = .seconds(5)) {
+            self.cacheBudget = cacheBudget
+            self.journal = journal
+            self.fullSync = fullSync
+            self.readOnly = readOnly
+            self.busyTimeout = busyTimeout
+        }
+    }
+
+    /// The page size of every database (SQLCipher's `cipher_page_size`, or SQLite's `page_size` without a key).
+    public static let pageSize = 4096
+    /// The length of a raw key in bytes.
+    public static let keyLength = 32
+
+    private var handle: OpaquePointer?
+    private var statements: [String: SQLCipherStatement] = [:]
+    /// The path of the database file.
+    public let path: String
+    /// Whether the database is encrypted (the connection was given a key).
+    public let isEncrypted: Bool
+    /// SQLCipher's version, as `PRAGMA cipher_version` gave it (for example `3.4.1`).
+    public private(set) var cipherVersion = ""
+
+    /// Opens (creating it, owner-only, when missing) the database at `path`, keys it, checks that SQLCipher
+    /// answers and that the key opens the file, and sets the connection up.
+    ///
+    /// Nothing is written to the file before the key was found to open it: a wrong key leaves it as it was.
+    ///
+    /// - Parameters:
+    ///   - path: The database file; a missing file is created with mode `0600`.
+    ///   - key: The raw 256-bit key (given as `PRAGMA key = "x'…'"`, so SQLCipher's own key derivation is not
+    ///     used), or `nil` for a plaintext database.
+    ///   - options: Journal, cache budget, durability.
+    /// - Throws: `SQLCipherError` — ``SQLCipherError/Code/badKey`` for a key that is not 32 bytes,
+    ///   ``SQLCipherError/Code/notSQLCipher`` when the SQLite answering in this process is not SQLCipher,
+    ///   ``SQLCipherError/Code/notADatabase`` when the key does not open the file (or it is no database, or its
+    ///   first page is corrupt), or SQLite's error for a file that cannot be opened.
+    public init(path: String, key: [UInt8]?, options: Options = Options()) throws(SQLCipherError) {
+        self.path = path
+        isEncrypted = key != nil
+        if let key, key.count != Self.keyLength {
+            throw SQLCipherError(.badKey, "a raw key has \(Self.keyLength) bytes, got \(key.count)")
+        }
+        if !options.readOnly {
+            // SQLite creates files with 0644; the -wal, -shm and -journal files take the database file's mode.
+            let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw SQLCipherError(.cannotOpen, "cannot open \(path): errno \(errno)") }
+            Glibc.close(fd)
+        }
+        var db: OpaquePointer?
+        let flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            // > Whether or not an error occurs when it is opened, resources associated with the database
+            // > connection handle should be released by passing it to sqlite3_close() when it is no longer required.
+            sqlite3_close(db)
+            throw SQLCipherError(SQLCipherError.Code(rawValue: code), "cannot open \(path): \(message)")
+        }
+        handle = db
+        do throws(SQLCipherError) {
+            if let key {
+                var hex = "PRAGMA key = \"x'"
+                for byte in key { hex += String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }
+                hex += "'\";"
+                try run(hex, reportedAs: "PRAGMA key")
+                try run("PRAGMA cipher_page_size = \(Self.pageSize);")
+            }
+            // > PRAGMA cipher_version … returns the version of SQLCipher in use; a SQLite without the codec
+            // > ignores unknown pragmas and returns no row. Then PRAGMA key was ignored too.
+            guard let version = try firstText("PRAGMA cipher_version;"), !version.isEmpty else {
+                throw SQLCipherError(.notSQLCipher, "the SQLite library answering in this process is not SQLCipher; refusing to open \(path)")
+            }
+            cipherVersion = version
+            if key == nil { try run("PRAGMA page_size = \(Self.pageSize);") }
+            // The first read of page 1: a wrong key, a plaintext file opened with a key or a corrupt first page
+            // fail here, before anything is written.
+            _ = try firstText("SELECT count(*) FROM sqlite_master;")
+            if !options.readOnly {
+                let mode = options.journal == .writeAheadLog ? "WAL" : "DELETE"
+                let answered = try firstText("PRAGMA journal_mode = \(mode);")
+                guard answered?.uppercased() == mode else {
+                    throw SQLCipherError(.error, "journal_mode \(mode) was refused (\(answered ?? "no answer")) for \(path)")
+                }
+            }
+            try run("PRAGMA synchronous = \(options.fullSync ? "FULL" : "NORMAL");")
+            try run("PRAGMA temp_store = MEMORY;")
+            try run("PRAGMA cache_size = -\(max(options.cacheBudget / 1024, 64));")
+            let milliseconds = options.busyTimeout.components.seconds * 1000 + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
+            sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
+        } catch {
+            sqlite3_close(db)
+            handle = nil
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes the connection: cached statements are finalized; with a write-ahead log, the last connection to
+    /// close checkpoints it and removes the `-wal` and `-shm` files. Closing twice is harmless.
+    ///
+    /// The corresponding C function is `sqlite3_close_v2`.
+    public func close() {
+        guard let db = handle else { return }
+        for statement in statements.values { statement.finalize() }
+        statements.removeAll()
+        sqlite3_close_v2(db)
+        handle = nil
+    }
+
+    /// Runs one or more SQL statements that return no rows.
+    ///
+    /// The corresponding C function is `sqlite3_exec`.
+    /// - Parameter sql: The statements.
+    /// - Throws: `SQLCipherError` with SQLite's message.
+    public func execute(_ sql: String) throws(SQLCipherError) {
+        try run(sql)
+    }
+
+    /// Prepares a statement the caller owns.
+    ///
+    /// The corresponding C function is `sqlite3_prepare_v2`.
+    /// - Parameter sql: One SQL statement, with `?` parameters.
+    /// - Returns: The statement.
+    /// - Throws: `SQLCipherError` with SQLite's message (a syntax error, an unknown table…).
+    public func prepare(_ sql: String) throws(SQLCipherError) -> SQLCipherStatement {
+        let db = try open()
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        guard code == SQLITE_OK, let statement else {
+            throw SQLCipherError(SQLCipherError.Code(rawValue: sqlite3_extended_errcode(db)), "cannot prepare a statement: \(String(cString: sqlite3_errmsg(db)))")
+        }
+        return SQLCipherStatement(handle: statement, connection: self)
+    }
+
+    /// A statement prepared once per connection and kept: reset, with its bindings cleared.
+    ///
+    /// Do not use the same SQL twice at once (for example inside the loop over its own rows).
+    /// - Parameter sql: One SQL statement, with `?` parameters.
+    /// - Returns: The statement, ready to bind and step.
+    /// - Throws: `SQLCipherError` as ``prepare(_:)``.
+    public func cachedStatement(_ sql: String) throws(SQLCipherError) -> SQLCipherStatement {
+        if let statement = statements[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try prepare(sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Finalizes the cached statements (after a schema change that dropped what they read).
+    public func clearStatementCache() {
+        for statement in statements.values { statement.finalize() }
+        statements.removeAll()
+    }
+
+    /// Runs `body` in a transaction that takes the write lock at once (`BEGIN IMMEDIATE`); it commits when
+    /// `body` returns and rolls back when it throws.
+    ///
+    /// - Parameter body: The work; it must not begin another transaction.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or `SQLCipherError` when the transaction cannot begin or commit.
+    public func transaction<R>(_ body: () throws -> R) throws -> R {
+        try run("BEGIN IMMEDIATE;")
+        let result: R
+        do {
+            result = try body()
+            try run("COMMIT;")
+        } catch {
+            if let db = handle, sqlite3_get_autocommit(db) == 0 { _ = sqlite3_exec(db, "ROLLBACK;", nil, nil, nil) }
+            throw error
+        }
+        return result
+    }
+
+    /// Runs `body` in a read transaction (`BEGIN DEFERRED`): every statement in it sees the same commit.
+    ///
+    /// - Parameter body: The reads.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or `SQLCipherError`.
+    public func read<R>(_ body: () throws -> R) throws -> R {
+        try run("BEGIN DEFERRED;")
+        defer { if let db = handle, sqlite3_get_autocommit(db) == 0 { _ = sqlite3_exec(db, "COMMIT;", nil, nil, nil) } }
+        return try body()
+    }
+
+    /// The database's format number (`PRAGMA user_version`), `0` in a new database.
+    /// - Throws: `SQLCipherError`.
+    public func userVersion() throws(SQLCipherError) -> Int {
+        Int(try firstText("PRAGMA user_version;") ?? "0") ?? 0
+    }
+
+    /// Sets the database's format number (`PRAGMA user_version`), inside or outside a transaction.
+    /// - Parameter version: The number.
+    /// - Throws: `SQLCipherError`.
+    public func setUserVersion(_ version: Int) throws(SQLCipherError) {
+        try run("PRAGMA user_version = \(version);")
+    }
+
+    /// The rows the last `INSERT`, `UPDATE` or `DELETE` changed. The corresponding C function is `sqlite3_changes`.
+    public var changes: Int { handle.map { Int(sqlite3_changes($0)) } ?? 0 }
+
+    // MARK: Internals
+
+    func open() throws(SQLCipherError) -> OpaquePointer {
+        guard let handle else { throw SQLCipherError(.closed, "the connection to \(path) is closed") }
+        return handle
+    }
+
+    func error(_ code: Int32, _ what: String) -> SQLCipherError {
+        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+        let extended = handle.map { sqlite3_extended_errcode($0) } ?? code
+        return SQLCipherError(SQLCipherError.Code(rawValue: extended == 0 ? code : extended), "\(what): \(message)")
+    }
+
+    /// `sqlite3_exec`; `reportedAs` replaces the SQL in an error (the key statement is never quoted).
+    private func run(_ sql: String, reportedAs: String? = nil) throws(SQLCipherError) {
+        let db = try open()
+        let code = sqlite3_exec(db, sql, nil, nil, nil)
+        guard code == SQLITE_OK else {
+            throw error(code, reportedAs ?? String(sql.prefix(80)))
+        }
+    }
+
+    /// The first column of the first row of `sql` as text, or `nil` without a row.
+    private func firstText(_ sql: String) throws(SQLCipherError) -> String? {
+        let statement = try prepare(sql)
+        defer { statement.finalize() }
+        guard try statement.step() else { return nil }
+        return statement.text(at: 0)
+    }
+}

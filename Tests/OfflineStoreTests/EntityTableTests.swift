@@ -1,0 +1,115 @@
+import Foundation
+import ODataCore
+import ODataFixtures
+import SQLCipher
+import Testing
+
+@testable import OfflineStore
+
+@Suite struct EntityTableTests {
+    /// A model with one entity set whose type has a property of each column kind, and one that has none.
+    private static let model: OfflineStore.ServiceModel = {
+        var model = OfflineStore.ServiceModel()
+        model.entityTypes["NS.Item"] = OfflineStore.ServiceModel.EntityType(
+            name: "NS.Item", key: ["ID"],
+            propertyTypes: ["ID": "Edm.Int32", "Name": "Edm.String", "Price": "Edm.Double", "Amount": "Edm.Decimal",
+                            "Active": "Edm.Boolean", "Big": "Edm.Int64", "Shape": "Edm.GeographyPoint", "name": "Edm.String"],
+            propertyOrder: ["ID", "Name", "Price", "Amount", "Active", "Big", "Shape", "name"], navigation: [:])
+        model.entitySets["Items"] = OfflineStore.ServiceModel.EntitySet(name: "Items", entityType: "NS.Item", bindings: [:])
+        return model
+    }()
+
+    @Test func aTableHasAColumnPerPrimitivePropertyAndRecordsRoundTripExactly() throws {
+        let table = EntityTable.make(set: "Items", model: Self.model, taken: ["entities:items"])
+        #expect(table.name == "entities:Items#2")  // SQL names ignore case
+        // A column per primitive property, the second spelling of "name" and the geography point in "$record" only.
+        #expect(table.columns.map(\.property) == ["ID", "Name", "Price", "Amount", "Active", "Big"])
+        #expect(table.columns.map(\.kind) == [EntityTable.Kind.integer, .text, .real, .real, .boolean, .integer])
+
+        let directory = NSTemporaryDirectory() + "entity-table-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let connection = try SQLCipherConnection(path: directory + "/t.db", key: Array(repeating: 7, count: 32))
+        defer { connection.close() }
+        try connection.execute(table.createSQL)
+        let records: [EntityRecord] = [
+            // Exact values in every column, members in an unusual order, an etag and a member without a column.
+            EntityRecord(set: "Items", key: "(1)", order: 1, state: .downloaded,
+                         entity: ["@odata.etag": "W/\"1\"", "Name": "Ä \"quoted\" name", "ID": 1, "Price": 2.5, "Amount": 3.25,
+                                  "Active": true, "Big": .int(Int64.max), "Shape": ["type": "Point"], "name": "lower"],
+                         links: JSONObject()),
+            // Values a column cannot hold exactly: an integer Double, a decimal as a string, an Int64 as a string
+            // (V2), an object in a text column; nulls, and absent members.
+            EntityRecord(set: "Items", key: "(2)", order: 2, state: .updated,
+                         entity: ["ID": 2, "Price": 18, "Amount": "12.3400", "Big": "9007199254740993", "Name": ["odd": true], "Active": .null],
+                         original: ["ID": 2, "Price": 17], links: ["Orders": .array([])], inErrorState: true, isDeleteError: false,
+                         queries: ["items"], needsRefresh: true),
+        ]
+        let insert = try connection.cachedStatement(table.insertSQL)
+        for record in records {
+            insert.reset()
+            try table.bind(record, to: insert)
+            _ = try insert.step()
+        }
+        let select = try connection.prepare(table.selectSQL + " ORDER BY \"$order\"")
+        var read: [EntityRecord] = []
+        while try select.step() { read.append(try table.record(from: select)) }
+        #expect(read == records)
+        #expect(read.map { Array($0.entity.keys) } == records.map { Array($0.entity.keys) })
+        // What SQL sees: typed, comparable values (the approximations of the inexact ones included).
+        let columns = try connection.prepare("SELECT \"Price\", \"Amount\", \"Big\", \"Name\", typeof(\"Active\") FROM \(EntityTable.quote(table.name)) ORDER BY \"$order\"")
+        #expect(try columns.step())
+        #expect(columns.value(at: 0) == .real(2.5) && columns.value(at: 3) == .text("Ä \"quoted\" name") && columns.value(at: 4) == .text("integer"))
+        #expect(try columns.step())
+        #expect(columns.value(at: 0) == .real(18) && columns.value(at: 1) == .real(12.34) && columns.value(at: 2) == .integer(9_007_199_254_740_993))
+        #expect(columns.value(at: 3) == .null && columns.value(at: 4) == .text("null"))
+    }
+
+    @Test func sqlFiltersTheColumnsOfADownloadedStoreAsODataDoes() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        let germans = try await provider.getAll("Customers?$filter=Country%20eq%20'Germany'").count
+        let expensive = try await provider.getAll("Products?$filter=UnitPrice%20gt%2050").count
+        let discontinued = try await provider.getAll("Products?$filter=Discontinued%20eq%20true").count
+        await provider.close()
+        #expect(germans > 0 && expensive > 0 && discontinued > 0)
+        let store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+        defer { store.close() }
+        func count(_ sql: String) throws -> Int {
+            try store.withWriter { connection in
+                let select = try connection.prepare(sql)
+                #expect(try select.step())
+                return Int(select.integer(at: 0))
+            }
+        }
+        #expect(try count(#"SELECT count(*) FROM "entities:Customers" WHERE "Country" = 'Germany'"#) == germans)
+        #expect(try count(#"SELECT count(*) FROM "entities:Products" WHERE "UnitPrice" > 50"#) == expensive)
+        #expect(try count(#"SELECT count(*) FROM "entities:Products" WHERE "Discontinued""#) == discontinued)
+        #expect(try count(#"SELECT count(*) FROM "entities:Customers" WHERE "$key" = '(''ALFKI'')'"#) == 1)
+    }
+
+    @Test func aProcessWhereAnotherSQLiteAnswersRefusesToOpenTheStore() async throws {
+        let library = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"
+        // Under `make sanitize` the child is instrumented, and a sanitizer runtime must come first in the process:
+        // preloading another library there tests the sanitizer, not the store. The plain run tests the check.
+        let environment = ProcessInfo.processInfo.environment
+        guard FileManager.default.fileExists(atPath: library), environment["TSAN_OPTIONS"] == nil, environment["ASAN_OPTIONS"] == nil else { return }
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let arguments = ILODataTests.storeArguments(directory) + [
+            "--kdf-rounds", "1000", "--service-root", server.serviceRoot, "--defining-query", "shippers=Shippers", "--command", "get Shippers",
+        ]
+        // Plain SQLite loaded first takes the sqlite3_* symbols: PRAGMA key would be ignored.
+        let (status, output) = try await ILODataProcess.run(arguments, environment: ["LD_PRELOAD": library])
+        #expect(status != 0)
+        #expect(output.contains("not SQLCipher"), "\(output)")
+        let database = EntityStore.databasePath(in: directory.path + "/northwind")
+        #expect((try? FileManager.default.attributesOfItem(atPath: database)[.size] as? Int) ?? 0 == 0)
+        // With SQLCipher answering, the same command works, and the store is encrypted.
+        let (okStatus, okOutput) = try await ILODataProcess.run(arguments)
+        #expect(okStatus == 0)
+        #expect(okOutput.contains("Speedy Express"))
+        #expect(try filesContain(directory.path + "/northwind", "Speedy Express") == false)
+    }
+}

@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+@testable import SQLCipher
+
+/// A fresh directory under the system temporary directory, removed by `remove()`.
+private struct TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "sqlcipher-tests-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+
+    /// Every file of the directory and its bytes.
+    func files() throws -> [String: Data] {
+        var result: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+            result[name] = FileManager.default.contents(atPath: path + "/" + name)
+        }
+        return result
+    }
+
+    /// The files of the directory that hold `needle`.
+    func filesContaining(_ needle: String) throws -> [String] {
+        try files().filter { $0.value.range(of: Data(needle.utf8)) != nil }.map(\.key).sorted()
+    }
+}
+
+private let key = (0..<32).map { UInt8($0 * 7 + 3) }
+private let otherKey = (0..<32).map { UInt8($0 * 5 + 1) }
+private let needle = "Qwertzuiop Known Plaintext"
+
+private func insertRows(_ connection: SQLCipherConnection, count: Int, from start: Int = 0) throws {
+    try connection.execute("CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL, body BLOB)")
+    try connection.transaction {
+        let insert = try connection.cachedStatement("INSERT INTO items (id, name, price, body) VALUES (?, ?, ?, ?)")
+        for id in start..<(start + count) {
+            insert.reset()
+            try insert.bind(.integer(Int64(id)), at: 1)
+            try insert.bind(.text("\(needle) \(id)"), at: 2)
+            try insert.bind(.real(Double(id) / 4), at: 3)
+            try insert.bind(.blob(Array("body \(needle)".utf8)), at: 4)
+            #expect(try insert.step() == false)
+        }
+    }
+}
+
+private func names(_ connection: SQLCipherConnection) throws -> [String] {
+    let select = try connection.prepare("SELECT name FROM items ORDER BY id")
+    var result: [String] = []
+    while try select.step() { result.append(select.text(at: 0)) }
+    return result
+}
+
+@Suite struct SQLCipherConnectionTests {
+    @Test func rowsRoundTripThroughAClosedAndReopenedEncryptedDatabase() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/round.db"
+        do {
+            let connection = try SQLCipherConnection(path: path, key: key)
+            #expect(connection.cipherVersion.hasPrefix("3."))
+            try insertRows(connection, count: 3)
+            try connection.setUserVersion(7)
+            connection.close()
+        }
+        let reopened = try SQLCipherConnection(path: path, key: key)
+        defer { reopened.close() }
+        #expect(try names(reopened) == (0..<3).map { "\(needle) \($0)" })
+        #expect(try reopened.userVersion() == 7)
+        let row = try reopened.prepare("SELECT id, name, price, body, NULL FROM items WHERE id = ?")
+        try row.bind(.integer(2), at: 1)
+        #expect(try row.step())
+        #expect(row.value(at: 0) == .integer(2))
+        #expect(row.value(at: 2) == .real(0.5))
+        #expect(row.value(at: 3) == .blob(Array("body \(needle)".utf8)))
+        #expect(row.value(at: 4) == .null)
+        #expect(try row.step() == false)
+        // The database is 4 KiB pages.
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0) % SQLCipherConnection.pageSize == 0)
+        // Owner-only.
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
+    }
+
+    @Test func aTransactionThatThrowsRollsBackAndSQLErrorsCarrySQLitesMessage() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let connection = try SQLCipherConnection(path: directory.path + "/tx.db", key: key)
+        defer { connection.close() }
+        try insertRows(connection, count: 2)
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try connection.transaction {
+                try connection.execute("DELETE FROM items")
+                throw Stop()
+            }
+        }
+        #expect(try names(connection).count == 2)
+        // A duplicate primary key: a constraint error with SQLite's words, and the transaction rolled back.
+        let error = #expect(throws: SQLCipherError.self) { try insertRows(connection, count: 2, from: 1) }
+        #expect(error.map { SQLCipherError.Code.constraint ~= $0.code } == true)
+        #expect(error?.code != .constraint)  // the extended code: SQLITE_CONSTRAINT_PRIMARYKEY
+        #expect(error?.message.contains("UNIQUE constraint failed: items.id") == true)
+        #expect(try names(connection).count == 2)
+        let syntax = #expect(throws: SQLCipherError.self) { _ = try connection.prepare("SELEKT 1") }
+        #expect(syntax?.code == .error)
+        #expect(syntax?.message.contains("syntax error") == true)
+        #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: directory.path + "/short.db", key: [1, 2, 3]) }
+    }
+
+    @Test func aWrongKeyOrNoKeyIsATypedErrorAndChangesNothing() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/keyed.db"
+        let connection = try SQLCipherConnection(path: path, key: key)
+        try insertRows(connection, count: 10)
+        connection.close()
+        let before = try directory.files()
+        #expect(before.keys.sorted() == ["keyed.db"])  // the last close removed -wal and -shm
+        for attempt in [otherKey, nil] {
+            let error = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: path, key: attempt) }
+            #expect(error?.code == .notADatabase, "\(String(describing: error))")
+            #expect(error.map { String(describing: $0) }?.contains("x'") == false)  // the key is never quoted
+            #expect(try directory.files() == before, "a failed open changed the files")
+        }
+        // A plaintext database is refused with a key as well.
+        let plainPath = directory.path + "/plain.db"
+        let plain = try SQLCipherConnection(path: plainPath, key: nil)
+        try insertRows(plain, count: 1)
+        plain.close()
+        let plainError = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: plainPath, key: key) }
+        #expect(plainError?.code == .notADatabase)
+        // The right key still opens everything.
+        let again = try SQLCipherConnection(path: path, key: key)
+        #expect(try names(again).count == 10)
+        again.close()
+    }
+
+    @Test func aCorruptFileIsATypedError() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/corrupt.db"
+        let connection = try SQLCipherConnection(path: path, key: key)
+        try insertRows(connection, count: 400)
+        connection.close()
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(original.count > 8 * SQLCipherConnection.pageSize)
+        // A byte of the first page: the open fails.
+        var first = original
+        first[200] ^= 0x01
+        try first.write(to: URL(fileURLWithPath: path))
+        let openError = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: path, key: key) }
+        #expect(openError?.code == .notADatabase)
+        // A byte of a later page: the open succeeds, the read of that page fails with a typed error.
+        var later = original
+        later[6 * SQLCipherConnection.pageSize + 100] ^= 0x01
+        try later.write(to: URL(fileURLWithPath: path))
+        let opened = try SQLCipherConnection(path: path, key: key)
+        defer { opened.close() }
+        let readError = #expect(throws: SQLCipherError.self) { _ = try names(opened) }
+        #expect(readError != nil)
+        // Garbage that is not a database at all.
+        let garbage = directory.path + "/garbage.db"
+        try Data(repeating: 0x5A, count: 3 * SQLCipherConnection.pageSize).write(to: URL(fileURLWithPath: garbage))
+        let garbageError = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: garbage, key: key) }
+        #expect(garbageError?.code == .notADatabase)
+    }
+
+    @Test(arguments: [SQLCipherConnection.Options.Journal.writeAheadLog, .rollback])
+    func noKnownPlaintextInAnyFileOfTheDirectory(journal: SQLCipherConnection.Options.Journal) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let options = SQLCipherConnection.Options(journal: journal)
+        // Control: the same rows without a key are readable, so the scan below can fail.
+        let plain = try SQLCipherConnection(path: directory.path + "/plain.db", key: nil, options: options)
+        try insertRows(plain, count: 50)
+        plain.close()
+        #expect(try directory.filesContaining(needle) == ["plain.db"])
+        try FileManager.default.removeItem(atPath: directory.path + "/plain.db")
+
+        let connection = try SQLCipherConnection(path: directory.path + "/secret.db", key: key, options: options)
+        defer { connection.close() }
+        try insertRows(connection, count: 500)
+        // Scan while a write transaction is open (the -journal or the -wal holds pages of it), and with a
+        // sort that does not fit a page (temp_store = MEMORY: no temporary file).
+        try connection.transaction {
+            try connection.execute("UPDATE items SET name = name || ' changed', body = zeroblob(3000) WHERE id % 3 = 0")
+            let sort = try connection.prepare("SELECT name FROM items ORDER BY name DESC, price")
+            while try sort.step() {}
+            let files = try directory.files().keys.sorted()
+            if journal == .writeAheadLog { #expect(files.contains("secret.db-wal") && files.contains("secret.db-shm")) }
+            if journal == .rollback { #expect(files.contains("secret.db-journal")) }
+            #expect(try directory.filesContaining(needle) == [])
+            #expect(try directory.filesContaining("items") == [])
+            #expect(try directory.filesContaining("CREATE TABLE") == [])
+        }
+        #expect(try directory.filesContaining(needle) == [])
+        for (name, _) in try directory.files() {
+            let mode = try FileManager.default.attributesOfItem(atPath: directory.path + "/" + name)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(name) has mode \(String(mode ?? 0, radix: 8))")
+        }
+    }
+}
