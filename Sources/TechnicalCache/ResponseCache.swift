@@ -284,8 +284,9 @@ public final class ResponseCache: Sendable {
     public func entry(for url: String) throws -> CacheEntry? {
         let cache = try openCache()
         var crypto = cache.crypto.withLock { $0 }
-        if let hot = heldEntry(for: url, crypto: crypto, cache: cache) {
-            return deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache)
+        if let hot = heldEntry(for: url, crypto: crypto, cache: cache),
+           let entry = deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache) {
+            return entry
         }
         let key = crypto.entryKey(for: url, partition: configuration.partition)
         var attempt = 0
@@ -306,7 +307,10 @@ public final class ResponseCache: Sendable {
                 if let tag = entry.sealedTag {
                     cache.hot.hold(entry, url: url, key: key, generation: crypto.generation, tag: tag, at: transaction)
                 }
-                return deliver(entry, url: url, key: key, generation: crypto.generation, transaction: transaction, cache: cache)
+                guard let delivered = deliver(entry, url: url, key: key, generation: crypto.generation, transaction: transaction,
+                                              cache: cache, retrying: attempt < 8)
+                else { continue }
+                return delivered
             case .miss:
                 counters.withLock { $0.requests += 1; $0.misses += 1 }
                 return nil
@@ -352,11 +356,20 @@ public final class ResponseCache: Sendable {
     }
 
     /// A hit: the deferred refresh of the entry if one is held, the lookup recorded for the LRU order.
-    private func deliver(_ found: CacheEntry, url: String, key: [UInt8], generation: UInt64, transaction: UInt64, cache: OpenCache) -> CacheEntry {
+    ///
+    /// A refresh stops being held once the transaction that wrote it commits, so an entry read before that
+    /// commit and checked for a held refresh after it would miss the refresh: when none is held and a commit
+    /// came after `transaction` (noted before the read), this returns `nil` while `retrying`: read again.
+    private func deliver(_ found: CacheEntry, url: String, key: [UInt8], generation: UInt64, transaction: UInt64, cache: OpenCache,
+                         retrying: Bool = true) -> CacheEntry? {
         var entry = found
         let now = Date()
         let touchKey = TouchKey(key)
-        if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) { entry = refreshed }
+        if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) {
+            entry = refreshed
+        } else if retrying, cache.environment.lastTransactionID != transaction {
+            return nil
+        }
         entry.lastUsedAt = now
         entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: key)
         let tick = cache.takeTick()
