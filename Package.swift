@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ODataCore", targets: ["ODataCore"]),
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "LMDB", targets: ["LMDB"]),
+        .library(name: "Redis", targets: ["Redis"]),
         .library(name: "TechnicalCache", targets: ["TechnicalCache"]),
         .library(name: "ODataQuery", targets: ["ODataQuery"]),
         .library(name: "ODataSession", targets: ["ODataSession"]),
@@ -37,7 +38,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // C bridges: only these two modules' Swift wrappers import C.
+        // C bridges: only these modules' Swift wrappers (CurlHTTP, LMDB, Redis) import C.
         .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
@@ -46,6 +47,10 @@ let package = Package(
         .systemLibrary(
             name: "CLMDB",
             providers: [.apt(["liblmdb-dev"])]
+        ),
+        .systemLibrary(
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]
         ),
 
         // Libraries, top of the dependency graph first.
@@ -58,10 +63,12 @@ let package = Package(
             dependencies: ["CCurl", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .target(name: "LMDB", dependencies: ["CLMDB"]),
+        // A Redis client over hiredis: the technical cache's optional shared second tier.
+        .target(name: "Redis", dependencies: ["CHiredis"]),
         .target(
             name: "TechnicalCache",
             dependencies: [
-                "LMDB", "ODataCore",
+                "LMDB", "ODataCore", "Redis", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
@@ -163,6 +170,12 @@ let package = Package(
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
         .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
+        // The Redis client and the cache's Redis tier, against real redis-servers started by the tests.
+        .testTarget(
+            name: "RedisTests",
+            dependencies: ["Redis", "TechnicalCache", "OnlineStore", "ODataFixtures", "ODataCore",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "TechnicalCacheTests",
             dependencies: ["TechnicalCache", "LMDB", .product(name: "Crypto", package: "swift-crypto")]
