@@ -87,8 +87,13 @@ public final class OnlineODataStore: Sendable {
         reporter = CacheReporter(telemetry: options.telemetry)
         self.transport = session
         if options.useCache {
-            let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
+            var configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
                                                    keyDerivation: options.cacheKeyDerivation, durability: options.cacheDurability)
+            configuration.secondTier = options.secondTier.map { tier in
+                var tier = tier
+                tier.logger = tier.logger ?? options.telemetry.logger
+                return tier
+            }
             cache = try ResponseCache(directory: options.storeDirectory.appendingPathComponent(options.storeName + ".cache").path,
                                       configuration: configuration)
         } else {
@@ -207,7 +212,10 @@ public final class OnlineODataStore: Sendable {
     /// Counters of requests, network use and the cache.
     public var statistics: OnlineStoreStatistics {
         var result = counters.withLock { $0 }
-        if let cache { result.cache = cache.statistics }
+        if let cache {
+            result.cache = cache.statistics
+            result.secondTier = cache.secondTierStatistics
+        }
         return result
     }
 
@@ -606,6 +614,8 @@ public struct OnlineStoreStatistics: Sendable, Hashable {
     public var servedFresh = 0
     /// The technical cache's own counters, when the store has one.
     public var cache: CacheStatistics?
+    /// The cache's Redis tier's counters, when ``OnlineStoreOptions/secondTier`` is set.
+    public var secondTier: SecondTierStatistics?
 }
 
 /// One network request that identical reads share: the first one sends it, the others wait for its answer.

@@ -29,6 +29,9 @@ public struct CacheConfiguration: Sendable, Hashable {
     public var keyDerivation: KeyDerivation
     /// How often commits reach the disk. The default is ``CacheDurability/full``.
     public var durability: CacheDurability
+    /// A Redis server shared by a fleet's caches: read on a local miss, written after each stored answer
+    /// (see ``RedisTierConfiguration``). Needs an encrypted cache. The default is `nil`: local only.
+    public var secondTier: RedisTierConfiguration? = nil
 
     /// Creates a configuration; every parameter has the default documented on its property.
     ///
@@ -69,6 +72,7 @@ public struct CacheConfiguration: Sendable, Hashable {
             throw CacheError.invalidConfiguration.with(detail: "the sync interval must not be negative")
         }
         try keyDerivation.validate()
+        try secondTier?.validate()
     }
 
     var maxEntryBytes: Int { Int(Double(sizeLimit) * maxEntryFraction) }

@@ -101,10 +101,14 @@ public final class RedisServer: Sendable {
     public func stop() {
         guard let process = process.withLock({ value -> Process? in defer { value = nil }; return value }) else { return }
         if process.isRunning {
-            Glibc.kill(process.processIdentifier, SIGTERM)
-            let deadline = Date().addingTimeInterval(1)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+            // redis-server exits within milliseconds of SIGTERM (nothing to save); a watchdog kills it after
+            // two seconds should it not.
+            let pid = process.processIdentifier
+            Glibc.kill(pid, SIGTERM)
+            let watchdog = DispatchWorkItem { Glibc.kill(pid, SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2, execute: watchdog)
+            process.waitUntilExit()
+            watchdog.cancel()
         }
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
