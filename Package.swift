@@ -174,7 +174,8 @@ let package = Package(
         .testTarget(
             name: "RedisTests",
             dependencies: ["Redis", "TechnicalCache", "OnlineStore", "ODataFixtures", "ODataCore",
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+                           .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(
             name: "TechnicalCacheTests",

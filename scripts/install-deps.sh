@@ -3,7 +3,7 @@
 # As root directly, otherwise through sudo. Safe to run again.
 set -euo pipefail
 
-packages=(pkg-config libcurl4-openssl-dev liblmdb-dev nginx-light curl)
+packages=(pkg-config libcurl4-openssl-dev liblmdb-dev libhiredis-dev redis-server nginx-light curl)
 # `install-deps.sh bench` (make bench) adds what only the benchmarks need: SQLCipher for the storage spike.
 if [ "${1:-}" = "bench" ]; then packages+=(libsqlcipher-dev); fi
 missing=()

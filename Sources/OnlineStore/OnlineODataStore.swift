@@ -47,7 +47,7 @@ public final class OnlineODataStore: Sendable {
     /// Reports cache decisions to the options' telemetry.
     private let reporter: CacheReporter
     private let ownedTransport: CurlTransport?
-    private let cache: ResponseCache?
+    let cache: ResponseCache?
     private let state = LockedValue(State())
     private let counters = LockedValue(OnlineStoreStatistics())
 
