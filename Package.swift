@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "SQLCipher", targets: ["SQLCipher"]),
+        .library(name: "Redis", targets: ["Redis"]),
         .library(name: "TechnicalCache", targets: ["TechnicalCache"]),
         .library(name: "ODataQuery", targets: ["ODataQuery"]),
         .library(name: "ODataSession", targets: ["ODataSession"]),
@@ -38,7 +39,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // C bridges: only these modules' Swift wrappers import C.
+        // C bridges: only these modules' Swift wrappers (CurlHTTP, LMDB, SQLCipher, Redis) import C.
         .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
@@ -54,6 +55,10 @@ let package = Package(
             pkgConfig: "sqlcipher",
             providers: [.apt(["libsqlcipher-dev"])]
         ),
+        .systemLibrary(
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]
+        ),
 
         // Libraries, top of the dependency graph first.
         .target(
@@ -66,10 +71,12 @@ let package = Package(
         ),
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "SQLCipher", dependencies: ["CSQLCipher"]),
+        // A Redis client over hiredis: the technical cache's optional shared second tier.
+        .target(name: "Redis", dependencies: ["CHiredis"]),
         .target(
             name: "TechnicalCache",
             dependencies: [
-                "LMDB", "ODataCore",
+                "LMDB", "ODataCore", "Redis", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
@@ -172,6 +179,13 @@ let package = Package(
         .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "SQLCipherTests", dependencies: ["SQLCipher"]),
+        // The Redis client and the cache's Redis tier, against real redis-servers started by the tests.
+        .testTarget(
+            name: "RedisTests",
+            dependencies: ["Redis", "TechnicalCache", "OnlineStore", "ODataFixtures", "ODataCore",
+                           .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+                           .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
         .testTarget(
             name: "TechnicalCacheTests",
             dependencies: ["TechnicalCache", "LMDB", "ODataCore", .product(name: "Crypto", package: "swift-crypto")]

@@ -44,6 +44,16 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "FleetBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "OnlineStore", package: "ODataStores"),
+                .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "Redis", package: "ODataStores"),
+            ]
+        ),
+        .executableTarget(
             name: "QueryBenchmarks",
             dependencies: [
                 "BenchmarkKit",

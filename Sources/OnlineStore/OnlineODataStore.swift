@@ -47,7 +47,7 @@ public final class OnlineODataStore: Sendable {
     /// Reports cache decisions to the options' telemetry.
     private let reporter: CacheReporter
     private let ownedTransport: CurlTransport?
-    private let cache: ResponseCache?
+    let cache: ResponseCache?
     private let state = LockedValue(State())
     private let counters = LockedValue(OnlineStoreStatistics())
 
@@ -87,9 +87,14 @@ public final class OnlineODataStore: Sendable {
         reporter = CacheReporter(telemetry: options.telemetry)
         self.transport = session
         if options.useCache {
-            let configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
+            var configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
                                                    keyDerivation: options.cacheKeyDerivation, durability: options.cacheDurability,
                                                    memoryBudget: options.cacheMemoryBudget)
+            configuration.secondTier = options.secondTier.map { tier in
+                var tier = tier
+                tier.logger = tier.logger ?? options.telemetry.logger
+                return tier
+            }
             cache = try ResponseCache(directory: options.storeDirectory.appendingPathComponent(options.storeName + ".cache").path,
                                       configuration: configuration)
         } else {
@@ -208,7 +213,10 @@ public final class OnlineODataStore: Sendable {
     /// Counters of requests, network use and the cache.
     public var statistics: OnlineStoreStatistics {
         var result = counters.withLock { $0 }
-        if let cache { result.cache = cache.statistics }
+        if let cache {
+            result.cache = cache.statistics
+            result.secondTier = cache.secondTierStatistics
+        }
         return result
     }
 
@@ -610,6 +618,8 @@ public struct OnlineStoreStatistics: Sendable, Hashable {
     public var servedFresh = 0
     /// The technical cache's own counters, when the store has one.
     public var cache: CacheStatistics?
+    /// The cache's Redis tier's counters, when ``OnlineStoreOptions/secondTier`` is set.
+    public var secondTier: SecondTierStatistics?
 }
 
 /// What makes reads identical for coalescing: the URL and header fields of a GET, between the same writes

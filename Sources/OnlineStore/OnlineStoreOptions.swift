@@ -43,6 +43,13 @@ public struct OnlineStoreOptions: Sendable {
     /// can give again. `.full` flushes every commit (nothing lost even on power failure) at the price
     /// of one fsync per stored response and per 304 refresh (0.5–8 ms measured here).
     public var cacheDurability: CacheDurability = .periodic(interval: .seconds(1))
+    /// A Redis server the cache shares with the other instances of a fleet: a local miss is read from Redis
+    /// (passive mode too), every stored server answer and 304 refresh is written to it off the caller's path.
+    /// Redis holds only sealed entries under keyed hashes; instances share entries when they share
+    /// ``cacheEncryptionKey`` (and ``cacheKeyDerivation``) and the tier's namespace. A Redis outage means
+    /// local-only operation, never an error to the caller. Its logger defaults to ``telemetry``'s. The default
+    /// is `nil`: the cache is local only.
+    public var secondTier: RedisTierConfiguration?
     /// In active mode, an entry younger than this is delivered without asking the server (the
     /// server callback then carries the cached response), unless the request says
     /// `Cache-Control: no-cache`. The default is `nil`: always revalidate.

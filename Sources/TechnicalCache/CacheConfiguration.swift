@@ -34,6 +34,9 @@ public struct CacheConfiguration: Sendable, Hashable {
     /// stores it, checked by its sealed value's tag after any commit). An entry larger than a quarter of
     /// this is not held. The default is 16 MiB; 0 holds nothing (every lookup decrypts from the disk).
     public var memoryBudget: Int
+    /// A Redis server shared by a fleet's caches: read on a local miss, written after each stored answer
+    /// (see ``RedisTierConfiguration``). Needs an encrypted cache. The default is `nil`: local only.
+    public var secondTier: RedisTierConfiguration? = nil
 
     /// Creates a configuration; every parameter has the default documented on its property.
     ///
@@ -80,6 +83,7 @@ public struct CacheConfiguration: Sendable, Hashable {
             throw CacheError.invalidConfiguration.with(detail: "the sync interval must not be negative")
         }
         try keyDerivation.validate()
+        try secondTier?.validate()
     }
 
     var maxEntryBytes: Int { Int(Double(sizeLimit) * maxEntryFraction) }

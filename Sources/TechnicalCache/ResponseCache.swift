@@ -35,6 +35,8 @@ public final class ResponseCache: Sendable {
 
     private let state = LockedValue<OpenCache?>(nil)
     private let counters = LockedValue(CacheStatistics())
+    /// The shared Redis tier, when ``CacheConfiguration/secondTier`` is set (see `ResponseCache+SecondTier`).
+    let tier: RedisTier?
 
     static let lockFileName = "cache.lock"
     static let keyFileName = "cache.key"
@@ -51,6 +53,7 @@ public final class ResponseCache: Sendable {
         try configuration.validate()
         self.directory = directory
         self.configuration = configuration
+        tier = try configuration.secondTier.map { tier throws(CacheError) in try RedisTier(configuration: tier, partition: configuration.partition) }
     }
 
     /// The default key store: the file `cache.key` (0600) in the cache directory.
@@ -92,6 +95,10 @@ public final class ResponseCache: Sendable {
             if raced { opened.environment.close() }
         } catch {
             lock.release()
+            throw error
+        }
+        do { try activateSecondTier(encryption) } catch {
+            close()
             throw error
         }
     }
@@ -183,6 +190,7 @@ public final class ResponseCache: Sendable {
             defer { current = nil }
             return current
         }) else { return }
+        tier?.deactivate()
         let flushed = try? cache.environment.write { txn -> OpenCache.RefreshFlush in
             let flushed = try cache.flushRefreshes(configuration: self.configuration, txn)
             try cache.flushTouches(txn)
@@ -313,7 +321,7 @@ public final class ResponseCache: Sendable {
                 return delivered
             case .miss:
                 counters.withLock { $0.requests += 1; $0.misses += 1 }
-                return nil
+                return tier == nil ? nil : secondTierEntry(for: url)
             case .damaged:
                 let current = cache.crypto.withLock { $0 }
                 if current.generation != crypto.generation && attempt < 3 {
@@ -452,6 +460,13 @@ public final class ResponseCache: Sendable {
     ///   ``CacheError/storage`` when the write fails (the previous state is kept).
     @discardableResult
     public func store(_ entry: CacheEntry, for url: String, keepingNewer: Bool = false) throws -> Bool {
+        let stored = try storeLocally(entry, for: url, keepingNewer: keepingNewer)
+        if tier != nil { secondTierDidStore(entry, for: url, stored: stored) }
+        return stored
+    }
+
+    /// Stores `entry` in this cache only (not in the second tier).
+    func storeLocally(_ entry: CacheEntry, for url: String, keepingNewer: Bool) throws -> Bool {
         let prepared = try prepareStore(entry, url: url, condition: keepingNewer ? .storedNoLaterThan(entry.storedAt) : .always)
         let cache = prepared.cache
         let outcome = try runWrite(cache) { txn in try self.applyStore(prepared, txn) }
@@ -472,7 +487,9 @@ public final class ResponseCache: Sendable {
         let prepared = try prepareStore(entry, url: url, condition: keepingNewer ? .storedNoLaterThan(entry.storedAt) : .always)
         let cache = prepared.cache
         let outcome = try await runWrite(cache) { txn in try self.applyStore(prepared, txn) }
-        return finishStore(outcome, cache: cache)
+        let stored = finishStore(outcome, cache: cache)
+        if tier != nil { secondTierDidStore(entry, for: url, stored: stored) }
+        return stored
     }
 
     /// What the entry stored for a key must be for a write to go ahead (checked in its transaction).
@@ -613,6 +630,12 @@ public final class ResponseCache: Sendable {
     /// - Throws: ``CacheError/notOpen``; ``CacheError/storage`` when the write fails.
     @discardableResult
     public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) throws -> CacheEntry? {
+        let refreshed = try refreshLocally(for: url, with304Headers: headers, revalidating: revalidated, at: date)
+        if tier != nil { secondTierDidRefresh(refreshed, for: url) }
+        return refreshed
+    }
+
+    private func refreshLocally(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, at date: Date) throws -> CacheEntry? {
         switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) {
         case .none: return nil
         case .deferred(let entry): return entry
@@ -634,13 +657,16 @@ public final class ResponseCache: Sendable {
     /// - Throws: As the synchronous variant.
     @discardableResult
     public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) async throws -> CacheEntry? {
+        let refreshed: CacheEntry?
         switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) {
-        case .none: return nil
-        case .deferred(let entry): return entry
+        case .none: refreshed = nil
+        case .deferred(let entry): refreshed = entry
         case .write(let prepared):
             let outcome = try await runWrite(prepared.cache) { txn in try self.applyStore(prepared, txn) }
-            return finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
+            refreshed = finishRefresh(outcome, entry: prepared.entry, cache: prepared.cache)
         }
+        if tier != nil { secondTierDidRefresh(refreshed, for: url) }
+        return refreshed
     }
 
     /// The number of entries and bytes held decoded in memory (for tests).
@@ -678,7 +704,8 @@ public final class ResponseCache: Sendable {
         }
         let validators = (etag: entry.etag, lastModified: entry.lastModified)
         let condition = StoreCondition.storedValidators(etag: validators.etag, lastModified: validators.lastModified)
-        entry.refresh(with: headers, at: max(date, entry.storedAt))
+        // To the millisecond, as it is written: a held refresh and the written one answer alike.
+        entry.refresh(with: headers, at: Date(timeIntervalSince1970: Double(OpenCache.milliseconds(max(date, entry.storedAt))) / 1000))
         if CachePolicy.hasDirective("no-store", in: entry.headers) {
             return .write(try prepareStore(entry, url: url, condition: condition))
         }
@@ -776,6 +803,7 @@ public final class ResponseCache: Sendable {
         let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         let removed = try runWrite(cache) { txn in try Self.applyRemove(key: key, cache: cache, txn) }
         finishRemove(removed, cache: cache)
+        if tier != nil { secondTierDidRemove(for: url) }
         return removed
     }
 
@@ -790,6 +818,7 @@ public final class ResponseCache: Sendable {
         let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         let removed = try await runWrite(cache) { txn in try Self.applyRemove(key: key, cache: cache, txn) }
         finishRemove(removed, cache: cache)
+        if tier != nil { secondTierDidRemove(for: url) }
         return removed
     }
 

@@ -1,0 +1,142 @@
+import Foundation
+import ODataCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running `redis-server` (Debian `redis-server`) on 127.0.0.1 for tests and benchmarks of the cache's
+/// Redis tier: no persistence (`--save '' --appendonly no`), bounded memory with LRU eviction, stopped by
+/// its PID.
+///
+/// `make deps` installs it; the `REDIS_SERVER` environment variable names another executable.
+///
+/// ```swift
+/// let redis = try RedisServer.start()          // a free port of 127.0.0.1
+/// defer { redis.stop() }
+/// redis.kill()                                  // SIGKILL: an outage
+/// let again = try RedisServer.start(port: redis.port)
+/// ```
+public final class RedisServer: Sendable {
+    /// The TCP port on 127.0.0.1.
+    public let port: Int
+    /// The server's process identifier.
+    public let pid: Int32
+    private let process: LockedValue<Process?>
+    private let directory: URL
+
+    private init(port: Int, process: Process, directory: URL) {
+        self.port = port
+        self.pid = process.processIdentifier
+        self.process = LockedValue(process)
+        self.directory = directory
+    }
+
+    deinit { stop() }
+
+    /// The executable tests start: `$REDIS_SERVER`, else `/usr/bin/redis-server`.
+    public static var executable: String {
+        if let path = ProcessInfo.processInfo.environment["REDIS_SERVER"], !path.isEmpty { return path }
+        return "/usr/bin/redis-server"
+    }
+
+    /// Starts a redis-server and waits until it accepts connections.
+    ///
+    /// - Parameters:
+    ///   - port: The port to listen on; the default `nil` picks a free one (and retries when another
+    ///     process takes it first).
+    ///   - maxMemory: Its `maxmemory` in bytes (with `allkeys-lru` eviction). The default is 256 MiB.
+    ///   - arguments: More command-line options, such as `["--requirepass", "secret"]`.
+    /// - Returns: The running server.
+    /// - Throws: ``FixtureError`` `.serverFailure` when the executable is missing (run `make deps`) or the
+    ///   server does not listen within 10 seconds.
+    public static func start(port: Int? = nil, maxMemory: Int = 256 << 20, arguments: [String] = []) throws(FixtureError) -> RedisServer {
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw FixtureError(.serverFailure, "redis-server is not installed at \(executable): run `make deps`")
+        }
+        var lastError = FixtureError(.serverFailure, "redis-server did not start")
+        for _ in 0..<(port == nil ? 5 : 1) {
+            do { return try startOnce(port: port ?? freePort(), maxMemory: maxMemory, arguments: arguments) } catch { lastError = error }
+        }
+        throw lastError
+    }
+
+    private static func startOnce(port: Int, maxMemory: Int, arguments: [String]) throws(FixtureError) -> RedisServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-\(UUID().uuidString)")
+        do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+            throw FixtureError(.serverFailure, "cannot create \(directory.path): \(error)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", directory.path, "--daemonize", "no", "--loglevel", "warning", "--logfile", "",
+                             "--maxmemory", String(maxMemory), "--maxmemory-policy", "allkeys-lru"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch {
+            throw FixtureError(.serverFailure, "redis-server did not start: \(error)")
+        }
+        let server = RedisServer(port: port, process: process, directory: directory)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if !process.isRunning { break }
+            if accepts(port: port) { return server }
+            usleep(10_000)
+        }
+        server.stop()
+        throw FixtureError(.serverFailure, "redis-server did not listen on 127.0.0.1:\(port)")
+    }
+
+    /// Whether the server's process is running.
+    public var isRunning: Bool { process.withLock { $0?.isRunning ?? false } }
+
+    /// Kills the server with SIGKILL (an outage: no shutdown, nothing saved) and waits until it is gone.
+    public func kill() {
+        guard let process = process.withLock({ value -> Process? in defer { value = nil }; return value }) else { return }
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops the server by its PID; harmless when already stopped. It keeps nothing (no persistence), so
+    /// SIGKILL loses nothing — and SIGTERM may be blocked in a child of a thread that blocks signals, as the
+    /// test runner's are.
+    public func stop() {
+        kill()
+    }
+
+    /// A port of 127.0.0.1 that was free a moment ago: bound to port 0, read back, closed.
+    public static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { return 0 }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: actual.sin_port))
+    }
+
+    private static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return address
+    }
+}
