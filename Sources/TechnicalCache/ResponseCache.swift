@@ -613,15 +613,28 @@ public final class ResponseCache: Sendable {
 
     /// The 304 refreshes held in memory, not yet written (for tests).
     var pendingRefreshCount: Int { state.withLock { $0 }?.refreshes.withLock { $0.count } ?? 0 }
+    /// Whether an entry is stored for `url`, without counting as a use or opening it (for tests).
+    func containsEntry(for url: String) throws -> Bool {
+        let cache = try openCache()
+        let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
+        return try cache.environment.read { txn in try txn.value(forKey: key, in: cache.entries) != nil }
+    }
+
+    /// The lookups whose use is not yet written to the LRU index (for tests).
+    var pendingTouchCount: Int { state.withLock { $0 }?.touches.withLock { $0.count } ?? 0 }
 
     /// How long a 304's refresh may wait in memory before a background write (it is written earlier by
     /// any other write, and at ``close()``).
     static let refreshFlushDelay: DispatchTimeInterval = .milliseconds(20)
     /// Pending refreshes beyond which the background write is not delayed.
     static let refreshFlushThreshold = 256
+    private let refreshHold = LockedValue<DispatchTimeInterval>(ResponseCache.refreshFlushDelay)
     /// This cache's delay before the background write of held refreshes: ``refreshFlushDelay``, longer in
     /// tests that need a refresh held while another process writes.
-    let refreshHold = LockedValue<DispatchTimeInterval>(ResponseCache.refreshFlushDelay)
+    var refreshFlushHold: DispatchTimeInterval {
+        get { refreshHold.withLock { $0 } }
+        set { refreshHold.withLock { $0 = newValue } }
+    }
 
     private enum PreparedRefresh {
         /// Nothing it applies to is stored.
