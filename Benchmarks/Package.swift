@@ -34,6 +34,10 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "SharedCacheBenchmarks",
+            dependencies: ["BenchmarkKit", .product(name: "TechnicalCache", package: "ODataStores")]
+        ),
+        .executableTarget(
             name: "OnlineBenchmarks",
             dependencies: [
                 "BenchmarkKit",

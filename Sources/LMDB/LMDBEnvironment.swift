@@ -107,8 +107,49 @@ public final class LMDBEnvironment: Sendable {
     private let commits = Atomic<UInt64>(0)
 
     /// The number of write transactions this environment object has committed. A reader that notes it
-    /// before a read transaction and finds it unchanged later knows that nothing was written in between.
+    /// before a read transaction and finds it unchanged later knows that this object wrote nothing in
+    /// between; other processes that share the files are not counted (see ``lastTransactionID``).
     public var commitCount: UInt64 { commits.load(ordering: .acquiring) }
+
+    private let ownLastTransaction = Atomic<UInt64>(0)
+
+    /// The ID of the last transaction committed to the files by any process (`me_last_txnid` of
+    /// `mdb_env_info`), 0 when the environment is closed.
+    ///
+    /// It reads the shared meta pages, with no system call: cheap enough to note before every read and
+    /// compare later. When it is unchanged, nobody (in this process or another) committed in between.
+    public var lastTransactionID: UInt64 {
+        lock.lockShared()
+        defer { lock.unlock() }
+        guard !closed.load(ordering: .acquiring) else { return 0 }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return UInt64(info.me_last_txnid)
+    }
+
+    /// The ID of the last write transaction this environment object committed (0 before its first).
+    ///
+    /// While ``lastTransactionID`` equals it, no other process has written since. (A transaction that
+    /// changed nothing writes nothing, and the next writer gets its ID: the two then differ until this
+    /// object commits again, which errs on the side of "someone else wrote".)
+    public var lastOwnTransactionID: UInt64 { ownLastTransaction.load(ordering: .acquiring) }
+
+    /// Clears the reader slots of processes that ended without closing the environment (killed, for
+    /// example), so that the pages their snapshots held can be reused.
+    ///
+    /// The corresponding C function is `mdb_reader_check`.
+    ///
+    /// - Returns: The number of slots cleared.
+    /// - Throws: `LMDBError` when the check fails or the environment is closed.
+    @discardableResult
+    public func clearStaleReaders() throws(LMDBError) -> Int {
+        lock.lockShared()
+        defer { lock.unlock() }
+        guard !closed.load(ordering: .acquiring) else { throw .environmentClosed }
+        var dead: Int32 = 0
+        try check(mdb_reader_check(env, &dead))
+        return Int(dead)
+    }
 
     /// Opens (and creates, if needed) the environment in the directory `path`.
     ///
@@ -187,18 +228,6 @@ public final class LMDBEnvironment: Sendable {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
-    }
-
-    /// The ID of the last transaction committed to the environment by any process (`me_last_txnid` of
-    /// `mdb_env_info`, read from the shared lock file without a transaction): a reader that notes it and finds
-    /// it unchanged later knows that nothing was written in between, in this process or another. 0 when closed.
-    public var lastTransactionID: UInt64 {
-        lock.lockShared()
-        defer { lock.unlock() }
-        guard !closed.load(ordering: .acquiring) else { return 0 }
-        var info = MDB_envinfo()
-        mdb_env_info(env, &info)
-        return UInt64(info.me_last_txnid)
     }
 
     /// Flushes committed data to disk; needed with ``Durability/noSync`` or ``Durability/noMetaSync``.
@@ -324,13 +353,17 @@ public final class LMDBEnvironment: Sendable {
             let txn = LMDBTransaction(handle: handle, readOnly: false)
             do {
                 let result = try body(txn)
+                let id = txn.id
                 try txn.commit()
                 commits.add(1, ordering: .releasing)
+                ownLastTransaction.store(id, ordering: .releasing)
                 return result
             } catch LMDBError.mapFull where attempts < 64 {
                 txn.abort()
                 lock.unlock()
                 locked = false
+                // A reader slot left by a killed process pins old pages; free them before growing.
+                if attempts == 1, (try? clearStaleReaders()) ?? 0 > 0 { continue }
                 try growMap()
             } catch {
                 txn.abort()

@@ -26,17 +26,41 @@ public final class LMDBTransaction {
         abort()
     }
 
+    /// Work to run once this transaction has committed (never when it aborts).
+    private var commitActions: [() -> Void] = []
+
     func commit() throws(LMDBError) {
         guard let txn = handle else { throw .transactionEnded }
         handle = nil
+        let actions = commitActions
+        commitActions = []
         try check(mdb_txn_commit(txn))
+        for action in actions { action() }
     }
 
     func abort() {
+        commitActions = []
         if let txn = handle {
             handle = nil
             mdb_txn_abort(txn)
         }
+    }
+
+    /// Runs `action` after this write transaction commits, on the committing thread; it never runs when
+    /// the transaction aborts (a thrown error, a retry after the map grew). For state kept outside the
+    /// files that must follow only what was really committed.
+    ///
+    /// - Parameter action: The work to run after the commit.
+    public func afterCommit(_ action: @escaping () -> Void) {
+        commitActions.append(action)
+    }
+
+    /// The transaction's ID (`mdb_txn_id`): for a read transaction, the ID of the last transaction
+    /// committed when it began (the snapshot it sees); for a write transaction, the ID its commit will
+    /// have. 0 once the transaction has ended.
+    public var id: UInt64 {
+        guard let txn = handle else { return 0 }
+        return UInt64(mdb_txn_id(txn))
     }
 
     @inline(__always)

@@ -6,6 +6,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case notOpen
         case alreadyOpen
+        case inUseElsewhere
         case cacheIsOpen
         case wrongKey
         case keyUnavailable
@@ -31,8 +32,12 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The cache is closed (or was closed while the operation ran).
     public static let notOpen = CacheError(.notOpen, "the cache is not open")
-    /// The cache directory is already open, in this process or another one.
+    /// The cache directory is already open in this process (one `ResponseCache` per directory and process).
     public static let alreadyOpen = CacheError(.alreadyOpen, "the cache directory is already open")
+    /// Another process holds the cache in a way that excludes this operation: it has the cache open while
+    /// this one asks for `reset()` or `rekey(to:)` (which need the cache to themselves), or it is running
+    /// one of those while this one opens. Nothing was changed; the detail names the other process.
+    public static let inUseElsewhere = CacheError(.inUseElsewhere, "another process holds the cache")
     /// The operation needs a closed cache (for example `reset()`), but the cache is open.
     public static let cacheIsOpen = CacheError(.cacheIsOpen, "the cache is open; close it first")
     /// The encryption key does not match the cache's key-check record; nothing was erased.
@@ -71,6 +76,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         switch code {
         case .notOpen: return "CacheError.notOpen"
         case .alreadyOpen: return "CacheError.alreadyOpen"
+        case .inUseElsewhere: return "CacheError.inUseElsewhere"
         case .cacheIsOpen: return "CacheError.cacheIsOpen"
         case .wrongKey: return "CacheError.wrongKey"
         case .keyUnavailable: return "CacheError.keyUnavailable"

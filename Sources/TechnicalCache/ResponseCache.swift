@@ -15,9 +15,17 @@ import ODataCore
 /// is removed and is counted. The budget (``CacheConfiguration/sizeLimit``) is never exceeded: a write
 /// that would exceed it evicts least-recently-used entries down to the low-water mark first.
 /// Lookups record their use in memory; the LRU index is updated by the next write (or on close), so a
-/// hit costs no write transaction. A crash loses only those recency updates.
+/// hit costs no write transaction (while another process writes to the cache, they are written within a
+/// second, since that process evicts too). A crash loses only those recency updates.
 ///
-/// A directory holds one cache: a second open of it, in this process or another one, is refused.
+/// Several processes on one host may open the same directory and share the cache, on LMDB's own
+/// multi-process locking: every lookup sees what any of them committed, eviction keeps the shared budget
+/// using the byte total and LRU order on disk, and a 304 refresh held in memory is written only onto the
+/// representation it confirmed. Inside one process a directory is opened by one `ResponseCache` at a
+/// time (a second is refused with ``CacheError/alreadyOpen``). ``reset()`` and ``rekey(to:)`` need the
+/// cache to themselves and fail with ``CacheError/inUseElsewhere`` while another process has it open.
+/// Processes that share a cache should share its configuration: each applies its own budget to its
+/// own writes.
 ///
 /// ## Topics
 /// - ``init(directory:configuration:)``
@@ -76,7 +84,8 @@ public final class ResponseCache: Sendable {
     /// Opens the cache, creating it if needed. Opening an open cache does nothing.
     ///
     /// - Parameter encryption: The passphrase, a key store, or ``CacheEncryption/disabled`` (explicit only).
-    /// - Throws: ``CacheError/alreadyOpen`` when the directory is open elsewhere (this process or another);
+    /// - Throws: ``CacheError/alreadyOpen`` when the directory is open elsewhere in this process;
+    ///   ``CacheError/inUseElsewhere`` while another process resets or rekeys it;
     ///   ``CacheError/wrongKey`` when the key does not match (nothing is erased);
     ///   ``CacheError/keyUnavailable`` when the key store lost the key of an existing cache;
     ///   ``CacheError/encryptionMismatch`` when an encrypted cache is opened without encryption or the
@@ -86,7 +95,10 @@ public final class ResponseCache: Sendable {
         if isOpen { return }
         let lock = try DirectoryLock.acquire(directory: directory, lockFileName: Self.lockFileName)
         do {
-            let opened = try Self.openStorage(directory: directory, configuration: configuration, encryption: encryption, lock: lock)
+            // One process at a time reads or creates the key and the key-check record.
+            let opened = try lock.duringSetup {
+                try Self.openStorage(directory: directory, configuration: configuration, encryption: encryption, lock: lock)
+            }
             let raced = state.withLock { current -> Bool in
                 if current != nil { return true }
                 current = opened
@@ -116,6 +128,8 @@ public final class ResponseCache: Sendable {
         } catch {
             throw CacheError.storage.with(detail: "cannot open the cache files in \(directory): \(error)")
         }
+        // Reader slots left by processes that were killed would keep old pages from being reused.
+        _ = try? environment.clearStaleReaders()
         do {
             let setup = try environment.write { txn -> (databases: [LMDBDatabase], envelope: [UInt8]?, plaintext: Bool, bytes: Int, lastTick: UInt64?) in
                 var databases: [LMDBDatabase] = []
@@ -205,10 +219,11 @@ public final class ResponseCache: Sendable {
     /// Deletes every entry and the cache files (the key file stays). Allowed only while closed.
     ///
     /// - Throws: ``CacheError/cacheIsOpen`` when this cache is open; ``CacheError/alreadyOpen`` when the
-    ///   directory is open elsewhere; ``CacheError/fileSystem`` when a file cannot be removed.
+    ///   directory is open elsewhere in this process; ``CacheError/inUseElsewhere`` when another process
+    ///   has it open (nothing is deleted); ``CacheError/fileSystem`` when a file cannot be removed.
     public func reset() throws {
         if isOpen { throw CacheError.cacheIsOpen }
-        let lock = try DirectoryLock.acquire(directory: directory, lockFileName: Self.lockFileName)
+        let lock = try DirectoryLock.acquire(directory: directory, lockFileName: Self.lockFileName, exclusive: true)
         defer { lock.release() }
         for file in ["data.mdb", "lock.mdb"] {
             let path = lock.path + "/" + file
@@ -225,10 +240,15 @@ public final class ResponseCache: Sendable {
     ///
     /// - Parameter encryption: The new passphrase or key store (a key store without a key gets a new
     ///   random one).
-    /// - Throws: ``CacheError/notOpen``; ``CacheError/encryptionMismatch`` when asked to switch
+    /// Rekeying needs the cache to itself: the other processes that have it open hold the old keys.
+    ///
+    /// - Throws: ``CacheError/notOpen``; ``CacheError/inUseElsewhere`` while another process has the
+    ///   cache open (nothing changed); ``CacheError/encryptionMismatch`` when asked to switch
     ///   encryption on or off; ``CacheError/storage`` when the transaction fails (nothing changed).
     public func rekey(to encryption: CacheEncryption) throws {
         let cache = try openCache()
+        try cache.lock.makeExclusive()
+        defer { cache.lock.makeShared() }
         let old = cache.crypto.withLock { $0 }
         guard old.sealer != nil else {
             throw CacheError.encryptionMismatch.with(detail: "the cache was created without encryption; reset it to encrypt")
@@ -268,7 +288,6 @@ public final class ResponseCache: Sendable {
                 try txn.setValue(Array(envelope.serialized), forKey: OpenCache.envelopeKey, in: cache.meta)
                 // Swap before the commit; lookups that race with it retry, and removals re-check.
                 cache.crypto.withLock { $0 = CacheCrypto(sealer: newSealer, indexKey: old.indexKey, generation: old.generation + 1) }
-                cache.currentBytes.store(total, ordering: .relaxed)
             }
         } catch {
             cache.crypto.withLock { $0 = CacheCrypto(sealer: old.sealer, indexKey: old.indexKey, generation: old.generation + 2) }
@@ -380,13 +399,8 @@ public final class ResponseCache: Sendable {
         }
         entry.lastUsedAt = now
         entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: key)
-        let tick = cache.takeTick()
-        let pending = cache.touches.withLock { touches in
-            touches[touchKey] = (tick, Int64(now.timeIntervalSince1970 * 1000))
-            return touches.count
-        }
+        cache.recordUse(of: touchKey, at: Int64(now.timeIntervalSince1970 * 1000))
         counters.withLock { $0.requests += 1; $0.hits += 1 }
-        if pending >= 4096 { try? cache.environment.write { txn in try cache.flushTouches(txn) } }
         return entry
     }
 
@@ -431,7 +445,6 @@ public final class ResponseCache: Sendable {
             var total = try cache.readBytes(txn)
             total -= try cache.removeEntry(key, txn)
             try cache.writeBytes(total, txn)
-            cache.currentBytes.store(total, ordering: .relaxed)
             return .removed
         }
     }
@@ -585,7 +598,6 @@ public final class ResponseCache: Sendable {
             let removedBytes = try cache.removeEntry(prepared.key, txn)
             total -= removedBytes
             try cache.writeBytes(total, txn)
-            cache.currentBytes.store(total, ordering: .relaxed)
             return StoreOutcome(stored: false, oversize: prepared.oversize, removed: removedBytes > 0, evictions: 0, evictedBytes: 0)
         }
         let crypto = cache.crypto.withLock { $0 }
@@ -674,12 +686,28 @@ public final class ResponseCache: Sendable {
 
     /// The 304 refreshes held in memory, not yet written (for tests).
     var pendingRefreshCount: Int { state.withLock { $0 }?.refreshes.withLock { $0.count } ?? 0 }
+    /// Whether an entry is stored for `url`, without counting as a use or opening it (for tests).
+    func containsEntry(for url: String) throws -> Bool {
+        let cache = try openCache()
+        let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
+        return try cache.environment.read { txn in try txn.value(forKey: key, in: cache.entries) != nil }
+    }
+
+    /// The lookups whose use is not yet written to the LRU index (for tests).
+    var pendingTouchCount: Int { state.withLock { $0 }?.touches.withLock { $0.count } ?? 0 }
 
     /// How long a 304's refresh may wait in memory before a background write (it is written earlier by
     /// any other write, and at ``close()``).
     static let refreshFlushDelay: DispatchTimeInterval = .milliseconds(20)
     /// Pending refreshes beyond which the background write is not delayed.
     static let refreshFlushThreshold = 256
+    private let refreshHold = LockedValue<DispatchTimeInterval>(ResponseCache.refreshFlushDelay)
+    /// This cache's delay before the background write of held refreshes: ``refreshFlushDelay``, longer in
+    /// tests that need a refresh held while another process writes.
+    var refreshFlushHold: DispatchTimeInterval {
+        get { refreshHold.withLock { $0 } }
+        set { refreshHold.withLock { $0 = newValue } }
+    }
 
     private enum PreparedRefresh {
         /// Nothing it applies to is stored.
@@ -721,7 +749,7 @@ public final class ResponseCache: Sendable {
         let stillStored: Bool
         if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == key,
            readAt.transaction == cache.environment.lastTransactionID {
-            stillStored = true  // nothing was written since the lookup that read it: no read needed
+            stillStored = true  // nothing was committed (by any process) since the lookup that read it: no read needed
         } else {
             do {
                 stillStored = try cache.environment.read { txn in
@@ -759,7 +787,7 @@ public final class ResponseCache: Sendable {
     /// Writes the pending refreshes in the background, once per delay however many arrive.
     private func scheduleRefreshFlush(_ cache: OpenCache, now: Bool) {
         guard cache.refreshFlushScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + (now ? .milliseconds(0) : Self.refreshFlushDelay)) { [weak self] in
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + (now ? .milliseconds(0) : refreshHold.withLock { $0 })) { [weak self] in
             cache.refreshFlushScheduled.store(false, ordering: .releasing)
             guard let self else { return }
             let flushed = try? cache.environment.write { txn in try cache.flushRefreshes(configuration: self.configuration, txn) }
@@ -828,7 +856,6 @@ public final class ResponseCache: Sendable {
         var total = try cache.readBytes(txn)
         total -= try cache.removeEntry(key, txn)
         try cache.writeBytes(total, txn)
-        cache.currentBytes.store(total, ordering: .relaxed)
         return true
     }
 
@@ -841,13 +868,16 @@ public final class ResponseCache: Sendable {
 
     /// The counters since this object was created and the current size, without the entry count (which needs a read
     /// transaction): cheap enough to read after every request.
+    ///
+    /// The counters are this process's; the size is the cache's, whoever wrote it (read again only when
+    /// another process committed since this one last looked).
     public var counts: CacheStatistics {
         var snapshot = counters.withLock { $0 }
-        snapshot.currentBytes = state.withLock { $0 }?.currentBytes.load(ordering: .relaxed) ?? 0
+        snapshot.currentBytes = state.withLock { $0 }?.currentBytes() ?? 0
         return snapshot
     }
 
-    /// The counters since this object was created, with the current size and entry count.
+    /// The counters since this object was created (this process's), with the cache's current size and entry count.
     public var statistics: CacheStatistics {
         var snapshot = counts
         snapshot.entryCount = state.withLock { $0 }.map { cache in (try? cache.environment.read { txn in try txn.count(in: cache.entries) }) ?? 0 } ?? 0

@@ -4,6 +4,7 @@
 //   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N] [--offline-child-batch]
 //   odata-soak --child <directory>      (internal: a cache writer that the soak SIGKILLs)
 //   odata-soak --offline-child …        (internal: an offline store that the soak SIGKILLs)
+//   odata-soak --shared-cache-child …   (internal: a second process reading through the active store's cache)
 //
 // Exit status 0 only when every must-be-zero figure is zero.
 import Foundation
@@ -353,6 +354,9 @@ func soak(_ options: Options) async -> Int32 {
         figures.set("killer done", 1)
     }
     killerThread.start()
+    let sharedCacheChild = SharedCacheChild.start(executable: executable, serviceRoot: server.serviceRoot, directory: directory,
+                                                  seconds: options.seconds, seed: options.seed &+ 8000)
+    if sharedCacheChild == nil { figures.add("store-open failures") }
 
     await withTaskGroup(of: Void.self) { group in
         // Faults: every 100 ms one random fault on reads, counted when it fires.
@@ -449,6 +453,7 @@ func soak(_ options: Options) async -> Int32 {
         }
     }
     while figures.value("killer done") == 0 { try? await Task.sleep(for: .milliseconds(50)) }
+    sharedCacheChild?.finish(figures: figures)
     let rssEnd = residentBytes()
 
     // Faults are off: every queue must empty; then the ledger is compared with the producer.
@@ -485,7 +490,7 @@ func soak(_ options: Options) async -> Int32 {
                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
                       "offline requests refused (not a fault)", "offline queues not drained"]
     let informative = ["requests issued", "fresh answers", "cache answers (unrevalidated)", "requests failed (expected under faults)",
-                       "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "cache callbacks with an entry", "cache callbacks without an entry", "kills", "executions without a response",
+                       "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "second process: requests issued", "second process: cache answers", "cache callbacks with an entry", "cache callbacks without an entry", "kills", "executions without a response",
                        "answers with status 304", "answers with status 500", "answers with status 404",
                        "offline local changes (acknowledged)", "offline local changes refused", "offline changes in flight at a kill",
                        "offline uploads", "offline uploads failed", "offline requests uploaded", "offline requests archived in uploads",
@@ -504,10 +509,10 @@ func soak(_ options: Options) async -> Int32 {
         print("  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(value)\(value == 0 ? "" : "   <-- must be zero")")
         failed = failed || value != 0
     }
-    if figures.value("requests issued") == 0 || faults == 0 || figures.value("kills") == 0
+    if figures.value("requests issued") == 0 || faults == 0 || figures.value("kills") == 0 || figures.value("second process: requests issued") == 0
         || figures.value("offline local changes (acknowledged)") == 0 || figures.value("offline child kills") == 0
         || figures.value("offline write faults injected (fired)") == 0 {
-        print("odata-soak: the soak did not exercise requests, faults, local changes and kills")
+        print("odata-soak: the soak did not exercise requests, faults, local changes, kills and the second process")
         failed = true
     }
     print(failed ? "odata-soak: FAILED" : "odata-soak: OK")
@@ -517,6 +522,9 @@ func soak(_ options: Options) async -> Int32 {
 let arguments = CommandLine.arguments
 if arguments.count >= 2 && arguments[1] == "--offline-child" {
     await runOfflineChild(arguments)
+}
+if arguments.count >= 2 && arguments[1] == "--shared-cache-child" {
+    await runSharedCacheChild(arguments)
 }
 if arguments.count >= 3 && arguments[1] == "--child" {
     runChild(directory: arguments[2], verifyOnly: arguments.contains("--verify"))

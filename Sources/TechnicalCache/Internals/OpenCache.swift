@@ -227,6 +227,16 @@ struct PendingRefresh: Sendable {
 }
 
 /// Everything that exists only while a cache is open.
+///
+/// Several processes may have the same cache open (see `DirectoryLock`), each with an `OpenCache` of its
+/// own, so what is kept here is either this process's alone or a copy of the files that is checked
+/// against them:
+/// - the byte total and the LRU ticks are read inside every write transaction (`readBytes`,
+///   `syncTicks`), so eviction and the order it follows are the files' truth, whoever wrote last;
+/// - the byte total shown by `currentBytes()` is a copy tagged with the transaction it was read in or
+///   written by, read again only when the environment's last transaction ID says another one committed;
+/// - lookups (touches) and 304 refreshes not yet written are this process's own; they are written under
+///   the same conditions as before, inside a write transaction, so another process's newer entry wins.
 final class OpenCache: Sendable {
     /// Bytes an entry costs beyond its sealed value: its 32-byte key, the info record (32 + 24) and the
     /// LRU record (8 + 32).
@@ -245,8 +255,13 @@ final class OpenCache: Sendable {
     let refreshes = LockedValue<[TouchKey: PendingRefresh]>([:])
     /// Whether a background flush of `refreshes` is scheduled.
     let refreshFlushScheduled = Atomic<Bool>(false)
+    /// Whether a background write of the pending touches is scheduled (see `recordUse`).
+    let touchFlushScheduled = Atomic<Bool>(false)
+    /// The next LRU tick: above every tick on disk at the start of this process's last write transaction
+    /// (`syncTicks`); lookups take ticks from it only to order their touches.
     let nextTick: Atomic<UInt64>
-    let currentBytes: Atomic<Int>
+    /// The byte total as of a transaction: (its ID, the total then).
+    private let bytesSeen: LockedValue<(transaction: UInt64, bytes: Int)>
     let lastSync = LockedValue<ContinuousClock.Instant>(.now)
     /// Entries read recently, held decoded (see `HotEntries`).
     let hot: HotEntries
@@ -263,7 +278,7 @@ final class OpenCache: Sendable {
         self.lock = lock
         self.crypto = LockedValue(crypto)
         self.nextTick = Atomic(nextTick)
-        self.currentBytes = Atomic(currentBytes)
+        self.bytesSeen = LockedValue((0, currentBytes))
     }
 
     static let bytesKey = Array("bytes".utf8)
@@ -275,6 +290,21 @@ final class OpenCache: Sendable {
         nextTick.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 
+    /// Moves `nextTick` above the highest tick in the LRU index (inside a write transaction, before
+    /// any tick is written): another process sharing the files may have used the ticks this one would
+    /// take next, and two entries under one tick would leave one of them out of the LRU order.
+    func syncTicks(_ txn: LMDBTransaction) throws {
+        guard let last = try txn.withCursor(in: lru, { cursor in try cursor.last() }),
+              let tick = UInt64(bigEndianBytes: last.key)
+        else { return }
+        var current = nextTick.load(ordering: .relaxed)
+        while current <= tick {
+            let (exchanged, original) = nextTick.compareExchange(expected: current, desired: tick + 1, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+
     func readBytes(_ txn: LMDBTransaction) throws -> Int {
         guard let bytes = try txn.value(forKey: Self.bytesKey, in: meta) else { return 0 }
         return Int(UInt64(bigEndianBytes: bytes) ?? 0)
@@ -282,23 +312,74 @@ final class OpenCache: Sendable {
 
     func writeBytes(_ value: Int, _ txn: LMDBTransaction) throws {
         try txn.setValue(UInt64(max(value, 0)).bigEndianBytes, forKey: Self.bytesKey, in: meta)
+        let noted = (transaction: txn.id, bytes: max(value, 0))
+        txn.afterCommit { [bytesSeen] in bytesSeen.withLock { $0 = noted } }
+    }
+
+    /// The bytes stored now: the total this process last wrote or read, while no transaction has
+    /// committed since (no other process wrote); else read again, in one read transaction.
+    func currentBytes() -> Int {
+        let seen = bytesSeen.withLock { $0 }
+        if seen.transaction == environment.lastTransactionID { return seen.bytes }
+        guard let fresh = try? environment.read({ txn in (transaction: txn.id, bytes: try readBytes(txn)) }) else { return seen.bytes }
+        bytesSeen.withLock { $0 = fresh }
+        return fresh.bytes
     }
 
     /// Applies pending lookups to the LRU index (inside a write transaction).
+    ///
+    /// The touches get new ticks now, in the order of their lookups, above every tick on disk: a use is
+    /// recorded as of this write, so the LRU order across processes is the order in which each process
+    /// wrote its uses (within one process it is exact, since every write of this process comes first).
     func flushTouches(_ txn: LMDBTransaction) throws {
+        try syncTicks(txn)
         let pending = touches.withLock { touches in
             let taken = touches
             touches.removeAll(keepingCapacity: true)
             return taken
         }
-        for (touchKey, touch) in pending {
+        for (touchKey, touch) in pending.sorted(by: { $0.value.tick < $1.value.tick }) {
             let key = touchKey.bytes
-            guard let raw = try txn.value(forKey: key, in: info), var record = EntryInfo(raw), touch.tick > record.tick else { continue }
+            guard let raw = try txn.value(forKey: key, in: info), var record = EntryInfo(raw) else { continue }
             try txn.removeValue(forKey: record.tick.bigEndianBytes, in: lru)
-            record.tick = touch.tick
+            record.tick = takeTick()
             record.lastUsedMilliseconds = touch.milliseconds
             try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
             try txn.setValue(record.bytes, forKey: key, in: info)
+        }
+    }
+
+    /// How long a lookup's use may wait in memory, while another process writes to the cache, before a
+    /// background write records it (this process's own writes record it earlier).
+    static let touchFlushDelay: DispatchTimeInterval = .seconds(1)
+    /// Pending touches beyond which they are written at once.
+    static let touchFlushThreshold = 4096
+
+    /// Notes a lookup's use of `key` (a hit), to be written to the LRU index by the next write.
+    ///
+    /// A process alone with the cache writes it with its next write: a hit costs no write, and every
+    /// eviction (which only this process runs) sees it first. When another process has written since this
+    /// one's last commit, that process evicts too and cannot see this one's memory, so the uses are
+    /// written in the background within ``touchFlushDelay``.
+    func recordUse(of key: TouchKey, at milliseconds: Int64) {
+        let tick = takeTick()
+        let pending = touches.withLock { touches in
+            touches[key] = (tick, milliseconds)
+            return touches.count
+        }
+        if pending >= Self.touchFlushThreshold {
+            try? environment.write { txn in try flushTouches(txn) }
+            return
+        }
+        guard !touchFlushScheduled.load(ordering: .relaxed),
+              environment.lastTransactionID != environment.lastOwnTransactionID,
+              touchFlushScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.touchFlushDelay) { [weak self] in
+            guard let self else { return }
+            self.touchFlushScheduled.store(false, ordering: .releasing)
+            guard !self.touches.withLock({ $0.isEmpty }) else { return }
+            try? self.environment.write { txn in try self.flushTouches(txn) }
         }
     }
 
@@ -419,7 +500,6 @@ final class OpenCache: Sendable {
         try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
         total += size
         try writeBytes(total, txn)
-        currentBytes.store(total, ordering: .relaxed)
         return (evicted.count, evicted.bytes, size)
     }
 }
