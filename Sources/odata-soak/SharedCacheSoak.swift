@@ -1,6 +1,8 @@
 // A second process on the `active` store's technical cache (issue 18, docs/notes/fleet.md): it opens an
 // online store with the same directory, name, partition and key, and reads through it with the soak's
-// readers while this process reads, writes, closes and reopens its own store on the same cache.
+// readers while this process reads, writes, closes and reopens its own store on the same cache. It also
+// opens a third store, on a cache of its own, that shares the `active` store's Redis tier: what one
+// instance cached reaches the other through Redis, and Redis is killed and restarted mid-run.
 import Foundation
 import CurlHTTP
 import OnlineStore
@@ -14,24 +16,26 @@ struct SharedCacheChild {
     let process: Process
     let output: Pipe
 
-    /// The options of the soak's `active` store (see `soak`): the same cache, partition and key.
-    static func storeOptions(directory: URL) -> OnlineStoreOptions {
+    /// The options of the soak's `active` store (see `soak`): the same cache, partition, key and Redis tier;
+    /// `name` another name gives another local cache on the same tier.
+    static func storeOptions(directory: URL, redisPort: Int, name: String = "active") -> OnlineStoreOptions {
         var options = OnlineStoreOptions()
         options.storeDirectory = directory
-        options.storeName = "active"
+        options.storeName = name
         options.cachePartition = "alice"
         options.cacheEncryptionKey = "soak passphrase"
         options.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
         options.transport.totalTimeout = .seconds(5)
+        options.secondTier = RedisTierConfiguration(port: redisPort, namespace: "soak")
         return options
     }
 
-    /// Starts `executable --shared-cache-child <service root> <directory> <seconds> <seed>`.
-    static func start(executable: String, serviceRoot: String, directory: URL, seconds: Int, seed: UInt64) -> SharedCacheChild? {
+    /// Starts `executable --shared-cache-child <service root> <directory> <seconds> <seed> <redis port>`.
+    static func start(executable: String, serviceRoot: String, directory: URL, seconds: Int, seed: UInt64, redisPort: Int) -> SharedCacheChild? {
         let process = Process()
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--shared-cache-child", serviceRoot, directory.path, String(seconds), String(seed)]
+        process.arguments = ["--shared-cache-child", serviceRoot, directory.path, String(seconds), String(seed), String(redisPort)]
         process.standardOutput = output
         do { try process.run() } catch { return nil }
         return SharedCacheChild(process: process, output: output)
@@ -64,29 +68,36 @@ struct SharedCacheChild {
         figures.add("store-open failures", values["openFailures"] ?? 0)
         figures.add("second process: requests issued", values["requests"] ?? 0)
         figures.add("second process: cache answers", (values["cached"] ?? 0) + (values["callbacks"] ?? 0))
+        figures.add("second process: hits from Redis", values["redisHits"] ?? 0)
     }
 }
 
-/// The child's side: reads through its own store on the shared cache until the deadline, then prints
-/// `SHARED-CACHE requests=… cached=… callbacks=… wrong=… etag=… openFailures=…` and exits.
+/// The child's side: reads through its own store on the shared cache and through one on a cache of its own
+/// with the shared Redis tier until the deadline, then prints
+/// `SHARED-CACHE requests=… cached=… callbacks=… wrong=… etag=… openFailures=… redisHits=…` and exits.
 func runSharedCacheChild(_ arguments: [String]) async -> Never {
-    guard arguments.count >= 6, let seconds = Int(arguments[4]), let seed = UInt64(arguments[5]) else {
-        FileHandle.standardError.write(Data("odata-soak: --shared-cache-child <service root> <directory> <seconds> <seed>\n".utf8))
+    guard arguments.count >= 7, let seconds = Int(arguments[4]), let seed = UInt64(arguments[5]), let redisPort = Int(arguments[6]) else {
+        FileHandle.standardError.write(Data("odata-soak: --shared-cache-child <service root> <directory> <seconds> <seed> <redis port>\n".utf8))
         exit(64)
     }
     let figures = Figures()
     figures.set("budget", 50_000)
-    func say() -> Never {
+    func say(redisHits: Int = 0) -> Never {
         let line = "SHARED-CACHE requests=\(figures.value("requests issued")) cached=\(figures.value("cache answers (unrevalidated)"))"
             + " callbacks=\(figures.value("cache callbacks with an entry")) wrong=\(figures.value("wrong cache answers"))"
-            + " etag=\(figures.value("answers whose ETag names another version")) openFailures=\(figures.value("store-open failures"))\n"
+            + " etag=\(figures.value("answers whose ETag names another version")) openFailures=\(figures.value("store-open failures"))"
+            + " redisHits=\(redisHits)\n"
         FileHandle.standardOutput.write(Data(line.utf8))
         exit(0)
     }
     let store: OnlineODataStore
+    let fleetStore: OnlineODataStore
     do {
-        store = try OnlineODataStore(serviceRoot: arguments[2], options: SharedCacheChild.storeOptions(directory: URL(fileURLWithPath: arguments[3])))
+        let directory = URL(fileURLWithPath: arguments[3])
+        store = try OnlineODataStore(serviceRoot: arguments[2], options: SharedCacheChild.storeOptions(directory: directory, redisPort: redisPort))
+        fleetStore = try OnlineODataStore(serviceRoot: arguments[2], options: SharedCacheChild.storeOptions(directory: directory, redisPort: redisPort, name: "fleet-b"))
         try await store.open()
+        try await fleetStore.open()
     } catch {
         FileHandle.standardError.write(Data("odata-soak: the second process's store did not open: \(error)\n".utf8))
         figures.add("store-open failures")
@@ -100,11 +111,13 @@ func runSharedCacheChild(_ arguments: [String]) async -> Never {
     await withTaskGroup(of: Void.self) { group in
         for index in 0..<4 {
             group.addTask {
-                await reader(stores: [store], seed: seed &* 17 &+ UInt64(index), hot: index >= 2, deadline: deadline,
+                await reader(stores: [store, fleetStore], seed: seed &* 17 &+ UInt64(index), hot: index >= 2, deadline: deadline,
                              committed: committed, inFlight: inFlight, figures: figures)
             }
         }
     }
+    let redisHits = [store, fleetStore].reduce(0) { $0 + ($1.statistics.secondTier?.hits ?? 0) }
     store.close()
-    say()
+    fleetStore.close()
+    say(redisHits: redisHits)
 }

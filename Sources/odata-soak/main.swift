@@ -293,6 +293,20 @@ func soak(_ options: Options) async -> Int32 {
         print("odata-soak: the fixture producer did not start: \(error)")
         return 1
     }
+    // The `active` store and the second process share a Redis tier (issue 18); Redis is killed mid-run and
+    // started again on its port, and no answer may be wrong meanwhile.
+    let redis = LockedValue<RedisServer?>(nil)
+    do {
+        let started = try RedisServer.start(maxMemory: 64 << 20)
+        redis.withLock { $0 = started }
+    } catch {
+        print("odata-soak: redis-server did not start: \(error)")
+        figures.add("store-open failures")
+        await server.stop()
+        return 1
+    }
+    let redisPort = redis.withLock { $0!.port }
+    defer { redis.withLock { $0?.stop() } }
     func storeOptions(name: String, partition: String) -> OnlineStoreOptions {
         var storeOptions = OnlineStoreOptions()
         storeOptions.storeDirectory = directory
@@ -307,7 +321,7 @@ func soak(_ options: Options) async -> Int32 {
     let writer: OnlineODataStore
     let passive: OnlineODataStore // starts active too; the name is its partition's role in the mode switcher
     do {
-        active = try OnlineODataStore(serviceRoot: server.serviceRoot, options: storeOptions(name: "active", partition: "alice"))
+        active = try OnlineODataStore(serviceRoot: server.serviceRoot, options: SharedCacheChild.storeOptions(directory: directory, redisPort: redisPort))
         passive = try OnlineODataStore(serviceRoot: server.serviceRoot, options: storeOptions(name: "passive", partition: "bob"))
         var writerOptions = storeOptions(name: "writer", partition: "writer")
         writerOptions.useCache = false
@@ -355,7 +369,7 @@ func soak(_ options: Options) async -> Int32 {
     }
     killerThread.start()
     let sharedCacheChild = SharedCacheChild.start(executable: executable, serviceRoot: server.serviceRoot, directory: directory,
-                                                  seconds: options.seconds, seed: options.seed &+ 8000)
+                                                  seconds: options.seconds, seed: options.seed &+ 8000, redisPort: redisPort)
     if sharedCacheChild == nil { figures.add("store-open failures") }
 
     await withTaskGroup(of: Void.self) { group in
@@ -445,6 +459,19 @@ func soak(_ options: Options) async -> Int32 {
             await offlineChildLoop(executable: executable, storePath: offlineDirectory, serviceRoot: server.serviceRoot, customers: share(2),
                                    seed: options.seed &+ 7000, batch: options.childBatch, deadline: deadline, ledger: ledger, figures: figures)
         }
+        // Redis goes down at 40 % of the run and comes back on its port at 70 %.
+        group.addTask {
+            try? await Task.sleep(until: start + .milliseconds(options.seconds * 400), clock: .continuous)
+            redis.withLock { $0?.kill() }
+            figures.add("redis outages (injected)")
+            try? await Task.sleep(until: start + .milliseconds(options.seconds * 700), clock: .continuous)
+            do {
+                let restarted = try RedisServer.start(port: redisPort, maxMemory: 64 << 20)
+                redis.withLock { $0 = restarted }
+            } catch {
+                print("odata-soak: redis-server did not start again on port \(redisPort): \(error)")
+            }
+        }
         for index in 0..<12 {
             group.addTask {
                 await reader(stores: [active, passive], seed: options.seed &* 31 &+ UInt64(index), hot: index >= 8,
@@ -476,6 +503,8 @@ func soak(_ options: Options) async -> Int32 {
 
     let faults = server.counters.all.reduce(0) { $0 + $1.faulted }
     figures.set("cache writes superseded (out of order)", [active, passive].reduce(0) { $0 + ($1.statistics.cache?.supersededWrites ?? 0) })
+    figures.set("redis tier: writes", active.statistics.secondTier?.writes ?? 0)
+    figures.set("redis tier: failed calls (outage)", active.statistics.secondTier?.failures ?? 0)
     active.close()
     writer.close()
     passive.close()
@@ -490,7 +519,8 @@ func soak(_ options: Options) async -> Int32 {
                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
                       "offline requests refused (not a fault)", "offline queues not drained"]
     let informative = ["requests issued", "fresh answers", "cache answers (unrevalidated)", "requests failed (expected under faults)",
-                       "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "second process: requests issued", "second process: cache answers", "cache callbacks with an entry", "cache callbacks without an entry", "kills", "executions without a response",
+                       "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "second process: requests issued", "second process: cache answers",
+                       "second process: hits from Redis", "redis tier: writes", "redis tier: failed calls (outage)", "redis outages (injected)", "cache callbacks with an entry", "cache callbacks without an entry", "kills", "executions without a response",
                        "answers with status 304", "answers with status 500", "answers with status 404",
                        "offline local changes (acknowledged)", "offline local changes refused", "offline changes in flight at a kill",
                        "offline uploads", "offline uploads failed", "offline requests uploaded", "offline requests archived in uploads",
@@ -511,8 +541,9 @@ func soak(_ options: Options) async -> Int32 {
     }
     if figures.value("requests issued") == 0 || faults == 0 || figures.value("kills") == 0 || figures.value("second process: requests issued") == 0
         || figures.value("offline local changes (acknowledged)") == 0 || figures.value("offline child kills") == 0
-        || figures.value("offline write faults injected (fired)") == 0 {
-        print("odata-soak: the soak did not exercise requests, faults, local changes, kills and the second process")
+        || figures.value("offline write faults injected (fired)") == 0 || figures.value("second process: hits from Redis") == 0
+        || figures.value("redis outages (injected)") == 0 {
+        print("odata-soak: the soak did not exercise requests, faults, local changes, kills, the second process and Redis")
         failed = true
     }
     print(failed ? "odata-soak: FAILED" : "odata-soak: OK")
