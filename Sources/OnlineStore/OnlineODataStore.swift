@@ -50,13 +50,14 @@ public final class OnlineODataStore: Sendable {
     let cache: ResponseCache?
     private let state = LockedValue(State())
     private let counters = LockedValue(OnlineStoreStatistics())
+    /// The GETs in flight that identical reads may join (a lock of its own: every coalescing read takes it).
+    private let flights = LockedValue<[FlightKey: Flight]>([:])
 
     private struct State {
         var isOpen = false
         var mode: StoreMode = .active
         var running: [UInt64: @Sendable () -> Void] = [:]
         var nextExecution: UInt64 = 0
-        var inFlight: [FlightKey: Flight] = [:]
         /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that
         /// began after the last one, so it never gets an answer older than a write this store made.
         var writeEpoch: UInt64 = 0
@@ -557,17 +558,17 @@ public final class OnlineODataStore: Sendable {
     /// identical request already in flight is joined instead: its answer is this one's too.
     private func send(_ request: TransportRequest, key: FlightKey) async throws -> TransportResponse {
         while true {
-            let (flight, isLeader): (Flight, Bool) = state.withLock { state in
-                if let existing = state.inFlight[key] { return (existing, false) }
+            let (flight, isLeader): (Flight, Bool) = flights.withLock { flights in
+                if let existing = flights[key] { return (existing, false) }
                 let flight = Flight()
-                state.inFlight[key] = flight
+                flights[key] = flight
                 return (flight, true)
             }
             if isLeader {
                 let result: Result<TransportResponse, any Error>
                 do { result = .success(try await sendCounted(request)) } catch { result = .failure(error) }
-                state.withLock { state in
-                    if state.inFlight[key] === flight { state.inFlight[key] = nil }
+                flights.withLock { flights in
+                    if flights[key] === flight { flights[key] = nil }
                 }
                 flight.finish(result)
                 return try result.get()
@@ -622,12 +623,36 @@ public struct OnlineStoreStatistics: Sendable, Hashable {
     public var secondTier: SecondTierStatistics?
 }
 
-/// What makes reads identical for coalescing: the URL and header fields of a GET, between the same writes
-/// (a write through the store starts a new epoch, so no read joins one sent before it).
+/// What makes reads identical for coalescing: the URL and header fields (in order) of a GET, between the same
+/// writes (a write through the store starts a new epoch, so no read joins one sent before it). Its hash is
+/// computed once, outside the lock it is looked up under.
 struct FlightKey: Hashable, Sendable {
     let epoch: UInt64
     let url: String
     let headers: HTTPFields
+    private let hash: Int
+
+    init(epoch: UInt64, url: String, headers: HTTPFields) {
+        self.epoch = epoch
+        self.url = url
+        self.headers = headers
+        var hasher = Hasher()
+        hasher.combine(epoch)
+        hasher.combine(url)
+        for field in headers {
+            hasher.combine(field.name.canonicalName)
+            hasher.combine(field.value)
+        }
+        hash = hasher.finalize()
+    }
+
+    static func == (lhs: FlightKey, rhs: FlightKey) -> Bool {
+        lhs.hash == rhs.hash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
+    }
 }
 
 /// One network request that identical reads share: the first one sends it, the others wait for its answer.

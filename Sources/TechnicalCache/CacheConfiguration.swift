@@ -101,7 +101,7 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Entries stored.
     public var writes = 0
     /// Entries refreshed by a 304. A refresh is visible to lookups at once and written with the next write
-    /// transaction, by a background write within 20 ms, or at `close()` — many in one transaction.
+    /// transaction, by a background write within 100 ms, or at `close()` — many in one transaction.
     public var refreshes = 0
     /// Writes dropped because the stored entry had moved on meanwhile: a 304 refresh whose entry was
     /// replaced by another representation, or a store that was told to keep a newer entry.

@@ -698,7 +698,7 @@ public final class ResponseCache: Sendable {
 
     /// How long a 304's refresh may wait in memory before a background write (it is written earlier by
     /// any other write, and at ``close()``).
-    static let refreshFlushDelay: DispatchTimeInterval = .milliseconds(20)
+    static let refreshFlushDelay: DispatchTimeInterval = .milliseconds(100)
     /// Pending refreshes beyond which the background write is not delayed.
     static let refreshFlushThreshold = 256
     private let refreshHold = LockedValue<DispatchTimeInterval>(ResponseCache.refreshFlushDelay)

@@ -53,7 +53,9 @@ final class Row {
 /// profiler).
 let only = ProcessInfo.processInfo.environment["ONLINE_BENCH_ONLY"]
 let onlySize = ProcessInfo.processInfo.environment["ONLINE_BENCH_SIZE"]
-let onlyConcurrent = ProcessInfo.processInfo.environment["ONLINE_BENCH_PART"] == "concurrent"
+let onlyConcurrent = ProcessInfo.processInfo.environment["ONLINE_BENCH_PART"]?.hasPrefix("concurrent") == true
+/// `ONLINE_BENCH_PART=concurrent-active` / `concurrent-uncached`: only that half of the concurrent readers.
+let concurrentHalf = ProcessInfo.processInfo.environment["ONLINE_BENCH_PART"].flatMap { ["concurrent-active": true, "concurrent-uncached": false][$0] }
 
 func selected(_ label: String) -> Bool {
     guard let only else { return true }
@@ -349,12 +351,12 @@ func concurrentReads(store: OnlineODataStore, root: String, reads: Int) async th
     for index in 0..<64 { _ = try await store.response(for: .get("c\(index).json")) }
     var active: [Double] = [], uncached: [Double] = [], activeCPU: [Double] = [], uncachedCPU: [Double] = []
     for round in 0..<5 {
-        for cached in round % 2 == 0 ? [true, false] : [false, true] {
+        for cached in round % 2 == 0 ? [true, false] : [false, true] where concurrentHalf == nil || concurrentHalf == cached {
             let result = try await run(cached: cached)
             if cached { active.append(result.perSecond); activeCPU.append(result.cpu) } else { uncached.append(result.perSecond); uncachedCPU.append(result.cpu) }
         }
     }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    func median(_ values: [Double]) -> Double { values.isEmpty ? 0 : values.sorted()[values.count / 2] }
     printTable(title: "64 concurrent readers, 1 KiB each on its own URL (\(reads / 64 * 64) reads per run, median of 5 interleaved runs)",
                header: ["read", "requests/s", "client CPU / read"],
                rows: [["active (cache + 304)", String(format: "%.0f", median(active)), formatDuration(median(activeCPU))],
