@@ -72,8 +72,7 @@ public final class RequestExecution: Sendable {
         var isCancelled = false
         /// The event stream, made when ``events`` is first asked for; until then the events are kept in
         /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream.
-        var stream: AsyncStream<RequestEvent>?
-        var continuation: AsyncStream<RequestEvent>.Continuation?
+        var stream: RequestEvents?
         var history: [RequestEvent] = []
     }
 
@@ -103,13 +102,11 @@ public final class RequestExecution: Sendable {
 
     /// The async sequence of this execution's events, from `started` on (whenever it is first asked for),
     /// ending after `finished`. Every access returns the same sequence; iterate it once.
-    public var events: AsyncStream<RequestEvent> {
+    public var events: RequestEvents {
         state.withLock { state in
             if let stream = state.stream { return stream }
-            let (stream, continuation) = AsyncStream.makeStream(of: RequestEvent.self, bufferingPolicy: .unbounded)
-            for event in state.history { continuation.yield(event) }
+            let stream = RequestEvents(buffer: RequestEvents.Buffer(events: state.history, finished: state.isFinished))
             state.history = []
-            if state.isFinished { continuation.finish() } else { state.continuation = continuation }
             state.stream = stream
             return stream
         }
@@ -125,7 +122,7 @@ public final class RequestExecution: Sendable {
     /// Events after `finished` are ignored.
     /// - Parameter event: the event.
     package func report(_ event: RequestEvent) {
-        let (proceed, continuation): (Bool, AsyncStream<RequestEvent>.Continuation?) = state.withLock { state in
+        let (proceed, stream): (Bool, RequestEvents?) = state.withLock { state in
             guard !state.isFinished else { return (false, nil) }
             switch event {
             case .started: state.status = .initialized
@@ -139,9 +136,7 @@ public final class RequestExecution: Sendable {
                 state.finalResponse = response
             }
             if state.stream == nil { state.history.append(event) }
-            let continuation = state.continuation
-            if case .finished = event { state.continuation = nil }
-            return (true, continuation)
+            return (true, state.stream)
         }
         guard proceed else { return }
         switch event {
@@ -151,9 +146,9 @@ public final class RequestExecution: Sendable {
         case .failed(let error, let response): listener?.requestFailed(self, error: error, response: response)
         case .finished(let response): listener?.requestFinished(self, response: response)
         }
-        continuation?.yield(event)
+        stream?.buffer.yield(event)
         if case .finished = event {
-            continuation?.finish()
+            stream?.buffer.finish()
             let (waiters, error, response) = state.withLock { state in
                 defer { state.waiters = [] }
                 return (state.waiters, state.finalError, state.finalResponse)

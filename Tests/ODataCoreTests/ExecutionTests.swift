@@ -74,4 +74,46 @@ final class RecordingListener: ODataRequestListener {
         #expect(calls.withLock { $0 } == 1)
         #expect(execution.isCancelled)
     }
+
+    /// Events reported after the sequence was asked for reach a reader that waits for them, in order.
+    @Test func eventsReachAWaitingReaderInOrder() async {
+        let execution = RequestExecution(request: .get("Products"), listener: nil)
+        let reader = Task {
+            var kinds: [String] = []
+            for await event in execution.events {
+                switch event {
+                case .started: kinds.append("started")
+                case .cacheResponse: kinds.append("cache")
+                case .serverResponse: kinds.append("server")
+                case .failed: kinds.append("failed")
+                case .finished: kinds.append("finished")
+                }
+            }
+            return kinds
+        }
+        execution.report(.started)
+        try? await Task.sleep(for: .milliseconds(20))  // the reader waits now
+        execution.report(.cacheResponse(nil))
+        try? await Task.sleep(for: .milliseconds(20))
+        execution.report(.serverResponse(ODataResponse(statusCode: 200, payload: Data())))
+        execution.report(.finished(nil))
+        execution.report(.started)  // after finished: ignored
+        #expect(await reader.value == ["started", "cache", "server", "finished"])
+    }
+
+    /// A reader waiting for an event of an execution that never finishes ends when its task is cancelled; a
+    /// second reader at the same time ends at once.
+    @Test func aCancelledReaderEndsAndASecondReaderEndsAtOnce() async {
+        let execution = RequestExecution(request: .get("Products"), listener: nil)
+        let reader = Task {
+            var count = 0
+            for await _ in execution.events { count += 1 }
+            return count
+        }
+        try? await Task.sleep(for: .milliseconds(20))
+        var second = execution.events.makeAsyncIterator()
+        #expect(await second.next() == nil)
+        reader.cancel()
+        #expect(await reader.value == 0)
+    }
 }
