@@ -159,6 +159,10 @@ nonisolated func runBenchmarks() async throws {
     let floorCache = try ResponseCache(directory: directory.appendingPathComponent("floor").path,
                                        configuration: CacheConfiguration(durability: .periodic(interval: .seconds(1))))
     try floorCache.open(encryption: .key("benchmark passphrase"))
+    // The same lookup with no entries held in memory: every read decrypts from LMDB (the floor before issue 21).
+    let diskFloorCache = try ResponseCache(directory: directory.appendingPathComponent("disk-floor").path,
+                                           configuration: CacheConfiguration(durability: .periodic(interval: .seconds(1)), memoryBudget: 0))
+    try diskFloorCache.open(encryption: .key("benchmark passphrase"))
     let transport = try CurlTransport()
     defer { transport.shutdown() }
 
@@ -197,6 +201,7 @@ nonisolated func runBenchmarks() async throws {
 
         let url = root + name
         _ = try await floorCache.store(CacheEntry(status: 200, headers: [.init(name: "Content-Type", value: "application/json")], payload: files[name]!), for: url)
+        _ = try await diskFloorCache.store(CacheEntry(status: 200, headers: [.init(name: "Content-Type", value: "application/json")], payload: files[name]!), for: url)
         let plain = try await transport.send(TransportRequest(url: url))
         let conditional = TransportRequest(url: url, headerFields: [.ifNoneMatch: plain.headerFields[.eTag] ?? ""])
         _ = try await floorCache.store(CacheEntry(status: 200, headers: [.init(name: "ETag", value: plain.headerFields[.eTag] ?? "")], payload: files[name]!), for: url + "#etag")
@@ -220,6 +225,7 @@ nonisolated func runBenchmarks() async throws {
                 for await event in passiveStore.execute(cached).events { if case .finished = event { break } }
             },
             Row("TechnicalCache lookup (floor of a passive read)", bytes: "0") { _ = try floorCache.entry(for: url) },
+            Row("TechnicalCache lookup from disk (memoryBudget 0)", bytes: "0") { _ = try diskFloorCache.entry(for: url) },
             Row("CurlTransport alone, GET 200 (floor of an uncached read)", bytes: "\(fullBytes)") { _ = try await transport.send(TransportRequest(url: url)) },
             Row("CurlTransport alone, conditional GET → 304", bytes: "\(revalidationBytes)") {
                 let reply = try await transport.send(conditional)
@@ -244,12 +250,13 @@ nonisolated func runBenchmarks() async throws {
             table.append([label, row.label, formatDuration(row.samples.median), formatDuration(row.samples.percentile(99)),
                           formatDuration(row.cpuPerCall), row.bytes])
         }
-        let uncachedRow = rows[0], activeRow = rows[2], passiveRow = rows[3], executeRow = rows[4], eventsRow = rows[5], floorRow = rows[6]
-        verdicts.append(String(format: "%@: active read %.2f× the uncached GET (target ≤ %@), client CPU %@ vs %@ (target ≤ uncached + 15 µs); passive %.1f× faster than uncached, %.2f× the lookup floor; execute + result() %.2f× and every event %.2f× the direct passive read (target ≤ 2×); a 304 costs %.2f%% of a full read's bytes",
+        let uncachedRow = rows[0], activeRow = rows[2], passiveRow = rows[3], executeRow = rows[4], eventsRow = rows[5], floorRow = rows[6], diskFloorRow = rows[7]
+        verdicts.append(String(format: "%@: active read %.2f× the uncached GET (target ≤ %@), client CPU %@ vs %@ (target ≤ uncached + 15 µs); passive %.1f× faster than uncached, %.2f× the lookup floor; execute + result() %.2f× and every event %.2f× the direct passive read (target ≤ 2×), every event %.2f× the held lookup and %.2f× the lookup from disk (target ≤ 3×); a 304 costs %.2f%% of a full read's bytes",
                                label, activeRow.samples.median / uncachedRow.samples.median, label == "1 KiB" ? "1.15×" : "1.0×",
                                formatDuration(activeRow.cpuPerCall), formatDuration(uncachedRow.cpuPerCall),
                                uncachedRow.samples.median / passiveRow.samples.median, passiveRow.samples.median / floorRow.samples.median,
                                executeRow.samples.median / passiveRow.samples.median, eventsRow.samples.median / passiveRow.samples.median,
+                               eventsRow.samples.median / floorRow.samples.median, eventsRow.samples.median / diskFloorRow.samples.median,
                                Double(revalidationBytes) / Double(fullBytes) * 100))
         let quietUncached = rows[rows.count - 2], quietPassive = rows[rows.count - 1]
         verdicts.append(String(format: "%@: telemetry with no-op backends (the default) costs %+.1f%% on the uncached GET (CPU %+.1f%%) and %+.1f%% on the passive read (CPU %+.1f%%) against the same stores with telemetry disabled (target ≤ 2%%)",
@@ -275,6 +282,7 @@ nonisolated func runBenchmarks() async throws {
     quietPassiveStore.close()
     passiveStore.close()
     floorCache.close()
+    diskFloorCache.close()
 }
 
 /// Time to first data: with a back end that answers after 5 or 50 ms, the cached copy reaches the caller of an
