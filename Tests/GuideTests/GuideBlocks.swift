@@ -217,6 +217,22 @@ for await event in execution.events {
     }
 }
 
+// Sources/OnlineStore/OnlineStore.docc/SharingTheCache.md, block 0
+func OnlineStore_SharingTheCache_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+var fleetOptions = OnlineStoreOptions()
+fleetOptions.cacheEncryptionKey = passphrase                 // the same on every instance
+fleetOptions.secondTier = RedisTierConfiguration(host: "redis.internal", port: 6379, namespace: "orders-service")
+fleetOptions.cacheMemoryBudget = 32 << 20                     // decoded entries held in memory
+let fleetStore = try OnlineODataStore(serviceRoot: serviceRoot, options: fleetOptions)
+try await fleetStore.open()
+    _ = fleetOptions
+    _ = fleetStore
+    }
+}
+
 // Sources/OnlineStore/OnlineStore.docc/StateTables.md, block 0
 func OnlineStore_StateTables_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
