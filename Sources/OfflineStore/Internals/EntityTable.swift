@@ -48,7 +48,8 @@ struct EntityTable: Sendable, Hashable {
     /// where SQL compares exactly as the evaluator does. Flags are only ever added (until the table is dropped).
     struct Flags: OptionSet, Sendable, Hashable {
         let rawValue: UInt8
-        /// A value the column holds inexactly (or as `NULL`) sits in `"$record"`: the column is not the value.
+        /// A value the column holds inexactly (or as `NULL`) sits in `"$record"` and compares otherwise than the column
+        /// (a decimal or an Int64 written as a string, an object in a text column): SQL cannot stand in for it.
         static let inexact = Flags(rawValue: 1)
         /// A string beyond ASCII: `startswith` on characters is not a byte prefix.
         static let nonASCII = Flags(rawValue: 2)
@@ -215,7 +216,7 @@ struct EntityTable: Sendable, Hashable {
             let (column, exact) = Self.columnValue(value, kind: columns[position].kind)
             values[position] = column
             entity.append(exact ? .null : value, forKey: name)
-            if !exact { flags[position].insert(.inexact) }
+            if !exact && !Self.comparesAlike(value, kind: columns[position].kind) { flags[position].insert(.inexact) }
             if case .text(let text) = column { flags[position].formUnion(Self.textFlags(text)) }
         }
         try statement.bind(.text(record.key), at: 1)
@@ -224,6 +225,13 @@ struct EntityTable: Sendable, Hashable {
         try statement.bind(.blob(record.encodedRest(entity: entity)), at: 4)
         for (position, value) in values.enumerated() { try statement.bind(value, at: Int32(position + 5)) }
         return flags
+    }
+
+    /// Whether a value kept in `"$record"` compares as its column does: an integer in a `REAL` column (a Decimal
+    /// property written `18`) compares with any number as the double the column holds while it is within ±2⁵³.
+    private static func comparesAlike(_ value: JSONValue, kind: Kind) -> Bool {
+        guard kind == .real, case .int(let number) = value else { return false }
+        return number.magnitude <= 1 << 53
     }
 
     /// `.nonASCII` and `.nonNFC` as `text` calls for them.

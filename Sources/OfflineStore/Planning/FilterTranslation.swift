@@ -96,8 +96,11 @@ struct FilterTranslation {
         case (.integer, .int(let number)):
             return .integer(number)
         case (.integer, .double), (.integer, .decimal), (.real, .double), (.real, .decimal), (.real, .int):
-            // The evaluator compares a double with the other side as a double; so does SQLite.
-            guard let number = Self.double(literal), number.isFinite, column.kind == .real || abs(number) < 9_007_199_254_740_992 else { return nil }
+            // The evaluator compares a double with the other side as a double; so does SQLite. Integers beyond ±2⁵³
+            // (which a double rounds) are compared exactly by the evaluator when both sides are integers.
+            guard let number = Self.double(literal), number.isFinite else { return nil }
+            if case .int = literal, column.kind == .real, number.magnitude > 9_007_199_254_740_992 { return nil }
+            if column.kind == .integer, number.magnitude >= 9_007_199_254_740_992 { return nil }
             return .real(number)
         case (.boolean, .bool(let flag)):
             return .integer(flag ? 1 : 0)
