@@ -30,4 +30,29 @@ enum DeclaredIndexes {
         }
         return result
     }
+
+    /// The foreign keys of a set's entity type that navigation narrows its entities by (``LocalQuery``'s
+    /// `related`): the properties of its own referential constraints, and those a principal's OData V2
+    /// navigation names. They are indexed with the table, so `$expand` and a navigation path read an index.
+    ///
+    /// - Parameters:
+    ///   - set: The entity set.
+    ///   - model: The service's model.
+    /// - Returns: The properties, each once, the first of each constraint (an index on it serves the rest).
+    static func foreignKeys(of set: String, model: ServiceModel?) -> [String] {
+        guard let model, let type = model.entityType(ofSet: set) else { return [] }
+        var result: [String] = []
+        func add(_ property: String?) {
+            if let property, !result.contains(property), !(type.key.first == property) { result.append(property) }
+        }
+        for navigation in type.navigation.values.sorted(by: { $0.name < $1.name }) { add(navigation.constraints.first?.0) }
+        for (name, _) in model.entitySets.sorted(by: { $0.key < $1.key }) {
+            guard let source = model.entityType(ofSet: name) else { continue }
+            for navigation in source.navigation.values.sorted(by: { $0.name < $1.name })
+            where !navigation.targetConstraints.isEmpty && model.targetSet(from: name, navigation: navigation.name) == set {
+                add(navigation.targetConstraints.first?.0)
+            }
+        }
+        return result
+    }
 }

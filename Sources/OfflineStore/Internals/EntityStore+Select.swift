@@ -31,6 +31,35 @@ struct TableReader {
         }
     }
 
+    /// The number of rows `condition` holds for, counted up to `limit` (what a planner probes an index with).
+    func count(where condition: SQLCondition, upTo limit: Int) throws -> Int {
+        let select = try connection.prepare("SELECT count(*) FROM (SELECT 1 FROM \(EntityTable.quote(table.name)) WHERE \(condition.sql) LIMIT ?)")
+        try bind(condition.arguments + [.integer(Int64(limit))], to: select)
+        return try select.step() ? Int(select.integer(at: 0)) : 0
+    }
+
+    /// About how many rows the table holds, read in constant time: its largest row ID (rows replaced get new ones,
+    /// so it can only overestimate).
+    func estimatedRows() throws -> Int {
+        let select = try connection.cachedStatement("SELECT max(rowid) FROM \(EntityTable.quote(table.name))")
+        defer { select.reset() }
+        return try select.step() ? Int(select.integer(at: 0)) : 0
+    }
+
+    /// The properties that lead a secondary index of the table (declared, or foreign keys).
+    func indexedProperties() throws -> Set<String> {
+        let select = try connection.cachedStatement("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?")
+        defer { select.reset() }
+        try select.bind(.text(table.name), at: 1)
+        var result: Set<String> = []
+        let prefix = table.name + ":"
+        while try select.step() {
+            let name = select.text(at: 0)
+            if name.hasPrefix(prefix), case let property = String(name.dropFirst(prefix.count)), property != "$natural" { result.insert(property) }
+        }
+        return result
+    }
+
     /// What SQLite plans for a query (`EXPLAIN QUERY PLAN`), one line per step.
     func explain(where condition: SQLCondition, orderBy: [String], limit: Int?) throws -> [String] {
         var sql = "EXPLAIN QUERY PLAN " + table.selectSQL + " WHERE " + condition.sql

@@ -303,7 +303,7 @@ final class EntityStore: Sendable {
             try connection.execute(table.createSQL)
             let key = model?.entityType(ofSet: set)?.key ?? []
             try connection.execute(table.naturalIndexSQL(key: key))
-            for property in store.wantedIndexes.withLock({ $0[set] ?? [] }) {
+            for property in store.wantedIndexes.withLock({ $0[set] ?? [] }) + DeclaredIndexes.foreignKeys(of: set, model: model) {
                 if let sql = table.indexSQL(property: property, key: key) { try connection.execute(sql) }
             }
             let insert = try connection.cachedStatement("INSERT INTO entity_sets (name, table_name, columns) VALUES (?, ?, ?)")

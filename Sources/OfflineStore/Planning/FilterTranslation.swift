@@ -29,6 +29,9 @@ struct FilterTranslation {
         var whenTrue: SQLCondition
         var whenFalse: SQLCondition
         var exact: Bool
+        /// Conditions on one column each that every row of ``whenTrue`` meets (the conjuncts an index can serve:
+        /// equality, range, `in`, `startswith`), with the column's property.
+        var terms: [(property: String, condition: SQLCondition)] = []
 
         static let unknown = Result(whenTrue: .always, whenFalse: .always, exact: false)
     }
@@ -37,7 +40,8 @@ struct FilterTranslation {
         switch expression {
         case .binary(.and, let lhs, let rhs):
             let (a, b) = (translate(lhs), translate(rhs))
-            return Result(whenTrue: a.whenTrue && b.whenTrue, whenFalse: a.whenFalse || b.whenFalse, exact: a.exact && b.exact)
+            return Result(whenTrue: a.whenTrue && b.whenTrue, whenFalse: a.whenFalse || b.whenFalse, exact: a.exact && b.exact,
+                          terms: a.terms + b.terms)
         case .binary(.or, let lhs, let rhs):
             let (a, b) = (translate(lhs), translate(rhs))
             return Result(whenTrue: a.whenTrue || b.whenTrue, whenFalse: a.whenFalse && b.whenFalse, exact: a.exact && b.exact)
@@ -45,14 +49,14 @@ struct FilterTranslation {
             let a = translate(operand)
             return Result(whenTrue: a.whenFalse, whenFalse: a.whenTrue, exact: a.exact)
         case .binary(let op, let lhs, let rhs) where Self.comparisons.contains(op):
-            if case .member = lhs, case .literal(let literal) = rhs { return comparison(op, lhs, literal) }
-            if case .literal(let literal) = lhs, case .member = rhs { return comparison(Self.mirrored(op), rhs, literal) }
+            if case .member = lhs, case .literal(let literal) = rhs { return indexable(comparison(op, lhs, literal), lhs, op != .ne) }
+            if case .literal(let literal) = lhs, case .member = rhs { return indexable(comparison(Self.mirrored(op), rhs, literal), rhs, op != .ne) }
             return .unknown
         case .binary(.in, let lhs, .list(let items)):
-            return membership(lhs, items)
+            return indexable(membership(lhs, items), lhs, true)
         case .function("startswith", let arguments):
             guard arguments.count == 2, case .literal(.string(let prefix)) = arguments[1] else { return .unknown }
-            return startsWith(arguments[0], prefix)
+            return indexable(startsWith(arguments[0], prefix), arguments[0], true)
         case .literal(.bool(let value)):
             return Result(whenTrue: value ? .always : .never, whenFalse: value ? .never : .always, exact: true)
         case .member:
@@ -65,6 +69,16 @@ struct FilterTranslation {
     }
 
     private static let comparisons: Set<BinaryOperator> = [.eq, .ne, .lt, .le, .gt, .ge]
+
+    /// `result` with its true side as the one index term of `member`'s property, when an index can serve it.
+    private func indexable(_ result: Result, _ member: FilterExpression, _ servable: Bool) -> Result {
+        guard servable, result.exact, !result.whenTrue.isAlways, !result.whenTrue.isNever, case .member(let path) = member,
+              let property = path.first, !result.whenTrue.sql.contains(" IS NULL")
+        else { return result }
+        var indexed = result
+        indexed.terms = [(property, result.whenTrue)]
+        return indexed
+    }
 
     private static func mirrored(_ op: BinaryOperator) -> BinaryOperator {
         switch op {

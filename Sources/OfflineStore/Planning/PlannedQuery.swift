@@ -40,7 +40,7 @@ extension LocalQuery {
                 let count = wantsCount ? try reader.count(where: plan.condition) : nil
                 var entities: [JSONObject] = []
                 if entitiesNeeded && options.top != 0 {
-                    try reader.forEach(where: plan.condition, orderBy: plan.order ?? plan.natural, limit: options.top, offset: options.skip) { record in
+                    try reader.forEach(where: plan.condition, orderBy: try plan.steered(reader), limit: options.top, offset: options.skip) { record in
                         entities.append(record.json)
                         return true
                     }
@@ -59,7 +59,7 @@ extension LocalQuery {
             page = try store.withTable(set) { reader in
                 var matched = 0
                 var entities: [JSONObject] = []
-                try reader.forEach(where: plan.condition, orderBy: plan.order ?? plan.natural) { record in
+                try reader.forEach(where: plan.condition, orderBy: try plan.steered(reader)) { record in
                     let json = record.json
                     if let filter, !filter.matches(model.isV2 ? V2Values.typed(json, model: model) : json, navigation: self) { return true }
                     matched += 1
