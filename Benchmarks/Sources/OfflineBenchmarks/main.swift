@@ -89,10 +89,14 @@ func startProducer(binary: String, data: String) throws -> (Process, String) {
 
 let environment = ProcessInfo.processInfo.environment
 let role = environment["OFFLINE_BENCH_ROLE"] ?? "parent"
+/// This process's peak resident memory since it started (`VmHWM`; `getrusage`'s `ru_maxrss` would keep the
+/// parent's from before `exec`).
 func peakResidentBytes() -> Int {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return usage.ru_maxrss * 1024
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
+    return kilobytes * 1024
 }
 func cpuSeconds() -> Double { processCPUNanoseconds() / 1e9 }
 /// A child's figure, read by the parent: `metric<TAB>value`.

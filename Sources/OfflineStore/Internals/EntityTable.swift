@@ -155,16 +155,17 @@ struct EntityTable: Sendable, Hashable {
         return (keyColumns.count == key.count && !key.isEmpty ? keyColumns : ["\"$key\""]) + ["\"$order\""]
     }
 
-    /// The index of the natural order (so a page of a set without `$orderby` is read, not sorted).
+    /// The index of the natural order (so a page of a set without `$orderby` is read, not sorted). Every index
+    /// ends with `"$state"`, so counting the visible entities it finds needs no row.
     func naturalIndexSQL(key: [String]) -> String {
-        "CREATE INDEX IF NOT EXISTS \(Self.quote(name + ":$natural")) ON \(Self.quote(name)) (\(naturalOrder(key: key).joined(separator: ", ")))"
+        "CREATE INDEX IF NOT EXISTS \(Self.quote(name + ":$natural")) ON \(Self.quote(name)) (\((naturalOrder(key: key) + ["\"$state\""]).joined(separator: ", ")))"
     }
 
-    /// The secondary index of a property (then the natural order, so equal values come in that order); `nil`
-    /// for a property without a column.
+    /// The secondary index of a property (then the natural order, so equal values come in that order, then
+    /// `"$state"`); `nil` for a property without a column.
     func indexSQL(property: String, key: [String]) -> String? {
         guard column(property) != nil else { return nil }
-        let columns = [Self.quote(property)] + naturalOrder(key: key)
+        let columns = [Self.quote(property)] + naturalOrder(key: key) + ["\"$state\""]
         return "CREATE INDEX IF NOT EXISTS \(Self.quote(indexName(property))) ON \(Self.quote(name)) (\(columns.joined(separator: ", ")))"
     }
 
