@@ -229,6 +229,10 @@ func parent() throws {
     try child("download")
     try child("store")
     let floor = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("OfflineSQLiteFloor").path
+    guard FileManager.default.isExecutableFile(atPath: floor) else {
+        print("OfflineBenchmarks: build its SQLite side first: swift build -c release --product OfflineSQLiteFloor (in Benchmarks/)")
+        exit(1)
+    }
     try child("sqlite", executable: floor)
 
     func format(_ metric: String, _ value: Double?) -> String {
