@@ -245,6 +245,70 @@ import Testing
             try EntityTable.decode(set: "Customers", name: customers.name, columns: JSON.serialize(.array([.array(["Country", "t", .int(3)])])))
         }
     }
+
+    /// The same over an OData V2 store, whose values the evaluator sees typed by their Edm type (`V2Values`):
+    /// decimals and Int64 as strings, `/Date(…)/` date-times with and without offsets, V2 times, upper-case GUIDs.
+    @Test func plannedAnswersEqualTheEvaluatorsOverAV2Store() throws {
+        let directory = try TemporaryDirectory()
+        let store = try EntityStore(directory: directory.path, secret: Data(repeating: 3, count: 64), cacheBudget: 4 << 20)
+        defer { store.close() }
+        let model = try ServiceModel.parse(Data(ServiceModelV2Tests.edmx.utf8))
+        #expect(model.isV2)
+        var random = SplitMix(seed: 16)
+        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+        var records: [EntityRecord] = []
+        let partnerType = try #require(model.entityType(ofSet: "Partners")), orderType = try #require(model.entityType(ofSet: "Orders"))
+        for index in 0..<40 {
+            let entity: JSONObject = ["PartnerID": .string(String(format: "P%02d", index)),
+                                      "Created": index % 7 == 0 ? .null : .string("/Date(\(1_700_000_000_000 + Int64(index) * 86_400_000))/")]
+            records.append(EntityRecord(set: "Partners", key: try CanonicalKey.render(entity, type: partnerType), order: Int64(index), state: .downloaded,
+                                        entity: entity, links: JSONObject()))
+        }
+        for index in 0..<400 {
+            let guid = String(format: "%08X-0000-4000-8000-%012X", index * 7919 % 1000, index)
+            let entity: JSONObject = [
+                "OrderID": .string(index % 2 == 0 ? guid : guid.lowercased()),
+                "PartnerID": index % 11 == 0 ? .null : .string(String(format: "P%02d", Int(random.next() % 40))),
+                "Amount": pick([.string(String(format: "%.3f", Double(random.next() % 100_000) / 100)), .string("12.5"), .int(7), .null]),
+                "Count": pick([.string(String(random.next() % 1_000)), .string("9007199254740993"), .int(12), .null]),
+                "Starts": pick([.string("PT13H20M"), .string("PT8H"), .string("PT23H59M59S"), .null]),
+                "Stamp": pick([.string("/Date(1700000000000+0060)/"), .string("/Date(1700003600000)/"), .string("/Date(1699990000000-0120)/"), .null]),
+            ]
+            records.append(EntityRecord(set: "Orders", key: try CanonicalKey.render(entity, type: orderType), order: Int64(1_000 + index),
+                                        state: index % 13 == 0 ? .deleted : .downloaded, entity: entity, links: JSONObject()))
+        }
+        let configuration = StoreConfiguration(serviceRoot: "http://v2.example/", definingQueries: [], downloadComplete: true, deltaLinks: [:],
+                                               metadata: ServiceModelV2Tests.edmx)
+        let written = records
+        try store.writeNow { changes in
+            try changes.putConfiguration(configuration)
+            for record in written { try changes.put(record) }
+        }
+        let query = LocalQuery(store: store, model: model)
+        var generator = QueryGenerator(seed: UInt64.random(in: 1...UInt64.max))
+        var disagreements: [String] = []
+        var strategies: [QueryPlan.Strategy: Int] = [:]
+        for set in ["Partners", "Orders"] {
+            let type = try #require(model.entityType(ofSet: set))
+            let table = try #require(store.table(set))
+            let visible = try query.visibleRecords(in: set)
+            generator.learn(set: set, type: type, records: visible)
+            for _ in 0..<300 {
+                let options = generator.options(set: set, type: type)
+                strategies[QueryPlanner.plan(options, table: table, type: type, isV2: true).strategy, default: 0] += 1
+                guard let expected = try? LocalQuery.apply(options, to: visible.map(\.json), navigation: query) else {
+                    #expect(throws: OfflineODataError.self, "\(set)?\(options)") { try query.answer(options, set: set) }
+                    continue
+                }
+                let planned = try query.answer(options, set: set)
+                if planned.entities != expected.entities || planned.count != expected.count {
+                    disagreements.append("\(set)?\(options): " + (difference(planned.entities, expected.entities) ?? "count"))
+                }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.count) disagreements, first: \(disagreements.prefix(3).joined(separator: "\n"))")
+        #expect(strategies[.sql, default: 0] > 50 && strategies[.stream, default: 0] > 50, "\(strategies)")
+    }
 }
 
 /// Random query options over the entities of a set, from the values they hold.
