@@ -29,10 +29,11 @@ example: deps
 	cd Examples/ODataGateway && $(SWIFT) build
 	SWIFT=$(SWIFT) ./scripts/run-example.sh
 
-# OfflineBenchmarks serves its data with the release build of the fixture producer.
+# OfflineBenchmarks serves its data with the release build of the fixture producer, and runs OfflineSQLiteFloor
+# (its SQLite side) as a child process: everything is built first, the floor is not run on its own.
 bench: deps
 	$(SWIFT) build -c release --product odata-fixture-server
-	cd Benchmarks && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable'))"); do $(SWIFT) run -c release $$b; done
+	cd Benchmarks && $(SWIFT) build -c release && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name']!='OfflineSQLiteFloor'))"); do $(SWIFT) run -c release $$b; done
 
 # The user's guide (DocC catalogs in Sources/OnlineStore and Sources/OfflineStore) as static websites:
 # .build/docs/OnlineStore.doccarchive and .build/docs/OfflineStore.doccarchive. A broken symbol link or

@@ -94,16 +94,30 @@ struct LocalQuery: NavigationResolver {
         record.json
     }
 
-    /// The visible records of a set in their natural order (key order, as a producer gives them).
+    /// The visible records of a set in their natural order (key order, as a producer gives them), read whole.
     func visibleRecords(in set: String) throws -> [EntityRecord] {
         guard let type = model.entityType(ofSet: set) else { return [] }
-        return try store.visibleRecords(in: set, type: type).records
+        return try store.visibleRecords(in: set, type: type)
     }
 
-    /// The JSON of the visible entities of a set, in natural order (cached by the store).
-    func visibleEntities(in set: String) throws -> [JSONObject] {
-        guard let type = model.entityType(ofSet: set) else { return [] }
-        return try store.visibleRecords(in: set, type: type).json
+    /// `property eq value` for each pair: what SQL narrows a navigation's targets by; `matchesNothing` when a
+    /// value is null or missing (the targets' foreign keys never equal it).
+    private static func equalities(_ pairs: [(property: String, value: JSONValue?)]) -> (matchesNothing: Bool, filter: FilterExpression?) {
+        var result: FilterExpression?
+        for (property, value) in pairs {
+            let literal: Literal
+            switch value {
+            case .string(let text)?: literal = .string(text)
+            case .int(let number)?: literal = .int(number)
+            case .double(let number)?: literal = .double(number)
+            case .bool(let flag)?: literal = .bool(flag)
+            case nil, .null?: return (true, nil)
+            default: continue
+            }
+            let equality = FilterExpression.binary(.eq, .member([property]), .literal(literal))
+            result = result.map { .binary(.and, $0, equality) } ?? equality
+        }
+        return (false, result)
     }
 
     func record(reference: String) throws -> EntityRecord? {
@@ -132,7 +146,9 @@ struct LocalQuery: NavigationResolver {
         }
         // The other side holds the foreign key: find the targets that point here.
         if let partnerName = navigation.partner, let partner = targetType.navigation[partnerName], !partner.constraints.isEmpty {
-            let matches = try visibleRecords(in: targetSet).filter { candidate in
+            let narrowing = Self.equalities(partner.constraints.map { ($0.0, record.entity[$0.1]) })
+            if narrowing.matchesNothing { return (targetSet, [], navigation.isCollection) }
+            let matches = try visibleRecords(in: targetSet, narrowedBy: narrowing.filter).filter { candidate in
                 partner.constraints.allSatisfy { property, referenced in
                     guard let value = candidate.entity[property], !value.isNull else { return false }
                     return value == record.entity[referenced]
@@ -142,7 +158,9 @@ struct LocalQuery: NavigationResolver {
         }
         // OData V2, this side the principal: the targets hold the foreign key.
         if !navigation.targetConstraints.isEmpty {
-            let matches = try visibleRecords(in: targetSet).filter { candidate in
+            let narrowing = Self.equalities(navigation.targetConstraints.map { ($0.0, record.entity[$0.1]) })
+            if narrowing.matchesNothing { return (targetSet, [], navigation.isCollection) }
+            let matches = try visibleRecords(in: targetSet, narrowedBy: narrowing.filter).filter { candidate in
                 navigation.targetConstraints.allSatisfy { property, referenced in
                     guard let value = candidate.entity[property], !value.isNull else { return false }
                     return value == record.entity[referenced]

@@ -12,6 +12,13 @@ public struct OfflineODataDefiningQuery: Sendable, Hashable {
     /// Whether media streams of the downloaded entities are downloaded too (kept for part 2;
     /// streams are not downloaded yet).
     public let automaticallyRetrievesStreams: Bool
+    /// Primitive properties of the query's entity set that the store indexes, so `$filter` comparisons on them
+    /// (`eq`, `ne`, `lt`…`ge`, `in`, `startswith`) and `$orderby` with `$top` read the index instead of the set.
+    ///
+    /// The key is always indexed. Indexes are created at the next download, or at `open()` for a store that has
+    /// the set already; a property that is not a primitive property of the set fails that download with
+    /// `OfflineODataError.invalidRequest`. An index costs disk space and time on every write to its set.
+    public let indexes: [String]
 
     /// Creates a defining query.
     ///
@@ -19,9 +26,12 @@ public struct OfflineODataDefiningQuery: Sendable, Hashable {
     ///   - name: A name unique within a provider.
     ///   - query: The query relative to the service root, for example `Orders?$expand=Order_Details`.
     ///   - automaticallyRetrievesStreams: Whether media streams are downloaded too. The default is `false`.
-    public init(name: String, query: String, automaticallyRetrievesStreams: Bool = false) {
+    ///   - indexes: Primitive properties of the query's entity set to index, for example `["Country", "OrderDate"]`.
+    ///     The default is none (the key only).
+    public init(name: String, query: String, automaticallyRetrievesStreams: Bool = false, indexes: [String] = []) {
         self.name = name
         self.query = query
         self.automaticallyRetrievesStreams = automaticallyRetrievesStreams
+        self.indexes = indexes
     }
 }

@@ -57,6 +57,8 @@ extension OfflineODataProvider {
     private enum Target {
         case entity(String, JSONObject)
         case collection(String, [JSONObject])
+        /// Every visible entity of a set: planned (``LocalQuery/answer(_:set:entitiesNeeded:)``), never loaded whole.
+        case set(String)
         case nothing
     }
 
@@ -96,14 +98,19 @@ extension OfflineODataProvider {
             object.append(.string(serviceRoot + "$metadata#" + set + "/$entity"), forKey: "@odata.context")
             for (name, value) in result.entities.first ?? entity { object.append(value, forKey: name) }
             return Self.jsonResponse(.object(object), status: 200)
-        case .collection(let set, let entities):
+        case .collection(let set, _), .set(let set):
             if let filter = options.filter { try FilterTypes.check(filter, set: set, model: model) }
+            // A whole set is answered by the planner; the related entities of a navigation are few and in memory.
+            let answer = { (options: QueryOptions, entitiesNeeded: Bool) throws -> QueryResult in
+                if case .collection(_, let entities) = target { return try LocalQuery.apply(options, to: entities, navigation: query) }
+                return try query.answer(options, set: set, entitiesNeeded: entitiesNeeded)
+            }
             if countOnly {
                 var counting = options
                 counting.count = true
                 counting.select = nil
                 counting.expand = nil
-                let count = try LocalQuery.apply(counting, to: entities, navigation: query).count ?? 0
+                let count = try answer(counting, false).count ?? 0
                 var fields = HTTPFields()
                 fields[.contentType] = "text/plain"
                 return ODataResponse(statusCode: 200, headerFields: fields, payload: Data(String(count).utf8))
@@ -122,7 +129,7 @@ extension OfflineODataProvider {
                 remaining = options.top.map { max(0, $0 - offset) } ?? Int.max
                 paged.top = pageSize > 0 ? min(remaining, pageSize + 1) : (options.top.map { _ in remaining })
             }
-            var result = try LocalQuery.apply(paged, to: entities, navigation: query)
+            var result = try answer(paged, true)
             var nextLink: String?
             if pageSize > 0, result.entities.count > pageSize {
                 result.entities.removeLast(result.entities.count - pageSize)
@@ -182,7 +189,7 @@ extension OfflineODataProvider {
         var current: EntityRecord?
         var collection: [EntityRecord]?
         if first.key == nil && segments.count == 1 {
-            return .collection(set, try query.visibleEntities(in: set))
+            return .set(set)
         }
         if let key = first.key {
             let canonical = try CanonicalKey.render(predicate: key, type: type, set: set)
@@ -191,7 +198,7 @@ extension OfflineODataProvider {
             }
             current = record
         } else {
-            collection = try query.visibleRecords(in: set)
+            collection = []  // a navigation from a collection is refused below
         }
         for segment in segments.dropFirst() {
             guard let record = current else {

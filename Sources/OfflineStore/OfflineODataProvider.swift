@@ -121,6 +121,9 @@ public actor OfflineODataProvider {
         } catch {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': \(error.message)")
         }
+        for property in definingQuery.indexes where property.isEmpty || !property.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': the index '\(property)' is not a property name")
+        }
         if let model = store.map({ _ in self.model }), let set = try? ParsedQuery(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,
            model.entitySets[set] == nil {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': '\(set)' is not an entity set of the service")
@@ -178,6 +181,7 @@ public actor OfflineODataProvider {
                 for query in config.definingQueries where !definingQueryList.contains(where: { $0.name == query.name }) {
                     definingQueryList.append(query)
                 }
+                try store.declareIndexes(try DeclaredIndexes.wanted(definingQueryList, model: model, serviceRoot: serviceRoot))
                 try await switchUser(from: config, store: store)
             } else {
                 try await reported(.initialDownload) { try await initialDownload(store: store) }

@@ -1,20 +1,24 @@
 // OfflineBenchmarks: the offline store's costs, measured side by side in one run.
 //
-// 1. Initial download of N generated entities from the fixture producer (real HTTP, paged,
-//    sealed into LMDB): entities per second.
-// 2. Key lookup through the public API (`execute(GET Items(k))`): p50, p90.
-// 3. A 5-clause `$filter` over the N local entities, against the same WHERE in SQLite (GRDB)
-//    over the same rows.
-// 4. Upload of 1,000 queued updates (PATCH of 1,000 different entities, each with its ETag):
-//    one by one against `$batch` change sets of 100 and of 1,000, on loopback and with 2 ms
-//    added to every HTTP request (a near network): requests per second.
+// Each part runs in a child process of its own (clean peak RSS; and the store, which links SQLCipher, never shares
+// a process with GRDB's SQLite: SQLCipher exports the same `sqlite3_*` symbols, and the store refuses to open where
+// plain SQLite answers):
+// 1. `download`: the initial download of N generated entities from the fixture producer (real HTTP, paged, a
+//    commit per page): entities per second, client CPU, peak RSS.
+// 2. `store`: the downloaded store opened again and queried through the public API — open, the first query after
+//    open vs later ones, key lookup, a selective filter on an indexed property (≈1 % of rows), a 5-clause filter
+//    that must scan, `$orderby` on an indexed property with `$top=20`, `$count` — and its peak RSS.
+// 3. `sqlite`: the same rows in SQLite through GRDB with the same indexes, the same queries, each answer written as
+//    the same V4 JSON.
+// 4. `upload`: 1,000 queued updates (PATCH of 1,000 different entities, each with its ETag) one by one against
+//    `$batch` change sets of 100 and of 1,000, on loopback and with 2 ms added to every HTTP request: requests per
+//    second (`OFFLINE_BENCH_UPLOAD=0` skips it).
 //
-// Needs the fixture producer's binary: build it at the repository root with
-// `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER).
+// `OFFLINE_BENCH_N` sets N (default 100,000). Needs the fixture producer's binary: build it at the repository root
+// with `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER).
 import BenchmarkKit
 import CurlHTTP
 import Foundation
-import GRDB
 import ODataCore
 import OfflineStore
 
@@ -83,130 +87,197 @@ func startProducer(binary: String, data: String) throws -> (Process, String) {
     return (process, String(text[start.upperBound..<end.lowerBound]))
 }
 
-guard let binary = fixtureBinary() else {
-    print("OfflineBenchmarks: build the producer first: swift build -c release --product odata-fixture-server (at the repository root)")
-    exit(1)
-}
-
-let work = FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-\(UUID().uuidString)").path
-try FileManager.default.createDirectory(atPath: work + "/data", withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(atPath: work) }
-let items = makeItems(count: count)
-try csdl.write(toFile: work + "/data/Bench.metadata.xml", atomically: true, encoding: .utf8)
-let payload = JSON.serialize(.object(JSONObject([("value", .array(items.map(json)))])))
-try Data(payload).write(to: URL(fileURLWithPath: work + "/data/Items.json"))
-
-print("# OfflineBenchmarks\n")
-print("Machine: \(machineDescription())")
-print("Producer: \(binary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000")
-print("Entities: \(count) generated Items (8 properties, \(payload.count / count) bytes of JSON each)")
-
-let (producer, serviceRoot) = try startProducer(binary: binary, data: work + "/data")
-defer { producer.terminate() }
-
-// 1. Initial download: pages of 1000, each committed as it arrives.
+let environment = ProcessInfo.processInfo.environment
+let role = environment["OFFLINE_BENCH_ROLE"] ?? "parent"
+/// This process's peak resident memory since it started (`VmHWM`; `getrusage`'s `ru_maxrss` would keep the
+/// parent's from before `exec`).
 func peakResidentBytes() -> Int {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return usage.ru_maxrss * 1024
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
+    return kilobytes * 1024
 }
-let parameters = OfflineODataParameters(storeName: "bench", storePath: work, storeEncryptionKey: "benchmark key")
-let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
-try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items"))
 func cpuSeconds() -> Double { processCPUNanoseconds() / 1e9 }
-let residentBefore = residentBytes()
-let cpuStart = cpuSeconds()
-let downloadStart = DispatchTime.now().uptimeNanoseconds
-try await provider.open()
-let clientCPU = cpuSeconds() - cpuStart
-let downloadNanoseconds = Double(DispatchTime.now().uptimeNanoseconds - downloadStart)
-let storeBytes = (try? FileManager.default.attributesOfItem(atPath: work + "/bench/data.mdb")[.size] as? Int) ?? 0
-printTable(title: "Initial download (\(count) entities, real HTTP, encrypted LMDB)", header: ["case", "time", "entities/s", "store file"], rows: [[
-    "open() incl. $metadata, KDF (PBKDF2 600k), paging, sealing, a commit per page", formatDuration(downloadNanoseconds),
-    String(format: "%.0f", Double(count) / (downloadNanoseconds / 1e9)), "\(storeBytes / 1_048_576) MiB",
-], [
-    "client CPU time for the whole open() (this process: HTTP, decoding, sealing, LMDB)", String(format: "%.2f s", clientCPU),
-    String(format: "%.0f per CPU-second", Double(count) / clientCPU), "",
-], [
-    "peak resident memory of this process (before the download: \(residentBefore / 1_048_576) MiB with the generated data)",
-    "\(peakResidentBytes() / 1_048_576) MiB", "", "",
-]])
+/// A child's figure, read by the parent: `metric<TAB>value`.
+func report(_ metric: String, _ value: Double) { print("\(metric)\t\(value)") }
+func elapsed(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) }
 
-// 2. Key lookups.
-var keyGenerator = SystemRandomNumberGenerator()
-let keys = (0..<5_000).map { _ in Int.random(in: 1...count, using: &keyGenerator) }
-var keyIndex = 0
-let lookup = try await measureAsync("key lookup", warmup: 200, iterations: 5_000) {
-    keyIndex = (keyIndex + 1) % keys.count
-    let response = try await provider.execute(ODataRequest(resourcePath: "Items(\(keys[keyIndex]))"))
-    precondition(response.statusCode == 200)
-}
-let syncLookup = try measure("key lookup, read", warmup: 200, iterations: 5_000) {
-    keyIndex = (keyIndex + 1) % keys.count
-    let response = try provider.read(ODataRequest(resourcePath: "Items(\(keys[keyIndex]))"))
-    precondition(response.statusCode == 200)
-}
-printTable(title: "Key lookup (GET Items(k), \(count) entities, not cached in memory: LMDB + AES-GCM + JSON each time)", header: ["case", "p50", "p90", "p99", "target"], rows: [[
-    "await execute(GET Items(k)) (through the actor) → ODataResponse (V4 JSON)", formatDuration(lookup.median), formatDuration(lookup.percentile(90)),
-    formatDuration(lookup.percentile(99)), "p50 ≤ 20 µs",
-], [
-    "read(GET Items(k)) (nonisolated, no actor hop) → ODataResponse (V4 JSON)", formatDuration(syncLookup.median), formatDuration(syncLookup.percentile(90)),
-    formatDuration(syncLookup.percentile(99)), "p50 ≤ 20 µs",
-]])
+/// The queries measured on both sides: the OData request and the SQL of the floor.
+let selectiveFilter = "Price lt 2"  // ≈1 % of rows (prices 0–199.99)
+let scanFilter = "Price gt 50 and Quantity lt 500 and Region eq 'North' and Discontinued eq false and startswith(Name,'Item 1')"
+let countFilter = "Category eq 'C3'"  // 5 % of rows
+let storeDirectoryName = "bench"
 
-// 3. A 5-clause filter, local store vs SQLite (GRDB).
-let filter = "Price gt 50 and Quantity lt 500 and Category eq 'C3' and Discontinued eq false and startswith(Name,'Item 1')"
-let request = ODataRequest(resourcePath: "Items", queryOptions: [.filter(filter)])
-var localCount = 0
-let coldStart = DispatchTime.now().uptimeNanoseconds
-let cold = try await provider.execute(request)
-let coldNanoseconds = Double(DispatchTime.now().uptimeNanoseconds - coldStart)
-localCount = (try JSON.parse(cold.payload)["value"]?.arrayValue?.count) ?? -1
-let local = try await measureAsync("local $filter", warmup: 3, iterations: 30) {
-    let response = try await provider.execute(request)
-    precondition(response.statusCode == 200)
-}
-
-let database = try DatabaseQueue(path: work + "/bench.sqlite")
-try database.write { db in
-    try db.execute(sql: """
-        CREATE TABLE items (itemID INTEGER PRIMARY KEY, name TEXT, category TEXT, price REAL, quantity INTEGER,
-                            discontinued INTEGER, region TEXT, created TEXT)
-        """)
-    let statement = try db.makeStatement(sql: "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-    for item in items {
-        try statement.execute(arguments: [item.id, item.name, item.category, item.price, item.quantity, item.discontinued, item.region, item.created])
+switch role {
+case "download":
+    // 1. Initial download: pages of 1000, each committed as it arrives.
+    let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
+    let parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
+    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
+    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    let cpuStart = cpuSeconds()
+    let start = DispatchTime.now().uptimeNanoseconds
+    try await provider.open()
+    report("initial download (ns)", elapsed(since: start))
+    report("initial download, client CPU (ns)", (cpuSeconds() - cpuStart) * 1e9)
+    await provider.close()
+    let size = (try? FileManager.default.attributesOfItem(atPath: work + "/\(storeDirectoryName)/store.db")[.size] as? Int) ?? 0
+    report("store file (bytes)", Double(size))
+    report("peak RSS, download (bytes)", Double(peakResidentBytes()))
+    exit(0)
+case "store":
+    // 2. The downloaded store, opened again and queried through the public API.
+    let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
+    let parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
+    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
+    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    var start = DispatchTime.now().uptimeNanoseconds
+    try await provider.open()
+    report("open() of the existing store (ns)", elapsed(since: start))
+    func get(_ path: String, _ options: [QueryOption] = []) throws -> Data {
+        let response = try provider.read(ODataRequest(resourcePath: path, queryOptions: options))
+        precondition(response.statusCode == 200, "GET \(path): \(response.statusCode) \(String(decoding: response.payload, as: UTF8.self))")
+        return response.payload
     }
-}
-let whereClause = "price > 50 AND quantity < 500 AND category = 'C3' AND discontinued = 0 AND name LIKE 'Item 1%'"
-let sqliteCount = try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items WHERE \(whereClause)") ?? -1 }
-let sqlite = try measure("SQLite rows", warmup: 3, iterations: 30) {
-    let rows = try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM items WHERE \(whereClause)") }
-    precondition(rows.count == sqliteCount)
-}
-let sqliteJSON = try measure("SQLite rows + JSON", warmup: 3, iterations: 30) {
-    let rows = try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM items WHERE \(whereClause)") }
-    let values: [JSONValue] = rows.map { row in
-        .object(JSONObject([
-            ("ItemID", .int(row["itemID"])), ("Name", .string(row["name"])), ("Category", .string(row["category"])),
-            ("Price", .double(row["price"])), ("Quantity", .int(row["quantity"])), ("Discontinued", .bool(row["discontinued"])),
-            ("Region", .string(row["region"])), ("Created", .string(row["created"])),
-        ]))
-    }
-    _ = JSON.serialize(.object(JSONObject([("value", .array(values))])))
-}
-precondition(localCount == sqliteCount, "the local store found \(localCount) entities, SQLite \(sqliteCount)")
-printTable(title: "5-clause $filter over \(count) entities (\(localCount) match in both)", header: ["case", "p50", "p90", "vs SQLite rows", "vs SQLite rows+JSON"], rows: [
-    ["offline store, first read (decrypts and decodes the set)", formatDuration(coldNanoseconds), "", String(format: "%.1f×", coldNanoseconds / sqlite.median), ""],
-    ["offline store, execute(GET Items?$filter=…) → V4 JSON", formatDuration(local.median), formatDuration(local.percentile(90)),
-     String(format: "%.2f×", local.median / sqlite.median), String(format: "%.2f×", local.median / sqliteJSON.median)],
-    ["SQLite (GRDB) SELECT * WHERE … → rows, no index", formatDuration(sqlite.median), formatDuration(sqlite.percentile(90)), "1.00×", ""],
-    ["SQLite (GRDB) rows → the same V4 JSON", formatDuration(sqliteJSON.median), formatDuration(sqliteJSON.percentile(90)), "", "1.00×"],
-])
-print("\nFilter: \(filter)")
-await provider.close()
+    func entities(_ payload: Data) throws -> Int { try JSON.parse(payload)["value"]?.arrayValue?.count ?? -1 }
+    start = DispatchTime.now().uptimeNanoseconds
+    let firstMatches = try entities(try get("Items", [.filter(selectiveFilter)]))
+    report("selective indexed filter, first query after open (ns)", elapsed(since: start))
+    report("selective indexed filter, matches", Double(firstMatches))
+    report("selective indexed filter p50 (ns)", try measure("selective", warmup: 3, iterations: 50) { _ = try get("Items", [.filter(selectiveFilter)]) }.median)
 
+    var keyGenerator = SystemRandomNumberGenerator()
+    let keys = (0..<5_000).map { _ in Int.random(in: 1...count, using: &keyGenerator) }
+    var keyIndex = 0
+    report("key lookup, read() p50 (ns)", try measure("key", warmup: 200, iterations: 5_000) {
+        keyIndex = (keyIndex + 1) % keys.count
+        _ = try get("Items(\(keys[keyIndex]))")
+    }.median)
+    report("key lookup, await execute() p50 (ns)", try await measureAsync("key", warmup: 200, iterations: 5_000) {
+        keyIndex = (keyIndex + 1) % keys.count
+        let response = try await provider.execute(ODataRequest(resourcePath: "Items(\(keys[keyIndex]))"))
+        precondition(response.statusCode == 200)
+    }.median)
+
+    report("5-clause filter (scan), matches", Double(try entities(try get("Items", [.filter(scanFilter)]))))
+    report("5-clause filter (scan) p50 (ns)", try measure("scan", warmup: 2, iterations: 20) { _ = try get("Items", [.filter(scanFilter)]) }.median)
+    let orderOptions: [QueryOption] = [.orderBy(["Price desc"]), .top(20)]
+    let ordered = try entities(try get("Items", orderOptions))
+    precondition(ordered == 20)
+    report("$orderby=Price desc&$top=20 p50 (ns)", try measure("order", warmup: 5, iterations: 200) { _ = try get("Items", orderOptions) }.median)
+    let counted = Int(String(decoding: try get("Items/$count", [.filter(countFilter)]), as: UTF8.self)) ?? -1
+    report("$count of an indexed eq (5 %), value", Double(counted))
+    report("$count of an indexed eq (5 %) p50 (ns)", try measure("count", warmup: 5, iterations: 100) { _ = try get("Items/$count", [.filter(countFilter)]) }.median)
+    await provider.close()
+    report("peak RSS, open + queries (bytes)", Double(peakResidentBytes()))
+    exit(0)
+case "upload":
+    break
+default:
+    try parent()
+    if environment["OFFLINE_BENCH_UPLOAD"] == "0" { exit(0) }
+}
+
+/// Runs the parts in child processes and prints their figures side by side.
+func parent() throws {
+    guard let binary = fixtureBinary() else {
+        print("OfflineBenchmarks: build the producer first: swift build -c release --product odata-fixture-server (at the repository root)")
+        exit(1)
+    }
+    let work = FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: work + "/data", withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: work) }
+    var payloadBytes = 0
+    do {
+        let items = makeItems(count: count)
+        try csdl.write(toFile: work + "/data/Bench.metadata.xml", atomically: true, encoding: .utf8)
+        let payload = JSON.serialize(.object(JSONObject([("value", .array(items.map(json)))])))
+        payloadBytes = payload.count
+        try Data(payload).write(to: URL(fileURLWithPath: work + "/data/Items.json"))
+    }
+    print("# OfflineBenchmarks\n")
+    print("Machine: \(machineDescription())")
+    print("Producer: \(binary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000")
+    print("Entities: \(count) generated Items (8 properties, \(payloadBytes / count) bytes of JSON each); indexes on Price and Category")
+    let (producer, serviceRoot) = try startProducer(binary: binary, data: work + "/data")
+    defer { producer.terminate() }
+    var figures: [String: [String: Double]] = [:]
+    var order: [String] = []
+    func child(_ name: String, executable: String = CommandLine.arguments[0]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        var childEnvironment = environment
+        childEnvironment["OFFLINE_BENCH_ROLE"] = name
+        childEnvironment["OFFLINE_BENCH_WORK"] = work
+        childEnvironment["OFFLINE_BENCH_ROOT"] = serviceRoot
+        process.environment = childEnvironment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { fatalError("\(name) failed:\n\(output)") }
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            guard fields.count == 2, let value = Double(fields[1]) else { continue }
+            let metric = String(fields[0])
+            if !order.contains(metric) { order.append(metric) }
+            figures[metric, default: [:]][name] = value
+        }
+    }
+    try child("download")
+    try child("store")
+    let floor = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("OfflineSQLiteFloor").path
+    guard FileManager.default.isExecutableFile(atPath: floor) else {
+        print("OfflineBenchmarks: build its SQLite side first: swift build -c release --product OfflineSQLiteFloor (in Benchmarks/)")
+        exit(1)
+    }
+    try child("sqlite", executable: floor)
+
+    func format(_ metric: String, _ value: Double?) -> String {
+        guard let value else { return "–" }
+        if metric.hasSuffix("(ns)") { return formatDuration(value) }
+        if metric.contains("bytes") { return String(format: "%.1f MiB", value / 1_048_576) }
+        return String(format: "%.0f", value)
+    }
+    printTable(title: "Offline store vs SQLite (GRDB, same rows, same indexes), each in its own process, N = \(count)",
+               header: ["metric", "offline store", "SQLite (GRDB)", "store / SQLite"], rows: order.map { metric in
+        let row = figures[metric] ?? [:]
+        let store = row["download"] ?? row["store"]
+        var ratio = ""
+        if let store, let floor = row["sqlite"], floor > 0, metric.hasSuffix("(ns)") || metric.contains("bytes") {
+            ratio = String(format: "%.2f×", store / floor)
+        }
+        return [metric, format(metric, store), format(metric, row["sqlite"]), ratio]
+    })
+    if let downloadCPU = figures["initial download, client CPU (ns)"]?["download"] {
+        print("\nInitial download: \(String(format: "%.0f", Double(count) / (downloadCPU / 1e9))) entities per client CPU-second")
+    }
+    for metric in ["selective indexed filter, matches", "5-clause filter (scan), matches", "$count of an indexed eq (5 %), value"] {
+        let row = figures[metric] ?? [:]
+        precondition(row["store"] == row["sqlite"], "\(metric): the store answered \(row["store"] ?? -1), SQLite \(row["sqlite"] ?? -1)")
+    }
+    print("\nFilters: selective `\(selectiveFilter)`; scan `\(scanFilter)`; count `\(countFilter)`")
+}
 // 4. Upload: one by one vs `$batch` change sets.
+guard role == "upload" || role == "parent" else { exit(0) }
+// The upload runs in a process of its own over a fresh store of its own.
+guard let uploadBinary = fixtureBinary() else { exit(1) }
+let uploadWork = FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-upload-\(UUID().uuidString)").path
+try FileManager.default.createDirectory(atPath: uploadWork + "/data", withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: uploadWork) }
+try csdl.write(toFile: uploadWork + "/data/Bench.metadata.xml", atomically: true, encoding: .utf8)
+try Data(JSON.serialize(.object(JSONObject([("value", .array(makeItems(count: min(count, 10_000)).map(json)))])))).write(to: URL(fileURLWithPath: uploadWork + "/data/Items.json"))
+let (producer, serviceRoot) = try startProducer(binary: uploadBinary, data: uploadWork + "/data")
+defer { producer.terminate() }
+let parameters = OfflineODataParameters(storeName: "bench", storePath: uploadWork, storeEncryptionKey: "benchmark key")
+do {
+    let downloader = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
+    try await downloader.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items"))
+    try await downloader.open()
+    await downloader.close()
+}
 let control = try CurlTransport()
 /// Calls the producer's control endpoint and returns the answer's body.
 func fixtureControl(_ method: String, _ path: String, _ body: String? = nil) async throws -> Data {

@@ -14,8 +14,9 @@ import TechnicalCache
 /// format is refused, a store of the LMDB format is migrated at open (``StoreMigration``).
 ///
 /// Two connections: one writes (transactions serialized by its lock), one reads; with the write-ahead log a
-/// read sees the last commit while a write goes on. Decoded entities are cached per entity set after the first
-/// read of the whole set; writes update the cache after their transaction commits.
+/// read sees the last commit while a write goes on. Queries read rows through ``select(_:)`` and ``count(_:)``
+/// with the SQL the planner (`Planning/`) made. Decoded entities are cached per entity set after a read of the whole
+/// set (``records(in:)``, for uploads); writes update that cache after their transaction commits.
 final class EntityStore: Sendable {
     /// The format this code writes: 1 was LMDB, 2 is SQLCipher.
     static let format = 2
@@ -24,13 +25,14 @@ final class EntityStore: Sendable {
     let directory: String
     let isEncrypted: Bool
     private let writer: LockedValue<SQLCipherConnection?>
-    private let reader: LockedValue<SQLCipherConnection?>
+    private let reader: ReadingConnection
     /// The tables of the entity sets, as committed.
     private let tables: LockedValue<[String: EntityTable]>
     /// The model the tables of new entity sets are made from: the CSDL it was parsed from, and the model.
     private let model = LockedValue<(metadata: String, model: ServiceModel?)?>(nil)
     private let cache = LockedValue<[String: [String: EntityRecord]]>([:])
-    private let ordered = LockedValue<[String: (records: [EntityRecord], json: [JSONObject])]>([:])
+    /// The secondary indexes the defining queries declare (entity set → properties); new tables get them too.
+    let wantedIndexes = LockedValue<[String: [String]]>([:])
 
     /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
     ///
@@ -91,7 +93,7 @@ final class EntityStore: Sendable {
             }
             let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4)
             writer = LockedValue(writerConnection)
-            reader = LockedValue(readerConnection)
+            reader = ReadingConnection(readerConnection)
             tables = LockedValue(try Self.loadCatalog(readerConnection))
         } catch {
             writerConnection.close()
@@ -128,13 +130,14 @@ final class EntityStore: Sendable {
 
     func close() {
         writer.withLock { $0?.close(); $0 = nil }
-        reader.withLock { $0?.close(); $0 = nil }
+        reader.close()
     }
 
-    /// Runs `body` with the reading connection.
-    private func reading<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
+    /// Runs `body` with the reading connection (again on the same thread when a read is under way: an evaluator
+    /// stepping through a query's rows reads related entities).
+    func reading<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
         do {
-            return try reader.withLock { connection in
+            return try reader.withConnection { connection in
                 guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
                 return try body(connection)
             }
@@ -143,7 +146,12 @@ final class EntityStore: Sendable {
         }
     }
 
-    private func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
+    /// Runs `body` with the reading connection in a read transaction (or in the one under way on this thread).
+    func readingConsistently<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
+        try reading(what) { connection in try reader.inReadTransaction(connection) { try body(connection) } }
+    }
+
+    func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
 
     // MARK: Reads
 
@@ -198,31 +206,16 @@ final class EntityStore: Sendable {
         return loaded
     }
 
-    /// The visible records of a set in key order (the order a producer returns them in), and
-    /// their JSON form; cached until the next write to the set.
-    func visibleRecords(in set: String, type: ServiceModel.EntityType) throws -> (records: [EntityRecord], json: [JSONObject]) {
-        if let cached = ordered.withLock({ $0[set] }) { return cached }
-        let keys = type.key
-        let sorted = try records(in: set).values.filter(\.isVisible).sorted { lhs, rhs in
-            for key in keys {
-                let order = EntityStore.compare(lhs.entity[key] ?? .null, rhs.entity[key] ?? .null)
-                if order != 0 { return order < 0 }
-            }
-            return lhs.order < rhs.order
-        }
-        let result = (records: sorted, json: sorted.map(\.json))
-        ordered.withLock { $0[set] = result }
-        return result
-    }
-
-    static func compare(_ lhs: JSONValue, _ rhs: JSONValue) -> Int {
-        switch (lhs, rhs) {
-        case (.int(let a), .int(let b)): return a < b ? -1 : (a > b ? 1 : 0)
-        case (.string(let a), .string(let b)): return a < b ? -1 : (a > b ? 1 : 0)
-        case (.double(let a), .double(let b)): return a < b ? -1 : (a > b ? 1 : 0)
-        case (.int(let a), .double(let b)): return Double(a) < b ? -1 : (Double(a) > b ? 1 : 0)
-        case (.double(let a), .int(let b)): return a < Double(b) ? -1 : (a > Double(b) ? 1 : 0)
-        default: return 0
+    /// The visible records of a set in the natural order (``EntityTable/naturalOrder(key:)``), read whole.
+    func visibleRecords(in set: String, type: ServiceModel.EntityType) throws -> [EntityRecord] {
+        guard let table = table(set) else { return [] }
+        let sql = table.selectSQL + " WHERE \"$state\" <> 'x' ORDER BY " + table.naturalOrder(key: type.key).joined(separator: ", ")
+        return try reading("the entities of \(set)") { connection in
+            let select = try connection.cachedStatement(sql)
+            defer { select.reset() }
+            var result: [EntityRecord] = []
+            while try select.step() { result.append(try table.record(from: select)) }
+            return result
         }
     }
 
@@ -305,8 +298,14 @@ final class EntityStore: Sendable {
         /// The table of `set`, created (with a column per primitive property of the current model) when new.
         private func table(for set: String) throws -> EntityTable {
             if let table = tables[set] { return table }
-            let table = EntityTable.make(set: set, model: try store.currentModel(connection), taken: Set(tables.values.map { $0.name.lowercased() }))
+            let model = try store.currentModel(connection)
+            let table = EntityTable.make(set: set, model: model, taken: Set(tables.values.map { $0.name.lowercased() }))
             try connection.execute(table.createSQL)
+            let key = model?.entityType(ofSet: set)?.key ?? []
+            try connection.execute(table.naturalIndexSQL(key: key))
+            for property in store.wantedIndexes.withLock({ $0[set] ?? [] }) + DeclaredIndexes.foreignKeys(of: set, model: model) {
+                if let sql = table.indexSQL(property: property, key: key) { try connection.execute(sql) }
+            }
             let insert = try connection.cachedStatement("INSERT INTO entity_sets (name, table_name, columns) VALUES (?, ?, ?)")
             try insert.bind(.text(set), at: 1)
             try insert.bind(.text(table.name), at: 2)
@@ -320,9 +319,39 @@ final class EntityStore: Sendable {
         func put(_ record: EntityRecord) throws {
             let table = try table(for: record.set)
             let insert = try connection.cachedStatement(table.insertSQL)
-            try table.bind(record, to: insert)
+            let flags = try table.bind(record, to: insert)
             _ = try insert.step()
+            if let flagged = table.adding(flags) { try replaceCatalogRow(flagged) }
             records.append(record)
+        }
+
+        /// Writes a table's catalog row again (its columns' flags changed).
+        private func replaceCatalogRow(_ table: EntityTable) throws {
+            let update = try connection.cachedStatement("UPDATE entity_sets SET columns = ? WHERE name = ?")
+            try update.bind(.blob(table.encodedColumns), at: 1)
+            try update.bind(.text(table.set), at: 2)
+            _ = try update.step()
+            tables[table.set] = table
+            catalogChanged = true
+        }
+
+        /// Creates the secondary indexes `wanted` names (entity set → properties) on the tables that exist, where
+        /// they are missing (tables made later get theirs when they are made).
+        ///
+        /// - Throws: `OfflineODataError.invalidRequest` for a property that has no column (not a primitive
+        ///   property of the set's entity type).
+        func ensureIndexes(_ wanted: [String: [String]]) throws {
+            let model = try store.currentModel(connection)
+            for (set, properties) in wanted.sorted(by: { $0.key < $1.key }) {
+                guard let table = tables[set] else { continue }
+                let key = model?.entityType(ofSet: set)?.key ?? []
+                for property in properties {
+                    guard let sql = table.indexSQL(property: property, key: key) else {
+                        throw OfflineODataError(.invalidRequest, "the index '\(property)' names no primitive property of \(set)")
+                    }
+                    try connection.execute(sql)
+                }
+            }
         }
 
         /// The record of one entity as this transaction sees it.
@@ -390,6 +419,10 @@ final class EntityStore: Sendable {
         func putConfiguration(_ configuration: StoreConfiguration) throws {
             try putMeta("config", configuration.encoded())
             store.adopt(metadata: configuration.metadata)
+            let wanted = try DeclaredIndexes.wanted(configuration.definingQueries, model: try store.currentModel(connection),
+                                                    serviceRoot: configuration.serviceRoot)
+            store.wantedIndexes.withLock { $0 = wanted }
+            try ensureIndexes(wanted)
         }
 
         /// The counters as this transaction sees them.
@@ -451,12 +484,7 @@ final class EntityStore: Sendable {
         }
         if let catalog {
             tables.withLock { $0 = catalog }
-            if wiped { reader.withLock { $0?.clearStatementCache() } }
-        }
-        ordered.withLock { ordered in
-            if wiped { ordered.removeAll() }
-            for pair in removed { ordered[pair.0] = nil }
-            for record in records { ordered[record.set] = nil }
+            if wiped { reader.withConnection { $0?.clearStatementCache() } }
         }
         cache.withLock { cache in
             if wiped { cache.removeAll() }
@@ -469,7 +497,6 @@ final class EntityStore: Sendable {
     /// Drops the decoded cache (the next read decodes from the database again).
     func dropCache() {
         cache.withLock { $0.removeAll() }
-        ordered.withLock { $0.removeAll() }
     }
 
     /// Runs `body` with the writing connection outside any transaction (for checks and tests).
@@ -478,5 +505,41 @@ final class EntityStore: Sendable {
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
             return try body(connection)
         }
+    }
+}
+
+/// The reading connection behind a lock its own thread may take again: a query's evaluator, while the query's rows
+/// are being stepped, reads the entities a navigation leads to with the same connection (other statements).
+final class ReadingConnection: @unchecked Sendable {
+    private let lock = NSRecursiveLock()
+    private var connection: SQLCipherConnection?
+
+    init(_ connection: SQLCipherConnection) {
+        self.connection = connection
+    }
+
+    private var inTransaction = false
+
+    func withConnection<R>(_ body: (SQLCipherConnection?) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(connection)
+    }
+
+    /// Runs `body` in a read transaction (every statement sees one commit), or in the one under way.
+    func inReadTransaction<R>(_ connection: SQLCipherConnection, _ body: () throws -> R) throws -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        if inTransaction { return try body() }
+        inTransaction = true
+        defer { inTransaction = false }
+        return try connection.read(body)
+    }
+
+    func close() {
+        withConnection { $0?.close() }
+        lock.lock()
+        connection = nil
+        lock.unlock()
     }
 }

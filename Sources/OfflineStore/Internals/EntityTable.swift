@@ -44,9 +44,40 @@ struct EntityTable: Sendable, Hashable {
         }
     }
 
+    /// What the values written to a column so far say about it: the planner translates a comparison to SQL only
+    /// where SQL compares exactly as the evaluator does. Flags are only ever added (until the table is dropped).
+    struct Flags: OptionSet, Sendable, Hashable {
+        let rawValue: UInt8
+        /// A value the column holds inexactly (or as `NULL`) sits in `"$record"` and compares otherwise than the column
+        /// (a decimal or an Int64 written as a string, an object in a text column): SQL cannot stand in for it.
+        static let inexact = Flags(rawValue: 1)
+        /// A string beyond ASCII: `startswith` on characters is not a byte prefix.
+        static let nonASCII = Flags(rawValue: 2)
+        /// A string not in Unicode normalization form C: Swift compares strings by canonical equivalence, SQL by bytes.
+        static let nonNFC = Flags(rawValue: 4)
+        /// What is assumed of a column whose values were written without tracking.
+        static let all: Flags = [.inexact, .nonASCII, .nonNFC]
+
+        /// The catalog's letters for the flags.
+        var letters: String {
+            (contains(.inexact) ? "i" : "") + (contains(.nonASCII) ? "a" : "") + (contains(.nonNFC) ? "n" : "")
+        }
+
+        init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        init(letters: String) {
+            var flags: Flags = []
+            if letters.contains("i") { flags.insert(.inexact) }
+            if letters.contains("a") { flags.insert(.nonASCII) }
+            if letters.contains("n") { flags.insert(.nonNFC) }
+            self = flags
+        }
+    }
+
     struct Column: Sendable, Hashable {
         var property: String
         var kind: Kind
+        var flags: Flags = []
     }
 
     /// The entity set.
@@ -55,6 +86,20 @@ struct EntityTable: Sendable, Hashable {
     let name: String
     let columns: [Column]
     private let columnIndex: [String: Int]
+
+    /// The column of a property, if it has one.
+    func column(_ property: String) -> Column? { columnIndex[property].map { columns[$0] } }
+
+    /// This table with `flags` added to its columns' (by position); `nil` when nothing changes.
+    func adding(_ flags: [Flags]) -> EntityTable? {
+        var changed = columns
+        var any = false
+        for (position, flag) in flags.enumerated() where !changed[position].flags.isSuperset(of: flag) {
+            changed[position].flags.formUnion(flag)
+            any = true
+        }
+        return any ? EntityTable(set: set, name: name, columns: changed) : nil
+    }
 
     init(set: String, name: String, columns: [Column]) {
         self.set = set
@@ -103,6 +148,30 @@ struct EntityTable: Sendable, Hashable {
 
     var dropSQL: String { "DROP TABLE IF EXISTS \(Self.quote(name))" }
 
+    /// The columns of the natural order (the order of the set without `$orderby`): the entity type's key
+    /// properties when each has a column, else the canonical key; then `"$order"`, which ties never reach.
+    func naturalOrder(key: [String]) -> [String] {
+        let keyColumns = key.compactMap { column($0) == nil ? nil : Self.quote($0) }
+        return (keyColumns.count == key.count && !key.isEmpty ? keyColumns : ["\"$key\""]) + ["\"$order\""]
+    }
+
+    /// The index of the natural order (so a page of a set without `$orderby` is read, not sorted). Every index
+    /// ends with `"$state"`, so counting the visible entities it finds needs no row.
+    func naturalIndexSQL(key: [String]) -> String {
+        "CREATE INDEX IF NOT EXISTS \(Self.quote(name + ":$natural")) ON \(Self.quote(name)) (\((naturalOrder(key: key) + ["\"$state\""]).joined(separator: ", ")))"
+    }
+
+    /// The secondary index of a property (then the natural order, so equal values come in that order, then
+    /// `"$state"`); `nil` for a property without a column.
+    func indexSQL(property: String, key: [String]) -> String? {
+        guard column(property) != nil else { return nil }
+        let columns = [Self.quote(property)] + naturalOrder(key: key) + ["\"$state\""]
+        return "CREATE INDEX IF NOT EXISTS \(Self.quote(indexName(property))) ON \(Self.quote(name)) (\(columns.joined(separator: ", ")))"
+    }
+
+    /// The name of a property's secondary index.
+    func indexName(_ property: String) -> String { name + ":" + property }
+
     static func quote(_ identifier: String) -> String {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
@@ -110,7 +179,7 @@ struct EntityTable: Sendable, Hashable {
     // MARK: The catalog row
 
     var encodedColumns: [UInt8] {
-        JSON.serialize(.array(columns.map { .array([.string($0.property), .string($0.kind.rawValue)]) }))
+        JSON.serialize(.array(columns.map { .array([.string($0.property), .string($0.kind.rawValue), .string($0.flags.letters)]) }))
     }
 
     static func decode(set: String, name: String, columns bytes: [UInt8]) throws(OfflineODataError) -> EntityTable {
@@ -119,10 +188,13 @@ struct EntityTable: Sendable, Hashable {
         }
         var columns: [Column] = []
         for item in list {
-            guard let pair = item.arrayValue, pair.count == 2, let property = pair[0].stringValue,
+            guard let pair = item.arrayValue, pair.count == 2 || pair.count == 3, let property = pair[0].stringValue,
                   let kind = pair[1].stringValue.flatMap(Kind.init(rawValue:))
             else { throw OfflineODataError(.storage, "the catalog row of entity set \(set) is malformed") }
-            columns.append(Column(property: property, kind: kind))
+            // A catalog written before columns were tracked says nothing of their values: assume the worst.
+            let flags = pair.count == 3 ? pair[2].stringValue.map(Flags.init(letters:)) : Flags.all
+            guard let flags else { throw OfflineODataError(.storage, "the catalog row of entity set \(set) is malformed") }
+            columns.append(Column(property: property, kind: kind, flags: flags))
         }
         return EntityTable(set: set, name: name, columns: columns)
     }
@@ -130,8 +202,12 @@ struct EntityTable: Sendable, Hashable {
     // MARK: Rows
 
     /// Binds `record` to the parameters of ``insertSQL``.
-    func bind(_ record: EntityRecord, to statement: SQLCipherStatement) throws {
+    ///
+    /// - Returns: What the record's values say of each column (by position), to be added to the catalog.
+    @discardableResult
+    func bind(_ record: EntityRecord, to statement: SQLCipherStatement) throws -> [Flags] {
         var values = [SQLCipherValue](repeating: .null, count: columns.count)
+        var flags = [Flags](repeating: [], count: columns.count)
         var entity = JSONObject()
         for (name, value) in record.entity {
             guard let position = columnIndex[name] else {
@@ -141,12 +217,29 @@ struct EntityTable: Sendable, Hashable {
             let (column, exact) = Self.columnValue(value, kind: columns[position].kind)
             values[position] = column
             entity.append(exact ? .null : value, forKey: name)
+            if !exact && !Self.comparesAlike(value, kind: columns[position].kind) { flags[position].insert(.inexact) }
+            if case .text(let text) = column { flags[position].formUnion(Self.textFlags(text)) }
         }
         try statement.bind(.text(record.key), at: 1)
         try statement.bind(.integer(record.order), at: 2)
         try statement.bind(.text(record.state.rawValue), at: 3)
         try statement.bind(.blob(record.encodedRest(entity: entity)), at: 4)
         for (position, value) in values.enumerated() { try statement.bind(value, at: Int32(position + 5)) }
+        return flags
+    }
+
+    /// Whether a value kept in `"$record"` compares as its column does: an integer in a `REAL` column (a Decimal
+    /// property written `18`) compares with any number as the double the column holds while it is within ±2⁵³.
+    private static func comparesAlike(_ value: JSONValue, kind: Kind) -> Bool {
+        guard kind == .real, case .int(let number) = value else { return false }
+        return number.magnitude <= 1 << 53
+    }
+
+    /// `.nonASCII` and `.nonNFC` as `text` calls for them.
+    static func textFlags(_ text: String) -> Flags {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return [] }
+        // Swift's `==` is canonical equivalence: compare the bytes.
+        return text.utf8.elementsEqual(text.precomposedStringWithCanonicalMapping.utf8) ? [.nonASCII] : [.nonASCII, .nonNFC]
     }
 
     /// The column value of `value`, and whether it gives `value` back exactly.

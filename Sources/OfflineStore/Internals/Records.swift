@@ -142,7 +142,9 @@ struct StoreConfiguration: Sendable, Hashable {
         var object = JSONObject()
         object.append(.string(serviceRoot), forKey: "serviceRoot")
         object.append(.array(definingQueries.map { query in
-            .object(["name": .string(query.name), "query": .string(query.query), "streams": .bool(query.automaticallyRetrievesStreams)])
+            var item: JSONObject = ["name": .string(query.name), "query": .string(query.query), "streams": .bool(query.automaticallyRetrievesStreams)]
+            if !query.indexes.isEmpty { item.append(.array(query.indexes.map(JSONValue.string)), forKey: "indexes") }
+            return .object(item)
         }), forKey: "definingQueries")
         object.append(.bool(downloadComplete), forKey: "complete")
         object.append(.object(JSONObject(deltaLinks.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) })), forKey: "deltaLinks")
@@ -167,7 +169,8 @@ struct StoreConfiguration: Sendable, Hashable {
             serviceRoot: root,
             definingQueries: queries.compactMap { item in
                 guard let name = item["name"]?.stringValue, let query = item["query"]?.stringValue else { return nil }
-                return OfflineODataDefiningQuery(name: name, query: query, automaticallyRetrievesStreams: item["streams"]?.boolValue ?? false)
+                return OfflineODataDefiningQuery(name: name, query: query, automaticallyRetrievesStreams: item["streams"]?.boolValue ?? false,
+                                                 indexes: item["indexes"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             },
             downloadComplete: object["complete"]?.boolValue ?? false,
             deltaLinks: links,
