@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The events of one ``RequestExecution`` as an async sequence: every event in order, ending after
 /// `finished`. Iterate it once: it has one consumer (a second iterator running at the same time ends at once).
 ///
@@ -49,7 +47,7 @@ public struct RequestEvents: AsyncSequence, Sendable {
             var nextID: UInt64 = 0
         }
 
-        private let state = Mutex(State())
+        private let state = LockedValue(State())
 
         init(events: [RequestEvent], finished: Bool) {
             state.withLock { state in

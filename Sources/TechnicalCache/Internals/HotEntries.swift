@@ -1,4 +1,4 @@
-import Synchronization
+import ODataCore
 
 /// The entries read most recently, held decoded in memory so that reading one again costs neither the
 /// URL's HMAC nor AES-GCM: a bounded map from the literal URL to the entry a lookup opened, with the LMDB
@@ -33,7 +33,7 @@ final class HotEntries: Sendable {
 
     /// The most bytes held; 0 holds nothing.
     let budget: Int
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init(budget: Int) {
         self.budget = max(budget, 0)
