@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "SQLCipher", dependencies: ["CSQLCipher"]),
         // A Redis client over hiredis: the technical cache's optional shared second tier.
-        .target(name: "Redis", dependencies: ["CHiredis"]),
+        .target(name: "Redis", dependencies: ["CHiredis", "ODataCore"]),
         .target(
             name: "TechnicalCache",
             dependencies: [

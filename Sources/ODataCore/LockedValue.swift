@@ -40,4 +40,16 @@ package final class LockedValue<Value>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
     }
+
+    /// Runs `body` with exclusive access to the value if no one holds the lock now; otherwise returns `nil`
+    /// at once (`pthread_mutex_trylock`).
+    ///
+    /// - Parameter body: The critical section.
+    /// - Returns: What `body` returns, or `nil` when the lock was held.
+    /// - Throws: What `body` throws.
+    package func withLockIfAvailable<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import ODataCore
 import Synchronization
 
 /// A thread-safe client of one Redis server over hiredis, with timeouts and a back-off after failures.
@@ -37,8 +38,9 @@ public final class RedisClient: Sendable {
     public typealias AvailabilityHandler = @Sendable (_ available: Bool, _ failure: RedisError?) -> Void
 
     private final class Slot: Sendable {
-        /// The connection and the generation it was made in.
-        let state = Mutex<(connection: RedisConnection?, generation: UInt64)>((nil, 0))
+        /// The connection and the generation it was made in; held for a whole command (a hiredis context is
+        /// not thread-safe). A pthread mutex (`LockedValue`), which ThreadSanitizer sees, not `Mutex`.
+        let state = LockedValue<(connection: RedisConnection?, generation: UInt64)>((nil, 0))
     }
 
     private let slots: [Slot]
