@@ -16,7 +16,7 @@ build: deps
 # processes, servers), and on a 2-core machine Swift's cooperative pool has only two.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --no-parallel
+	SWIFT=$(SWIFT) ./scripts/run-tests.sh test --skip-build --no-parallel
 
 demo: deps
 	$(SWIFT) run odata-demo
@@ -100,9 +100,9 @@ fuzz-short:
 # (see docs/notes/proof.md); leaks are checked by the soak's flat-RSS column instead.
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS=halt_on_error=1 SWIFT=$(SWIFT) ./scripts/run-tests.sh tsan --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
-	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
+	ASAN_OPTIONS=detect_leaks=0 SWIFT=$(SWIFT) ./scripts/run-tests.sh asan --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
 
 soak: deps
 	$(SWIFT) build --product odata-soak

@@ -271,8 +271,11 @@ final class FixtureService: Sendable {
     }
 
     /// The target entity set and the predicates of the entities a navigation property leads to.
+    /// - Parameter dependents: where a query that navigates from many entities keeps the dependents of each
+    ///   partner constraint's values, built in one pass over the target set (without it every call scans the set).
     func related(
-        of entity: JSONObject, in set: String, navigation: ServiceModel.NavigationProperty, data: FixtureData
+        of entity: JSONObject, in set: String, navigation: ServiceModel.NavigationProperty, data: FixtureData,
+        dependents: DependentsIndex? = nil
     ) throws -> (String, [String]) {
         guard let targetSet = model.entitySet(set)?.bindings[navigation.name],
             let targetType = model.entityTypes[navigation.targetType], let storage = data.sets[targetSet]
@@ -293,9 +296,13 @@ final class FixtureService: Sendable {
         if let partnerName = navigation.partner, let partner = targetType.navigationProperty(partnerName),
             !partner.constraints.isEmpty
         {
+            let values = partner.constraints.map { entity[$0.referencedProperty] ?? .null }
+            if let dependents {
+                return (targetSet, dependents.members(of: targetSet, partner: partner, storage: storage)[values] ?? [])
+            }
             let members = storage.order.filter { predicate in
                 let dependent = storage.entities[predicate]!.value
-                return partner.constraints.allSatisfy { dependent[$0.property] == entity[$0.referencedProperty] }
+                return zip(partner.constraints, values).allSatisfy { dependent[$0.property] == $1 }
             }
             return (targetSet, members)
         }

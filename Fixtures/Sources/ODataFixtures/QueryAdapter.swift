@@ -50,6 +50,9 @@ struct FixtureNavigator: NavigationResolver {
     let service: FixtureService
     let data: FixtureData
     let set: String
+    /// A lambda over a navigation (`Order_Details/all(…)`) asks for the dependents of every entity of the set:
+    /// indexed once per query, not scanned per entity.
+    let dependents = DependentsIndex()
 
     func related(_ entity: JSONObject, navigationProperty: String) -> JSONValue? {
         let candidates = [set] + data.model.entitySets.map(\.name).filter { $0 != set }
@@ -58,12 +61,31 @@ struct FixtureNavigator: NavigationResolver {
                 let navigation = type.navigationProperty(navigationProperty),
                 let predicate = EntityKey.predicate(of: entity, type: type),
                 data.stored(in: candidate, predicate: predicate) != nil,
-                let (targetSet, members) = try? service.related(of: entity, in: candidate, navigation: navigation, data: data),
+                let (targetSet, members) = try? service.related(of: entity, in: candidate, navigation: navigation, data: data, dependents: dependents),
                 let storage = data.sets[targetSet]
             else { continue }
             let values = members.map { JSONValue.object(service.annotated(storage.entities[$0]!)) }
             return navigation.isCollection ? .array(values) : (values.first ?? .null)
         }
         return nil
+    }
+}
+
+/// The dependents of a target set grouped by the values of a partner's referential constraints, built on first use
+/// and kept for one query's evaluation (the data does not change while a request is answered).
+final class DependentsIndex {
+    private var groups: [String: [[JSONValue]: [String]]] = [:]
+
+    /// The predicates of `storage`'s entities grouped by their values of `partner`'s constrained properties.
+    func members(of targetSet: String, partner: ServiceModel.NavigationProperty, storage: FixtureData.SetStorage) -> [[JSONValue]: [String]] {
+        let name = targetSet + "/" + partner.name
+        if let built = groups[name] { return built }
+        var built: [[JSONValue]: [String]] = [:]
+        for predicate in storage.order {
+            let dependent = storage.entities[predicate]!.value
+            built[partner.constraints.map { dependent[$0.property] ?? .null }, default: []].append(predicate)
+        }
+        groups[name] = built
+        return built
     }
 }
