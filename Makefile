@@ -98,10 +98,20 @@ fuzz-short:
 # stops the test process (and its children: ilodata, odata-soak), so any finding fails the run.
 # LeakSanitizer is off: at exit it reports the XCTest runner's and SIGKILLed children's live objects
 # (see docs/notes/proof.md); leaks are checked by the soak's flat-RSS column instead.
-sanitize: deps
+# Each build and run is a target of its own, so that CI (.ci/run) can build one beside another's tests.
+.PHONY: build-tsan test-tsan build-asan test-asan
+sanitize: build-tsan test-tsan build-asan test-asan
+
+build-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+
+test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1 SWIFT=$(SWIFT) ./scripts/run-tests.sh tsan --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
+
+build-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
+
+test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=0 SWIFT=$(SWIFT) ./scripts/run-tests.sh asan --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
 
 soak: deps
