@@ -444,16 +444,6 @@ extension MockSAP {
         try get(serviceRoot(MockSAP.gwsampleBasic) + path + "?$format=json").status
     }
 
-    /// The requests the producer logged with this method on a path containing `path`, the latest first.
-    func logged(method: String, path: String) throws -> [(path: String, status: Int, query: String)] {
-        let (_, body) = try admin("GET", "requests?limit=500")
-        guard case .object(let root) = try JSON.parse(body), let results = root["results"]?.arrayValue else { return [] }
-        return results.compactMap { entry in
-            guard entry["method"]?.stringValue == method, let logged = entry["path"]?.stringValue, logged.contains(path) else { return nil }
-            return (logged, Int(entry["status"]?.intValue ?? 0), entry["query"]?.stringValue ?? "")
-        }
-    }
-
     /// The bodies of the requests the producer logged with this method on a path containing `path`.
     func loggedBodies(method: String, path: String) throws -> [String] {
         let (_, body) = try admin("GET", "requests?limit=100&verbose=1")

@@ -241,54 +241,66 @@ struct RedisTierTests {
     /// Instance B's first read of what instance A read is a hit from Redis: no back-end request in passive
     /// mode nor within `maxAge`; in active mode B revalidates (a 304, headers only).
     @Test func onlineStoreBReadsAsCachedFromRedisWithoutTheBackEnd() async throws {
-        let redis = try RedisServer.start()
-        defer { redis.stop() }
-        let producer = try await FixtureServer.start()
-        let directory = TemporaryDirectory()
-        do {
-            let a = try await openOnlineStore(producer, redis, directory: directory.cache("a"))
+        try await withFleet { producer, redis, directory in
+            let a = try await openOnlineStore(producer.serviceRoot, redis, directory: directory.cache("a"))
             let first = try #require(try await a.response(for: .get("Customers('ALFKI')")))
             #expect(first.statusCode == 200 && !first.isFromCache)
             #expect(producer.counters.totalRequests == 1)
             waitForTier(a)
 
-            let b = try await openOnlineStore(producer, redis, directory: directory.cache("b"))
+            let b = try await openOnlineStore(producer.serviceRoot, redis, directory: directory.cache("b"))
             try b.setMode(.passive)
             let passive = try #require(try await b.response(for: .get("Customers('ALFKI')")))
             #expect(passive.isFromCache && passive.payload == first.payload)
             #expect(producer.counters.totalRequests == 1, "no back-end request")
             #expect(b.statistics.secondTier?.hits == 1)
 
-            let c = try await openOnlineStore(producer, redis, directory: directory.cache("c")) { $0.maxAge = .seconds(60) }
+            let c = try await openOnlineStore(producer.serviceRoot, redis, directory: directory.cache("c")) { $0.maxAge = .seconds(60) }
             let fresh = try #require(try await c.response(for: .get("Customers('ALFKI')")))
             #expect(fresh.payload == first.payload)
             #expect(producer.counters.totalRequests == 1, "no back-end request within maxAge")
             #expect(c.statistics.servedFresh == 1)
 
-            let d = try await openOnlineStore(producer, redis, directory: directory.cache("d"))
+            let d = try await openOnlineStore(producer.serviceRoot, redis, directory: directory.cache("d"))
             let revalidated = try #require(try await d.response(for: .get("Customers('ALFKI')")))
             #expect(revalidated.payload == first.payload)
             #expect(producer.counters.totalRequests == 2)
             #expect(d.statistics.notModified == 1, "the Redis entry's ETag made it a 304")
             for store in [a, b, c, d] { store.close() }
-        } catch {
-            await producer.stop()
-            directory.remove()
-            throw error
         }
-        await producer.stop()
-        directory.remove()
+    }
+
+    /// The same with a producer nobody here wrote (mock-sap's GWSAMPLE_BASIC, OData V2): B's passive read of what A
+    /// read is a hit from Redis, and mock-sap's request log holds A's one GET of the entity only.
+    @Test func onlineStoreBReadsWhatAReadFromAnSAPProducerFromRedis() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let redis = try RedisServer.start()
+        defer { redis.stop() }
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let root = sap.serviceRoot(MockSAP.gwsampleBasic)
+        let a = try await openOnlineStore(root, redis, directory: directory.cache("a"))
+        defer { a.close() }
+        let first = try #require(try await a.response(for: .get("ProductSet('HT-1000')")))
+        #expect(first.statusCode == 200 && !first.isFromCache)
+        waitForTier(a)
+        #expect(a.statistics.secondTier?.writes == 1)
+
+        let b = try await openOnlineStore(root, redis, directory: directory.cache("b"))
+        defer { b.close() }
+        try b.setMode(.passive)
+        let passive = try #require(try await b.response(for: .get("ProductSet('HT-1000')")))
+        #expect(passive.isFromCache && passive.payload == first.payload)
+        #expect(b.statistics.secondTier?.hits == 1)
+        #expect(try sap.logged(method: "GET", path: "ProductSet").count == 1, "only A's read reached mock-sap")
     }
 
     /// Nothing readable in Redis: every key and every value (`GET` and `DUMP`) is scanned for the URLs, the
     /// bodies' strings and the header values of what the online store cached.
     @Test func nothingReadableReachesRedis() async throws {
-        let redis = try RedisServer.start()
-        defer { redis.stop() }
-        let producer = try await FixtureServer.start()
-        let directory = TemporaryDirectory()
-        do {
-            let store = try await openOnlineStore(producer, redis, directory: directory.cache("a")) { $0.cachePartition = "user-7" }
+        try await withFleet { producer, redis, directory in
+            let store = try await openOnlineStore(producer.serviceRoot, redis, directory: directory.cache("a")) { $0.cachePartition = "user-7" }
             var needles: Set<String> = []
             let requests = [ODataRequest(resourcePath: "Customers('ALFKI')"),
                             ODataRequest(resourcePath: "Customers", queryOptions: [.filter("Country eq 'Germany'")]),
@@ -324,25 +336,16 @@ struct RedisTierTests {
                 }
             }
             store.close()
-        } catch {
-            await producer.stop()
-            directory.remove()
-            throw error
         }
-        await producer.stop()
-        directory.remove()
     }
 
     /// Redis killed while several tasks read through two online stores: no read fails; reads that Redis would
     /// have answered go to the back end; hits from Redis resume when a new server listens on the port.
     @Test func onlineReadsSurviveARedisKilledMidRun() async throws {
-        let redis = try RedisServer.start()
-        let port = redis.port
-        let producer = try await FixtureServer.start()
-        let directory = TemporaryDirectory()
-        do {
-            let a = try await openOnlineStore(producer, redis, directory: directory.cache("a"))
-            let b = try await openOnlineStore(producer, redis, directory: directory.cache("b"))
+        try await withFleet { producer, redis, directory in
+            let port = redis.port
+            let a = try await openOnlineStore(producer.serviceRoot, redis, directory: directory.cache("a"))
+            let b = try await openOnlineStore(producer.serviceRoot, redis, directory: directory.cache("b"))
             let ids = ["ALFKI", "ANATR", "ANTON", "AROUT", "BERGS", "BLAUS", "BLONP", "BOLID"]
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (index, store) in [a, b, a, b].enumerated() {
@@ -379,28 +382,7 @@ struct RedisTierTests {
             #expect(b.statistics.secondTier?.isAvailable == true)
             a.close()
             b.close()
-        } catch {
-            redis.stop()
-            await producer.stop()
-            directory.remove()
-            throw error
         }
-        redis.stop()
-        await producer.stop()
-        directory.remove()
-    }
-
-    private func openOnlineStore(_ producer: FixtureServer, _ redis: RedisServer, directory: String,
-                                 _ change: (inout OnlineStoreOptions) -> Void = { _ in }) async throws -> OnlineODataStore {
-        var options = OnlineStoreOptions()
-        options.storeDirectory = URL(fileURLWithPath: directory)
-        options.cacheEncryptionKey = fleetSecret
-        options.cacheKeyDerivation = cheapDerivation
-        options.secondTier = tierConfiguration(redis)
-        change(&options)
-        let store = try OnlineODataStore(serviceRoot: producer.serviceRoot, options: options)
-        try await store.open()
-        return store
     }
 
     private func waitForTier(_ store: OnlineODataStore) {

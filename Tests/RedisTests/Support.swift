@@ -1,5 +1,6 @@
 import Foundation
 import ODataFixtures
+import OnlineStore
 import Redis
 import TechnicalCache
 
@@ -86,4 +87,33 @@ func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) rethrows 
         Thread.sleep(forTimeInterval: 0.01)
     }
     return try condition()
+}
+
+/// Runs `body` with a redis-server, the fixture producer and a fresh directory for the instances' caches; stops
+/// both servers and removes the directory however `body` ends.
+func withFleet(_ body: (FixtureServer, RedisServer, TemporaryDirectory) async throws -> Void) async throws {
+    let redis = try RedisServer.start()
+    defer { redis.stop() }
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let producer = try await FixtureServer.start()
+    do { try await body(producer, redis, directory) } catch {
+        await producer.stop()
+        throw error
+    }
+    await producer.stop()
+}
+
+/// Opens an online store on `serviceRoot` whose cache in `directory` shares the fleet's tier on `redis`.
+func openOnlineStore(_ serviceRoot: String, _ redis: RedisServer, directory: String,
+                     _ change: (inout OnlineStoreOptions) -> Void = { _ in }) async throws -> OnlineODataStore {
+    var options = OnlineStoreOptions()
+    options.storeDirectory = URL(fileURLWithPath: directory)
+    options.cacheEncryptionKey = fleetSecret
+    options.cacheKeyDerivation = cheapDerivation
+    options.secondTier = tierConfiguration(redis)
+    change(&options)
+    let store = try OnlineODataStore(serviceRoot: serviceRoot, options: options)
+    try await store.open()
+    return store
 }

@@ -141,6 +141,21 @@ public final class MockSAP: Sendable {
         }
     }
 
+    /// The requests it logged (its `/_mock/requests`, the last 500) with this method on a path containing `path`,
+    /// the latest first: what reached the back end.
+    ///
+    /// - Throws: ``FixtureError`` `.serverFailure` when the server cannot be reached or answers no log.
+    public func logged(method: String, path: String) throws(FixtureError) -> [(path: String, status: Int, query: String)] {
+        let (_, body) = try admin("GET", "requests?limit=500")
+        guard case .object(let root)? = try? JSON.parse(body), let results = root["results"]?.arrayValue else {
+            throw FixtureError(.serverFailure, "mock-sap control plane: no request log")
+        }
+        return results.compactMap { entry in
+            guard entry["method"]?.stringValue == method, let logged = entry["path"]?.stringValue, logged.contains(path) else { return nil }
+            return (logged, Int(entry["status"]?.intValue ?? 0), entry["query"]?.stringValue ?? "")
+        }
+    }
+
     /// Stops the server by its PID (SIGTERM, then SIGKILL after a second); harmless when already stopped.
     public func stop() {
         guard let process = process.withLock({ value -> Process? in defer { value = nil }; return value }) else { return }
