@@ -177,8 +177,8 @@ extension OfflineODataProvider {
                 if single {
                     page.entities = [try ODataPayload.decodeEntity(answer).jsonV4]
                 } else {
-                    let decoded = try ODataPayload.decodeEntitySet(answer)
-                    page.entities = decoded.entities.map(\.jsonV4)
+                    let decoded = try ODataPayload.decodeEntitySetAsV4(answer)
+                    page.entities = decoded.entities
                     page.next = try decoded.nextLink.map(absolute)
                     page.deltaLink = decoded.deltaLink
                 }
@@ -246,13 +246,14 @@ struct Ingest {
             throw OfflineODataError(.downloadFailed, "no entity type known for the set '\(set)'")
         }
         var properties = JSONObject()
+        properties.reserveCapacity(object.count)
         var links = JSONObject()
         for (name, value) in object {
-            if name.hasPrefix("@") {
+            if name.utf8.first == UInt8(ascii: "@") {
                 if name == "@odata.etag" { properties.append(value, forKey: name) }
                 continue
             }
-            if name.contains("@") { continue }
+            if name.utf8.contains(UInt8(ascii: "@")) { continue }
             if type.navigation[name] != nil {
                 guard let target = model.targetSet(from: set, navigation: name) else { continue }
                 switch value {

@@ -294,6 +294,8 @@ final class EntityStore: Sendable {
         /// The catalog as this transaction sees it, published when it commits.
         fileprivate var tables: [String: EntityTable]
         fileprivate var catalogChanged = false
+        /// The statement of ``putDownloaded(_:)`` for the table it wrote last (a page's records mostly share one).
+        private var lastInsert: (table: String, statement: SQLCipherStatement)?
 
         fileprivate init(store: EntityStore, connection: SQLCipherConnection, tables: [String: EntityTable]) {
             self.store = store
@@ -333,7 +335,14 @@ final class EntityStore: Sendable {
         /// into the stored record (``EntityRecord/merging(downloaded:)``: a second defining query or an `$expand` brought it).
         func putDownloaded(_ record: EntityRecord) throws {
             let table = try table(for: record.set)
-            let insert = try connection.cachedStatement(table.insertNewSQL)
+            let insert: SQLCipherStatement
+            if let last = lastInsert, last.table == table.name {
+                insert = last.statement
+                insert.reset()
+            } else {
+                insert = try connection.cachedStatement(table.insertNewSQL)
+                lastInsert = (table.name, insert)
+            }
             let flags = try table.bind(record, to: insert)
             _ = try insert.step()
             guard connection.changes == 1 else {
@@ -430,6 +439,7 @@ final class EntityStore: Sendable {
 
         /// Removes every entity (their tables go: the next download makes them from its `$metadata`) and the ErrorArchive.
         func wipeEntities() throws {
+            lastInsert = nil
             connection.clearStatementCache()
             for table in tables.values { try connection.execute(table.dropSQL) }
             try connection.execute("DELETE FROM entity_sets; DELETE FROM error_archive")

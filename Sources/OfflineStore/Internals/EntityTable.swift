@@ -216,6 +216,7 @@ struct EntityTable: Sendable, Hashable {
         var values = [SQLCipherValue](repeating: .null, count: columns.count)
         var flags = [Flags](repeating: [], count: columns.count)
         var entity = JSONObject()
+        entity.reserveCapacity(record.entity.count)
         for (name, value) in record.entity {
             guard let position = columnIndex[name] else {
                 entity.append(value, forKey: name)
