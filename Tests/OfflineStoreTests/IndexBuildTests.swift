@@ -126,4 +126,46 @@ import Testing
         #expect(names == (try Self.expectedNames(store)) && names.contains("entities:Orders:$natural"))
         store.close()
     }
+
+    @Test func killsAroundTheLastPageAndTheIndexBuildLeaveAStoreThatReopensWhole() async throws {
+        // SIGKILL at random points from the last page's request on: its commit, the index build, or after. Each time
+        // the store reopens, resumes or builds what is missing, and holds the producer's data with every index.
+        var random = SystemRandomNumberGenerator()
+        var outcomes: [String] = []
+        for _ in 0..<6 {
+            let server = try await FixtureServer.start()
+            let directory = try TemporaryDirectory()
+            let child = try ILODataProcess(ILODataTests.storeArguments(directory) + [
+                "--kdf-rounds", "1000", "--service-root", server.serviceRoot,
+                "--defining-query", "customers=Customers", "--defining-query", "orders=Orders", "--command", "get Orders/$count",
+            ])
+            // Orders come in 9 pages of 100.
+            for _ in 0..<4000 where server.counters.requests(method: "GET", path: "Orders") < 9 { try await Task.sleep(for: .milliseconds(1)) }
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...40_000, using: &random)))
+            kill(child.process.processIdentifier, SIGKILL)
+            _ = await child.waitForExit()
+
+            var store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+            let complete = try store.configuration()?.0.downloadComplete == true
+            let missing = try Self.expectedNames(store).subtracting(try Self.indexNames(store)).count
+            outcomes.append(complete ? "complete, \(missing) indexes missing" : "not complete")
+            store.close()
+
+            let provider = try await Northwind.provider(server, directory, queries: [
+                OfflineODataDefiningQuery(name: "customers", query: "Customers"), OfflineODataDefiningQuery(name: "orders", query: "Orders"),
+            ])
+            try await provider.open()
+            for set in ["Customers", "Orders"] {
+                let expected = try server.read { data in try data.entities(in: set) }.map(plain)
+                #expect(difference(try await provider.getAll(set).map(plain), expected) == nil, "\(set) after \(outcomes.last ?? "")")
+            }
+            await provider.close()
+            store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+            let names = try Self.indexNames(store)
+            #expect(names == (try Self.expectedNames(store)) && names.contains("entities:Orders:$natural"), "after \(outcomes.last ?? "")")
+            store.close()
+            await server.stop()
+        }
+        print("IndexBuildTests kills: \(outcomes)")
+    }
 }
