@@ -6,7 +6,7 @@ import SQLCipher
 /// A table has its primary key (`"$key"`) from the start. Its other indexes — the natural order, the secondary
 /// indexes its defining queries declare, the foreign keys navigation narrows by — are made with the table, except
 /// during the initial download (``EntityStore/deferringIndexes``): then the rows go in with the key alone, and
-/// ``EntityStore/buildMissingIndexes()`` makes each index afterwards in one pass (a sort of the table) instead of
+/// ``EntityStore/buildMissingIndexes(model:)`` makes each index afterwards in one pass (a sort of the table) instead of
 /// an insert into every index for every row. Each index is built in a write transaction of its own, so a process
 /// killed in the middle leaves each one built or not at all; every `open()` of a downloaded store builds those
 /// still missing.

@@ -34,7 +34,7 @@ final class EntityStore: Sendable {
     /// The secondary indexes the defining queries declare (entity set → properties); new tables get them too.
     let wantedIndexes = LockedValue<[String: [String]]>([:])
     /// While set (by the initial download), new tables get no index beyond their key and configuration writes create
-    /// none: ``buildMissingIndexes()`` makes them afterwards, each in one pass over its table.
+    /// none: ``buildMissingIndexes(model:)`` makes them afterwards, each in one pass over its table.
     let deferringIndexes = LockedValue(false)
 
     /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
