@@ -323,6 +323,12 @@ private struct Writer {
 
     mutating func writeString(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings need no escape: their bytes go in at once.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }) {
+            bytes.append(contentsOf: text.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case 0x22: bytes.append(contentsOf: [0x5C, 0x22])

@@ -75,6 +75,13 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         }
     }
 
+    /// Reserves room for `count` members (for builders that know how many are coming).
+    /// - Parameter count: the number of members.
+    public mutating func reserveCapacity(_ count: Int) {
+        keys.reserveCapacity(count)
+        values.reserveCapacity(count)
+    }
+
     /// Appends a member without looking for a duplicate; for builders that know names are unique.
     /// - Parameters:
     ///   - value: the member's value.

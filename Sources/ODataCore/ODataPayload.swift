@@ -49,14 +49,14 @@ public struct ODataEntity: Sendable, Hashable {
     /// The entity as V4 JSON: `@odata.*` control information first, then the properties.
     public var jsonV4: JSONObject {
         var object = JSONObject()
-        for (name, value) in annotations where !name.contains("@") { object.append(value, forKey: "@" + name) }
+        for (name, value) in annotations where !name.utf8.contains(UInt8(ascii: "@")) { object.append(value, forKey: "@" + name) }
         if isRemoved {
             object.append(.object(removedReason.map { ["reason": .string($0)] } ?? [:]), forKey: "@removed")
         }
         for (name, value) in properties {
             object.append(value, forKey: name)
         }
-        for (name, value) in annotations where name.contains("@") { object.append(value, forKey: name) }
+        for (name, value) in annotations where name.utf8.contains(UInt8(ascii: "@")) { object.append(value, forKey: name) }
         return object
     }
 }
@@ -132,7 +132,52 @@ public enum ODataPayload {
     /// - Returns: the collection.
     /// - Throws: ``ODataError`` `.malformedJSON`, or `.malformedPayload` naming what was missing.
     public static func decodeEntitySet<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ODataError) -> ODataEntitySet {
-        guard case .object(let root) = try JSON.parse(bytes) else {
+        try decodeEntitySet(parsed: try JSON.parse(bytes))
+    }
+
+    /// Reads a collection payload as ``decodeEntitySet(_:)`` does and gives its entities as V4 JSON, each the
+    /// ``ODataEntity/jsonV4`` of the entity ``decodeEntitySet(_:)`` reads. A V4 collection of plain entities — no
+    /// control information but a leading `@odata.etag`, no property annotation — is read once: its objects are those
+    /// parsed, with no ``ODataEntity`` made and taken apart again.
+    /// - Parameter bytes: the payload.
+    /// - Returns: the entities, the next link and the delta link.
+    /// - Throws: ``ODataError`` `.malformedJSON`, or `.malformedPayload` naming what was missing.
+    public static func decodeEntitySetAsV4<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ODataError)
+        -> (entities: [JSONObject], nextLink: String?, deltaLink: String?) {
+        let parsed = try JSON.parse(bytes)
+        if case .object(let root) = parsed, root["d"] == nil, case .array(let results)? = root["value"] {
+            var entities: [JSONObject] = []
+            entities.reserveCapacity(results.count)
+            for item in results {
+                guard case .object(let object) = item, isPlainV4(object) else { break }
+                entities.append(object)
+            }
+            if entities.count == results.count {
+                var (nextLink, deltaLink): (String?, String?) = (nil, nil)
+                for (name, member) in root where name.utf8.first == UInt8(ascii: "@") {
+                    switch normalizedAnnotation(String(name.dropFirst())) {
+                    case "odata.nextLink": nextLink = member.stringValue
+                    case "odata.deltaLink": deltaLink = member.stringValue
+                    default: break
+                    }
+                }
+                return (entities, nextLink, deltaLink)
+            }
+        }
+        let set = try decodeEntitySet(parsed: parsed)
+        return (set.entities.map(\.jsonV4), set.nextLink, set.deltaLink)
+    }
+
+    /// Whether an entity object is its own ``ODataEntity/jsonV4``: no member name holds `@` but a first `@odata.etag`.
+    private static func isPlainV4(_ object: JSONObject) -> Bool {
+        for (position, name) in object.keys.enumerated() where name.utf8.contains(UInt8(ascii: "@")) {
+            guard position == 0, name == "@odata.etag" else { return false }
+        }
+        return true
+    }
+
+    private static func decodeEntitySet(parsed: JSONValue) throws(ODataError) -> ODataEntitySet {
+        guard case .object(let root) = parsed else {
             throw ODataError(.malformedPayload, "a collection payload must be a JSON object")
         }
         if let d = root["d"] {

@@ -62,6 +62,9 @@ extension OfflineODataProvider {
     /// store does not count as downloaded: `open()` resumes (same service root and defining queries; else
     /// it starts over), nothing else reads it. A resumed link the back end no longer accepts starts
     /// the download over at the next `open()`.
+    ///
+    /// The rows go in with their key alone; the other indexes are built once the last page is in, one pass each
+    /// (`EntityStore+Indexes.swift`; an index a killed process did not build is built at the next `open()`).
     func initialDownload(store: EntityStore) async throws {
         guard !definingQueryList.isEmpty else {
             throw OfflineODataError(.invalidDefiningQuery, "a new offline store needs at least one defining query")
@@ -91,6 +94,8 @@ extension OfflineODataProvider {
             }
             resumed = false
         }
+        store.deferringIndexes.withLock { $0 = true }
+        defer { store.deferringIndexes.withLock { $0 = false } }
         var firstRead = true
         while var resume = configuration.resume {
             let query = definingQueryList[resume.query]
@@ -111,11 +116,11 @@ extension OfflineODataProvider {
                     } else {
                         configuration.resume = resume
                     }
-                    let (records, pageConfiguration, pageCounters) = (Array(ingest.records.values), configuration, counters)
+                    // In the order they came (keys in order go into the key's index in order).
+                    let records = ingest.records.values.sorted { $0.order < $1.order }
+                    let (pageConfiguration, pageCounters) = (configuration, counters)
                     try await store.write { changes in
-                        for record in records {
-                            try changes.put(try changes.current(set: record.set, key: record.key).map { $0.merging(downloaded: record) } ?? record)
-                        }
+                        for record in records { try changes.putDownloaded(record) }
                         try changes.putCounters(pageCounters)
                         try changes.putConfiguration(pageConfiguration)
                     }
@@ -129,6 +134,8 @@ extension OfflineODataProvider {
                 throw OfflineODataError(.downloadFailed, "the initial download could not resume (\(error.message)); the next open starts it over")
             }
         }
+        store.deferringIndexes.withLock { $0 = false }
+        try store.buildMissingIndexes(model: model)
         self.configuration = configuration
         self.counters = counters
     }
@@ -170,8 +177,8 @@ extension OfflineODataProvider {
                 if single {
                     page.entities = [try ODataPayload.decodeEntity(answer).jsonV4]
                 } else {
-                    let decoded = try ODataPayload.decodeEntitySet(answer)
-                    page.entities = decoded.entities.map(\.jsonV4)
+                    let decoded = try ODataPayload.decodeEntitySetAsV4(answer)
+                    page.entities = decoded.entities
                     page.next = try decoded.nextLink.map(absolute)
                     page.deltaLink = decoded.deltaLink
                 }
@@ -239,13 +246,14 @@ struct Ingest {
             throw OfflineODataError(.downloadFailed, "no entity type known for the set '\(set)'")
         }
         var properties = JSONObject()
+        properties.reserveCapacity(object.count)
         var links = JSONObject()
         for (name, value) in object {
-            if name.hasPrefix("@") {
+            if name.utf8.first == UInt8(ascii: "@") {
                 if name == "@odata.etag" { properties.append(value, forKey: name) }
                 continue
             }
-            if name.contains("@") { continue }
+            if name.utf8.contains(UInt8(ascii: "@")) { continue }
             if type.navigation[name] != nil {
                 guard let target = model.targetSet(from: set, navigation: name) else { continue }
                 switch value {

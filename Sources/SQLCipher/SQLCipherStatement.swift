@@ -55,7 +55,14 @@ public final class SQLCipherStatement {
         case .integer(let number): code = sqlite3_bind_int64(handle, index, number)
         case .real(let number): code = sqlite3_bind_double(handle, index, number)
         case .text(let text):
-            code = text.utf8CString.withUnsafeBufferPointer { buffer in
+            // A native string's UTF-8 bytes in place (SQLite copies them: transient); others through a C string.
+            // (Not an empty one: SQLite binds NULL for a null pointer, and an empty buffer may have none.)
+            let bound = text.isEmpty ? nil : text.utf8.withContiguousStorageIfAvailable { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { buffer in
+                    sqlite3_bind_text(handle, index, buffer.baseAddress, Int32(buffer.count), CSQLCipher_transient())
+                }
+            }
+            code = bound ?? text.utf8CString.withUnsafeBufferPointer { buffer in
                 sqlite3_bind_text(handle, index, buffer.baseAddress, Int32(buffer.count - 1), CSQLCipher_transient())
             }
         case .blob(let bytes):

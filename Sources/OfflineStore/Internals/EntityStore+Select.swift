@@ -85,25 +85,3 @@ extension EntityStore {
         return try readingConsistently("the entities of \(set)") { connection in try body(TableReader(table: table, connection: connection)) }
     }
 }
-
-extension EntityStore {
-    /// Adopts the secondary indexes the defining queries declare, and creates those of existing tables that are
-    /// missing (one write transaction, only when one is missing).
-    ///
-    /// - Parameter wanted: Entity set → properties (``DeclaredIndexes/wanted(_:model:serviceRoot:)``).
-    /// - Throws: `OfflineODataError.storage`.
-    func declareIndexes(_ wanted: [String: [String]]) throws {
-        wantedIndexes.withLock { $0 = wanted }
-        let names = wanted.flatMap { set, properties in properties.compactMap { property in table(set).map { $0.indexName(property) } } }
-        guard !names.isEmpty else { return }
-        let existing = try reading("the indexes") { connection in
-            let select = try connection.cachedStatement("SELECT name FROM sqlite_master WHERE type = 'index'")
-            defer { select.reset() }
-            var result: Set<String> = []
-            while try select.step() { result.insert(select.text(at: 0)) }
-            return result
-        }
-        guard !Set(names).isSubset(of: existing) else { return }
-        try writeNow { changes in try changes.ensureIndexes(wanted) }
-    }
-}

@@ -33,6 +33,9 @@ final class EntityStore: Sendable {
     private let cache = LockedValue<[String: [String: EntityRecord]]>([:])
     /// The secondary indexes the defining queries declare (entity set → properties); new tables get them too.
     let wantedIndexes = LockedValue<[String: [String]]>([:])
+    /// While set (by the initial download), new tables get no index beyond their key and configuration writes create
+    /// none: ``buildMissingIndexes(model:)`` makes them afterwards, each in one pass over its table.
+    let deferringIndexes = LockedValue(false)
 
     /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
     ///
@@ -152,6 +155,9 @@ final class EntityStore: Sendable {
     }
 
     func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
+
+    /// The tables of every entity set, as committed, by table name.
+    func allTables() -> [EntityTable] { tables.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
 
     // MARK: Reads
 
@@ -288,6 +294,8 @@ final class EntityStore: Sendable {
         /// The catalog as this transaction sees it, published when it commits.
         fileprivate var tables: [String: EntityTable]
         fileprivate var catalogChanged = false
+        /// The statement of ``putDownloaded(_:)`` for the table it wrote last (a page's records mostly share one).
+        private var lastInsert: (table: String, statement: SQLCipherStatement)?
 
         fileprivate init(store: EntityStore, connection: SQLCipherConnection, tables: [String: EntityTable]) {
             self.store = store
@@ -301,10 +309,8 @@ final class EntityStore: Sendable {
             let model = try store.currentModel(connection)
             let table = EntityTable.make(set: set, model: model, taken: Set(tables.values.map { $0.name.lowercased() }))
             try connection.execute(table.createSQL)
-            let key = model?.entityType(ofSet: set)?.key ?? []
-            try connection.execute(table.naturalIndexSQL(key: key))
-            for property in store.wantedIndexes.withLock({ $0[set] ?? [] }) + DeclaredIndexes.foreignKeys(of: set, model: model) {
-                if let sql = table.indexSQL(property: property, key: key) { try connection.execute(sql) }
+            if !store.deferringIndexes.withLock({ $0 }) {
+                for index in store.indexes(of: table, model: model) { try connection.execute(index.sql) }
             }
             let insert = try connection.cachedStatement("INSERT INTO entity_sets (name, table_name, columns) VALUES (?, ?, ?)")
             try insert.bind(.text(set), at: 1)
@@ -323,6 +329,33 @@ final class EntityStore: Sendable {
             _ = try insert.step()
             if let flagged = table.adding(flags) { try replaceCatalogRow(flagged) }
             records.append(record)
+        }
+
+        /// Writes a downloaded record: inserted when its key is new (one statement, no read before it), else merged
+        /// into the stored record (``EntityRecord/merging(downloaded:)``: a second defining query or an `$expand` brought it).
+        func putDownloaded(_ record: EntityRecord) throws {
+            let table = try table(for: record.set)
+            let insert: SQLCipherStatement
+            if let last = lastInsert, last.table == table.name {
+                insert = last.statement
+                insert.reset()
+            } else {
+                insert = try connection.cachedStatement(table.insertNewSQL)
+                lastInsert = (table.name, insert)
+            }
+            let flags = try table.bind(record, to: insert)
+            _ = try insert.step()
+            guard connection.changes == 1 else {
+                try put(try current(set: record.set, key: record.key).map { $0.merging(downloaded: record) } ?? record)
+                return
+            }
+            if let flagged = table.adding(flags) { try replaceCatalogRow(flagged) }
+            records.append(record)
+        }
+
+        /// Runs one `CREATE INDEX` (of ``EntityStore/indexes(of:model:)``).
+        func createIndex(_ sql: String) throws {
+            try connection.execute(sql)
         }
 
         /// Writes a table's catalog row again (its columns' flags changed).
@@ -406,6 +439,7 @@ final class EntityStore: Sendable {
 
         /// Removes every entity (their tables go: the next download makes them from its `$metadata`) and the ErrorArchive.
         func wipeEntities() throws {
+            lastInsert = nil
             connection.clearStatementCache()
             for table in tables.values { try connection.execute(table.dropSQL) }
             try connection.execute("DELETE FROM entity_sets; DELETE FROM error_archive")
@@ -422,7 +456,7 @@ final class EntityStore: Sendable {
             let wanted = try DeclaredIndexes.wanted(configuration.definingQueries, model: try store.currentModel(connection),
                                                     serviceRoot: configuration.serviceRoot)
             store.wantedIndexes.withLock { $0 = wanted }
-            try ensureIndexes(wanted)
+            if !store.deferringIndexes.withLock({ $0 }) { try ensureIndexes(wanted) }
         }
 
         /// The counters as this transaction sees them.
@@ -451,7 +485,7 @@ final class EntityStore: Sendable {
     }
 
     /// The model new tables are made from: parsed from the CSDL last adopted, or from the stored configuration.
-    private func currentModel(_ connection: SQLCipherConnection) throws -> ServiceModel? {
+    func currentModel(_ connection: SQLCipherConnection) throws -> ServiceModel? {
         if let (metadata, parsed) = model.withLock({ $0 }) {
             if let parsed { return parsed }
             let parsedModel = try? ServiceModel.parse(Data(metadata.utf8))

@@ -110,13 +110,17 @@ struct EntityTable: Sendable, Hashable {
         columnIndex = index
         let quotedColumns = columns.map { Self.quote($0.property) }
         let all = ["\"$key\"", "\"$order\"", "\"$state\"", "\"$record\""] + quotedColumns
-        insertSQL = "INSERT OR REPLACE INTO \(Self.quote(name)) (\(all.joined(separator: ", "))) VALUES (\(all.map { _ in "?" }.joined(separator: ", ")))"
+        let values = "(\(all.joined(separator: ", "))) VALUES (\(all.map { _ in "?" }.joined(separator: ", ")))"
+        insertSQL = "INSERT OR REPLACE INTO \(Self.quote(name)) " + values
+        insertNewSQL = "INSERT OR IGNORE INTO \(Self.quote(name)) " + values
         selectSQL = "SELECT \(all.joined(separator: ", ")) FROM \(Self.quote(name))"
         selectKeySQL = selectSQL + " WHERE \"$key\" = ?"
         deleteSQL = "DELETE FROM \(Self.quote(name)) WHERE \"$key\" = ?"
     }
 
     let insertSQL: String
+    /// ``insertSQL`` that leaves a row whose key is stored already as it is (the connection's `changes` is then 0).
+    let insertNewSQL: String
     let selectSQL: String
     let selectKeySQL: String
     let deleteSQL: String
@@ -158,7 +162,7 @@ struct EntityTable: Sendable, Hashable {
     /// The index of the natural order (so a page of a set without `$orderby` is read, not sorted). Every index
     /// ends with `"$state"`, so counting the visible entities it finds needs no row.
     func naturalIndexSQL(key: [String]) -> String {
-        "CREATE INDEX IF NOT EXISTS \(Self.quote(name + ":$natural")) ON \(Self.quote(name)) (\((naturalOrder(key: key) + ["\"$state\""]).joined(separator: ", ")))"
+        "CREATE INDEX IF NOT EXISTS \(Self.quote(naturalIndexName)) ON \(Self.quote(name)) (\((naturalOrder(key: key) + ["\"$state\""]).joined(separator: ", ")))"
     }
 
     /// The secondary index of a property (then the natural order, so equal values come in that order, then
@@ -168,6 +172,9 @@ struct EntityTable: Sendable, Hashable {
         let columns = [Self.quote(property)] + naturalOrder(key: key) + ["\"$state\""]
         return "CREATE INDEX IF NOT EXISTS \(Self.quote(indexName(property))) ON \(Self.quote(name)) (\(columns.joined(separator: ", ")))"
     }
+
+    /// The name of the natural order's index.
+    var naturalIndexName: String { name + ":$natural" }
 
     /// The name of a property's secondary index.
     func indexName(_ property: String) -> String { name + ":" + property }
@@ -209,6 +216,7 @@ struct EntityTable: Sendable, Hashable {
         var values = [SQLCipherValue](repeating: .null, count: columns.count)
         var flags = [Flags](repeating: [], count: columns.count)
         var entity = JSONObject()
+        entity.reserveCapacity(record.entity.count)
         for (name, value) in record.entity {
             guard let position = columnIndex[name] else {
                 entity.append(value, forKey: name)
