@@ -342,7 +342,7 @@ public actor OfflineODataProvider {
     public func cancelPendingRequests() async throws {
         let store = try openStore()
         await enterChangeGate(); defer { leaveChangeGate() }
-        let touched = try store.allRecords().filter { $0.state != .downloaded }
+        let touched = try store.locallyChangedRecords()
         try await store.write { changes in
             for var record in touched {
                 if let original = record.original {

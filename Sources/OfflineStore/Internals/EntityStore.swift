@@ -15,8 +15,8 @@ import TechnicalCache
 ///
 /// Two connections: one writes (transactions serialized by its lock), one reads; with the write-ahead log a
 /// read sees the last commit while a write goes on. Queries read rows through ``select(_:)`` and ``count(_:)``
-/// with the SQL the planner (`Planning/`) made. Decoded entities are cached per entity set after a read of the whole
-/// set (``records(in:)``, for uploads); writes update that cache after their transaction commits.
+/// with the SQL the planner (`Planning/`) made. Nothing reads a whole set into memory: sync reads the rows it needs
+/// by key, by a column, or through the partial index of flagged rows (`EntityStore+Flagged.swift`).
 final class EntityStore: Sendable {
     /// The format this code writes: 1 was LMDB, 2 is SQLCipher.
     static let format = 2
@@ -30,7 +30,6 @@ final class EntityStore: Sendable {
     private let tables: LockedValue<[String: EntityTable]>
     /// The model the tables of new entity sets are made from: the CSDL it was parsed from, and the model.
     private let model = LockedValue<(metadata: String, model: ServiceModel?)?>(nil)
-    private let cache = LockedValue<[String: [String: EntityRecord]]>([:])
     /// The secondary indexes the defining queries declare (entity set → properties); new tables get them too.
     let wantedIndexes = LockedValue<[String: [String]]>([:])
 
@@ -153,6 +152,9 @@ final class EntityStore: Sendable {
 
     func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
 
+    /// The tables of the entity sets, as committed, by table name.
+    func allTables() -> [EntityTable] { tables.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
+
     // MARK: Reads
 
     func configuration() throws -> (StoreConfiguration, StoreCounters)? {
@@ -174,36 +176,15 @@ final class EntityStore: Sendable {
 
     /// The record of one entity, tombstones included.
     func record(set: String, key: String) throws -> EntityRecord? {
-        if let cached = cache.withLock({ $0[set] }) { return cached[key] }
         guard let table = table(set) else { return nil }
         return try reading("an entity of \(set)") { connection in try Self.record(key: key, table: table, connection) }
     }
 
-    private static func record(key: String, table: EntityTable, _ connection: SQLCipherConnection) throws -> EntityRecord? {
+    static func record(key: String, table: EntityTable, _ connection: SQLCipherConnection) throws -> EntityRecord? {
         let select = try connection.cachedStatement(table.selectKeySQL)
         try select.bind(.text(key), at: 1)
         defer { select.reset() }
         return try select.step() ? try table.record(from: select) : nil
-    }
-
-    private static func records(of table: EntityTable, _ connection: SQLCipherConnection) throws -> [EntityRecord] {
-        let select = try connection.cachedStatement(table.selectSQL)
-        defer { select.reset() }
-        var result: [EntityRecord] = []
-        while try select.step() { result.append(try table.record(from: select)) }
-        return result
-    }
-
-    /// The records of an entity set (tombstones included), unordered.
-    func records(in set: String) throws -> [String: EntityRecord] {
-        if let cached = cache.withLock({ $0[set] }) { return cached }
-        guard let table = table(set) else { return [:] }
-        let list = try reading("the entities of \(set)") { connection in try Self.records(of: table, connection) }
-        var loaded: [String: EntityRecord] = [:]
-        loaded.reserveCapacity(list.count)
-        for record in list { loaded[record.key] = record }
-        cache.withLock { $0[set] = loaded }
-        return loaded
     }
 
     /// The visible records of a set in the natural order (``EntityTable/naturalOrder(key:)``), read whole.
@@ -216,14 +197,6 @@ final class EntityStore: Sendable {
             var result: [EntityRecord] = []
             while try select.step() { result.append(try table.record(from: select)) }
             return result
-        }
-    }
-
-    /// Every record of every set, tombstones included (for undo and checks).
-    func allRecords() throws -> [EntityRecord] {
-        let all = tables.withLock { Array($0.values) }.sorted { $0.name < $1.name }
-        return try reading("the entities") { connection in
-            try connection.read { try all.flatMap { table in try Self.records(of: table, connection) } }
         }
     }
 
@@ -282,8 +255,6 @@ final class EntityStore: Sendable {
     final class Changes {
         fileprivate let store: EntityStore
         fileprivate let connection: SQLCipherConnection
-        fileprivate var records: [EntityRecord] = []
-        fileprivate var removed: [(String, String)] = []
         fileprivate var wiped = false
         /// The catalog as this transaction sees it, published when it commits.
         fileprivate var tables: [String: EntityTable]
@@ -303,6 +274,7 @@ final class EntityStore: Sendable {
             try connection.execute(table.createSQL)
             let key = model?.entityType(ofSet: set)?.key ?? []
             try connection.execute(table.naturalIndexSQL(key: key))
+            try connection.execute(table.flaggedIndexSQL)
             for property in store.wantedIndexes.withLock({ $0[set] ?? [] }) + DeclaredIndexes.foreignKeys(of: set, model: model) {
                 if let sql = table.indexSQL(property: property, key: key) { try connection.execute(sql) }
             }
@@ -322,7 +294,6 @@ final class EntityStore: Sendable {
             let flags = try table.bind(record, to: insert)
             _ = try insert.step()
             if let flagged = table.adding(flags) { try replaceCatalogRow(flagged) }
-            records.append(record)
         }
 
         /// Writes a table's catalog row again (its columns' flags changed).
@@ -342,6 +313,8 @@ final class EntityStore: Sendable {
         ///   property of the set's entity type).
         func ensureIndexes(_ wanted: [String: [String]]) throws {
             let model = try store.currentModel(connection)
+            // Tables made before the index of flagged rows existed get it here (once: a scan of the table).
+            for table in tables.values.sorted(by: { $0.name < $1.name }) { try connection.execute(table.flaggedIndexSQL) }
             for (set, properties) in wanted.sorted(by: { $0.key < $1.key }) {
                 guard let table = tables[set] else { continue }
                 let key = model?.entityType(ofSet: set)?.key ?? []
@@ -366,7 +339,6 @@ final class EntityStore: Sendable {
                 try delete.bind(.text(key), at: 1)
                 _ = try delete.step()
             }
-            removed.append((set, key))
         }
 
         func enqueue(_ request: QueuedRequest) throws {
@@ -411,8 +383,6 @@ final class EntityStore: Sendable {
             try connection.execute("DELETE FROM entity_sets; DELETE FROM error_archive")
             tables.removeAll()
             catalogChanged = true
-            records.removeAll()
-            removed.removeAll()
             wiped = true
         }
 
@@ -464,19 +434,19 @@ final class EntityStore: Sendable {
         return parsedModel
     }
 
-    /// Runs `body` in one write transaction and, once it committed, brings the cache up to date.
+    /// Runs `body` in one write transaction and, once it committed, publishes the catalog it changed.
     func write<R: Sendable>(_ body: @escaping @Sendable (Changes) throws -> R) async throws -> R {
         try writeNow(body)
     }
 
     /// ``write(_:)`` on the calling thread.
     func writeNow<R>(_ body: (Changes) throws -> R) throws -> R {
-        let (result, records, removed, wiped, catalog) = try writer.withLock { connection in
+        let (result, wiped, catalog) = try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
             let changes = Changes(store: self, connection: connection, tables: tables.withLock { $0 })
             do {
                 let result = try connection.transaction { try body(changes) }
-                return (result, changes.records, changes.removed, changes.wiped, changes.catalogChanged ? changes.tables : nil)
+                return (result, changes.wiped, changes.catalogChanged ? changes.tables : nil)
             } catch {
                 if changes.catalogChanged { connection.clearStatementCache() }
                 throw Self.storageError(error, "cannot write the store")
@@ -486,17 +456,7 @@ final class EntityStore: Sendable {
             tables.withLock { $0 = catalog }
             if wiped { reader.withConnection { $0?.clearStatementCache() } }
         }
-        cache.withLock { cache in
-            if wiped { cache.removeAll() }
-            for pair in removed { cache[pair.0]?[pair.1] = nil }
-            for record in records where cache[record.set] != nil { cache[record.set]?[record.key] = record }
-        }
         return result
-    }
-
-    /// Drops the decoded cache (the next read decodes from the database again).
-    func dropCache() {
-        cache.withLock { $0.removeAll() }
     }
 
     /// Runs `body` with the writing connection outside any transaction (for checks and tests).
