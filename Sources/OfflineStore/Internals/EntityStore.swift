@@ -134,20 +134,20 @@ final class EntityStore: Sendable {
 
     /// Runs `body` with the reading connection (again on the same thread when a read is under way: an evaluator
     /// stepping through a query's rows reads related entities).
-    func reading<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
+    func reading<R>(_ what: @autoclosure () -> String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
         do {
             return try reader.withConnection { connection in
                 guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
                 return try body(connection)
             }
         } catch {
-            throw Self.storageError(error, "cannot read \(what)")
+            throw Self.storageError(error, "cannot read \(what())")
         }
     }
 
     /// Runs `body` with the reading connection in a read transaction (or in the one under way on this thread).
-    func readingConsistently<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
-        try reading(what) { connection in try reader.inReadTransaction(connection) { try body(connection) } }
+    func readingConsistently<R>(_ what: @autoclosure () -> String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
+        try reading(what()) { connection in try reader.inReadTransaction(connection) { try body(connection) } }
     }
 
     func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
