@@ -25,7 +25,7 @@ struct LocalPath: Sendable, Hashable {
         var path = text
         if path.hasPrefix("/") { path.removeFirst() }
         if path.hasSuffix("/") { path.removeLast() }
-        path = path.removingPercentEncoding ?? path
+        if path.contains("%") { path = path.removingPercentEncoding ?? path }
         guard !path.isEmpty else { throw OfflineODataError(.invalidRequest, "the resource path is empty") }
         var segments: [Segment] = []
         var index = path.startIndex
@@ -69,6 +69,8 @@ struct LocalPath: Sendable, Hashable {
     }
 
     private static func parseKey(_ text: String, in path: String) throws(OfflineODataError) -> [(name: String?, value: JSONValue)] {
+        // The usual single integer key: `(10248)`.
+        if let int = Int64(text) { return [(nil, .int(int))] }
         var parts: [String] = []
         var current = ""
         var inString = false
@@ -84,9 +86,9 @@ struct LocalPath: Sendable, Hashable {
         parts.append(current)
         var result: [(name: String?, value: JSONValue)] = []
         for part in parts {
-            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            let trimmed = trimmedSpaces(part)
             if let equals = trimmed.firstIndex(of: "="), !trimmed.hasPrefix("'") {
-                let name = String(trimmed[..<equals]).trimmingCharacters(in: .whitespaces)
+                let name = trimmedSpaces(String(trimmed[..<equals]))
                 result.append((name, try literal(String(trimmed[trimmed.index(after: equals)...]), in: path)))
             } else {
                 result.append((nil, try literal(trimmed, in: path)))
@@ -99,27 +101,37 @@ struct LocalPath: Sendable, Hashable {
     }
 
     private static func literal(_ raw: String, in path: String) throws(OfflineODataError) -> JSONValue {
-        let text = raw.trimmingCharacters(in: .whitespaces)
+        let text = trimmedSpaces(raw)
         guard !text.isEmpty else { throw OfflineODataError(.invalidRequest, "empty key value in '\(path)'") }
+        if let int = Int64(text) { return .int(int) }
         if text.hasPrefix("'") {
             guard text.count >= 2, text.hasSuffix("'") else { throw OfflineODataError(.invalidRequest, "unterminated string key \(text) in '\(path)'") }
             return .string(String(text.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'"))
         }
         // OData V2 forms (in V2 ids and keys): guid'…', datetime'…', datetimeoffset'…', 12L, 1.5M/m/D/d/F/f.
-        for prefix in ["guid'", "datetime'", "datetimeoffset'", "time'"] where text.lowercased().hasPrefix(prefix) && text.hasSuffix("'") {
-            return .string(String(text.dropFirst(prefix.count).dropLast()))
+        if text.hasSuffix("'") {
+            let lowered = text.lowercased()
+            for prefix in ["guid'", "datetime'", "datetimeoffset'", "time'"] where lowered.hasPrefix(prefix) {
+                return .string(String(text.dropFirst(prefix.count).dropLast()))
+            }
         }
         if let last = text.last, "LlMmDdFf".contains(last), text.count > 1 {
             let digits = String(text.dropLast())
             if "Ll".contains(last), let int = Int64(digits) { return .int(int) }
             if !"Ll".contains(last), let double = Double(digits) { return .double(double) }
         }
-        if let int = Int64(text) { return .int(int) }
         if let double = Double(text), text.contains(".") { return .double(double) }
         if text == "true" || text == "false" { return .bool(text == "true") }
         if text.count == 36, UUID(uuidString: text) != nil { return .string(text) }
         throw OfflineODataError(.invalidRequest, "key value \(text) in '\(path)' is not a literal")
     }
+}
+
+/// `text` without leading and trailing spaces and tabs (as `trimmingCharacters(in: .whitespaces)`, without
+/// Foundation's bridging when there is nothing to trim).
+private func trimmedSpaces(_ text: String) -> String {
+    guard let first = text.first, let last = text.last, first.isWhitespace || last.isWhitespace else { return text }
+    return text.trimmingCharacters(in: .whitespaces)
 }
 
 /// Canonical key rendering: `('ALFKI')`, `(10248)`, `(OrderID=10248,ProductID=11)` in the

@@ -84,19 +84,24 @@ extension OfflineODataProvider {
         if countOnly { segments.removeLast() }
         guard !segments.isEmpty else { throw OfflineODataError(.invalidRequest, "'\(parsed.rawPath)' names no entity set") }
         let target = try resolve(segments, query: query, store: store)
-        let options = try LocalQuery.options(parsed.options)
+        let options = parsed.options.isEmpty ? QueryOptions() : try LocalQuery.options(parsed.options)
         switch target {
         case .nothing:
             return ODataResponse(statusCode: 204)
         case .entity(let set, let entity):
             guard !countOnly else { throw OfflineODataError(.invalidRequest, "/$count needs a collection") }
-            var single = QueryOptions()
-            single.select = options.select
-            single.expand = options.expand
-            let result = try LocalQuery.apply(single, to: [entity], navigation: query)
             var object = JSONObject()
             object.append(.string(serviceRoot + "$metadata#" + set + "/$entity"), forKey: "@odata.context")
-            for (name, value) in result.entities.first ?? entity { object.append(value, forKey: name) }
+            if options.select == nil && options.expand == nil {
+                // A plain key lookup: the entity as read, no evaluator.
+                for (name, value) in entity { object.append(value, forKey: name) }
+            } else {
+                var single = QueryOptions()
+                single.select = options.select
+                single.expand = options.expand
+                let result = try LocalQuery.apply(single, to: [entity], navigation: query)
+                for (name, value) in result.entities.first ?? entity { object.append(value, forKey: name) }
+            }
             return Self.jsonResponse(.object(object), status: 200)
         case .collection(let set, _), .set(let set):
             if let filter = options.filter { try FilterTypes.check(filter, set: set, model: model) }
@@ -230,9 +235,14 @@ extension OfflineODataProvider {
     }
 
     static func jsonResponse(_ value: JSONValue, status: Int) -> ODataResponse {
+        ODataResponse(statusCode: status, headerFields: jsonFields, payload: Data(JSON.serialize(value)))
+    }
+
+    /// The header fields of a JSON answer, made (and checked by HTTPTypes) once.
+    private static let jsonFields: HTTPFields = {
         var fields = HTTPFields()
         fields[.contentType] = "application/json;odata.metadata=minimal"
         fields[HTTPField.Name("OData-Version")!] = "4.0"
-        return ODataResponse(statusCode: status, headerFields: fields, payload: Data(JSON.serialize(value)))
-    }
+        return fields
+    }()
 }

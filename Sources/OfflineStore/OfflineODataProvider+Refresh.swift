@@ -63,13 +63,12 @@ extension OfflineODataProvider {
             if let link = try await fullRead(query, into: &full) { newLinks[query.name] = link }
         }
 
-        // What the store held before the network reads, for the merge of full reads.
-        let before = try store.allRecords()
         // Entities whose local copy may be behind (a download skipped them while they had local
-        // state, or their failed change was given up) and that no answer above brings: read again.
+        // state, or their failed change was given up) and that no answer above brings: read again
+        // (found through the partial index of flagged rows, not by reading the sets).
         var refreshed: [(set: String, key: String, entity: EntityRecord?)] = []
         let incomingKeys = Set(full.records.keys).union(deltaUpserts.records.keys)
-        for record in before where record.needsRefresh && !record.hasLocalState && !incomingKeys.contains(record.reference) {
+        for record in try store.recordsNeedingRefresh() where !incomingKeys.contains(record.reference) {
             var single = Ingest(model: model)
             let url = serviceRoot + PercentEncoding.encodePath(record.reference)
             guard let body = try await fetch(url, trackChanges: false, missingIsNil: true) else {
@@ -88,8 +87,7 @@ extension OfflineODataProvider {
             refreshed.append((record.set, record.key, fresh))
         }
         let finalRefreshed = refreshed
-        let holders = before.filter { !Set($0.queries).isDisjoint(with: fullQueries.union(removedQueries)) }
-            .map { ($0.set, $0.key) }
+        let holders = try heldEntities(by: fullQueries.union(removedQueries), store: store)
         let firstOrder = self.counters.nextOrder
         let fresh = Array(full.records.values) + Array(deltaUpserts.records.values)
         // A changed entity in a delta carries the properties that changed (OData JSON 4.01 §15.3): merged into
@@ -182,6 +180,22 @@ extension OfflineODataProvider {
         }
         counters.nextOrder = max(counters.nextOrder, order)
         self.configuration = newConfiguration
+    }
+
+    /// The entities (set and key) that any of `queries` brought: what a full read or a removed defining query
+    /// may release. None for a download of deltas only; else each set is walked one record at a time, narrowed
+    /// in SQL to the rows whose record names one of the queries, and only the keys are kept.
+    private func heldEntities(by queries: Set<String>, store: EntityStore) throws -> [(String, String)] {
+        guard !queries.isEmpty else { return [] }
+        let names = queries.sorted().map { String(decoding: JSON.serialize(.string($0)), as: UTF8.self) }
+        var holders: [(String, String)] = []
+        for set in store.storedSets() {
+            try store.forEachRecord(in: set, containing: names) { record in
+                if !queries.isDisjoint(with: record.queries) { holders.append((record.set, record.key)) }
+                return true
+            }
+        }
+        return holders
     }
 
     /// Reads the changes behind a delta link, following next and delta links.

@@ -348,7 +348,12 @@ extension OfflineODataProvider {
                 }
             }
             guard !columns.isEmpty else { continue }
-            for var record in try store.records(in: setName).values {
+            // The dependents holding a temporary value, read through the foreign keys' columns (indexed).
+            var holding: [String: EntityRecord] = [:]
+            for (column, change) in columns.sorted(by: { $0.key < $1.key }) {
+                for record in try store.records(in: setName, property: column, equalTo: change.0) { holding[record.key] = record }
+            }
+            for var record in holding.values.sorted(by: { $0.order < $1.order }) {
                 var changed = false
                 for (column, change) in columns where record.entity[column] == change.0 {
                     record.entity[column] = change.1

@@ -187,6 +187,7 @@ public actor OfflineODataProvider {
                 try await reported(.initialDownload) { try await initialDownload(store: store) }
             }
             readSnapshot.set(store, model)
+            warmReads()
             setState(.open)
         } catch {
             shutDown()
@@ -342,7 +343,7 @@ public actor OfflineODataProvider {
     public func cancelPendingRequests() async throws {
         let store = try openStore()
         await enterChangeGate(); defer { leaveChangeGate() }
-        let touched = try store.allRecords().filter { $0.state != .downloaded }
+        let touched = try store.locallyChangedRecords()
         try await store.write { changes in
             for var record in touched {
                 if let original = record.original {

@@ -84,6 +84,15 @@ public final class SQLCipherConnection {
     public let isEncrypted: Bool
     /// SQLCipher's version, as `PRAGMA cipher_version` gave it (for example `3.4.1`).
     public private(set) var cipherVersion = ""
+    /// The rows the statements of this connection stepped over in full table scans (SQLite's
+    /// `SQLITE_STMTSTATUS_FULLSCAN_STEP`, summed as each statement is reset or finalized): zero while every read
+    /// found its rows through a key or an index. What tests prove a bounded read with, not a timing.
+    public private(set) var fullScanSteps = 0
+
+    /// Adds what a statement counted since it last reported.
+    func noteFullScanSteps(_ steps: Int32) {
+        fullScanSteps += Int(steps)
+    }
 
     /// Opens (creating it, owner-only, when missing) the database at `path`, keys it, checks that SQLCipher
     /// answers and that the key opens the file, and sets the connection up.

@@ -31,7 +31,10 @@ public final class SQLCipherStatement {
 
     /// Releases the statement. The corresponding C function is `sqlite3_finalize`.
     func finalize() {
-        if let handle { sqlite3_finalize(handle) }
+        if let handle {
+            reportFullScanSteps(handle)
+            sqlite3_finalize(handle)
+        }
         handle = nil
     }
 
@@ -95,8 +98,16 @@ public final class SQLCipherStatement {
     /// The corresponding C functions are `sqlite3_reset` and `sqlite3_clear_bindings`.
     public func reset() {
         guard let handle else { return }
+        reportFullScanSteps(handle)
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+    }
+
+    /// Hands the statement's count of full-scan steps to its connection (``SQLCipherConnection/fullScanSteps``)
+    /// and zeroes it.
+    private func reportFullScanSteps(_ handle: OpaquePointer) {
+        let steps = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1)
+        if steps > 0 { connection.noteFullScanSteps(steps) }
     }
 
     /// The number of columns of a row.

@@ -64,7 +64,7 @@ import Testing
         #expect(configuration.resume?.query == 1)
         #expect(configuration.resume?.next?.hasSuffix("Orders?$skiptoken=300") == true)
         #expect(configuration.resume?.entities == 300)
-        #expect(try store.allRecords().count(where: { $0.set == "Customers" }) == 91)
+        #expect(try store.recordCount(in: "Customers") == 91)
         store.close()
         #expect(try OfflineODataProvider.storedServiceRoot(parameters: Northwind.parameters(directory)) == nil)
         #expect(server.counters.requests(method: "GET", path: "Orders") == 4)
@@ -115,7 +115,7 @@ import Testing
         #expect(!configuration.downloadComplete && configuration.resume?.query == 1)
         #expect(committed >= 400 && committed < 830 && committed % 100 == 0)
         #expect(configuration.resume?.next?.hasSuffix("Orders?$skiptoken=\(committed)") == true)
-        #expect(try store.allRecords().count(where: { $0.set == "Orders" }) == committed)
+        #expect(try store.recordCount(in: "Orders") == committed)
         store.close()
 
         let before = server.counters.requests(method: "GET", path: "Orders")

@@ -108,7 +108,7 @@ import Testing
         var store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
         let (configuration, _) = try #require(try store.configuration())
         #expect(!configuration.downloadComplete)
-        let committed = try store.allRecords().count(where: { $0.set == "Orders" })
+        let committed = try store.recordCount(in: "Orders")
         #expect(committed > 0 && committed < 830)
         // Rows in, indexes not yet (beyond the keys).
         #expect(try Self.indexNames(store).isEmpty)

@@ -164,3 +164,12 @@ func difference(_ local: [JSONObject], _ expected: [JSONObject]) -> String? {
     }
     return nil
 }
+
+extension EntityStore {
+    /// The number of records of a set (tombstones included), walked one at a time.
+    func recordCount(in set: String) throws -> Int {
+        var count = 0
+        try forEachRecord(in: set) { _ in count += 1; return true }
+        return count
+    }
+}

@@ -3,8 +3,8 @@ import SQLCipher
 
 /// The indexes of the entity tables: which each table has, and building the missing ones.
 ///
-/// A table has its primary key (`"$key"`) from the start. Its other indexes — the natural order, the secondary
-/// indexes its defining queries declare, the foreign keys navigation narrows by — are made with the table, except
+/// A table has its primary key (`"$key"`) from the start. Its other indexes — the natural order, the flagged rows, the
+/// secondary indexes its defining queries declare, the foreign keys navigation narrows by — are made with the table, except
 /// during the initial download (``EntityStore/deferringIndexes``): then the rows go in with the key alone, and
 /// ``EntityStore/buildMissingIndexes(model:)`` makes each index afterwards in one pass (a sort of the table) instead of
 /// an insert into every index for every row. Each index is built in a write transaction of its own, so a process
@@ -12,10 +12,12 @@ import SQLCipher
 /// still missing.
 extension EntityStore {
     /// The indexes `table` should have beyond its key: name and `CREATE INDEX IF NOT EXISTS` statement — the natural
-    /// order, then the declared properties of its set and its foreign keys that have a column, each once.
+    /// order, the flagged rows (``EntityTable/flaggedIndexSQL``), then the declared properties of its set and its foreign
+    /// keys that have a column, each once.
     func indexes(of table: EntityTable, model: ServiceModel?) -> [(name: String, sql: String)] {
         let key = model?.entityType(ofSet: table.set)?.key ?? []
-        var result = [(name: table.naturalIndexName, sql: table.naturalIndexSQL(key: key))]
+        var result = [(name: table.naturalIndexName, sql: table.naturalIndexSQL(key: key)),
+                      (name: table.flaggedIndexName, sql: table.flaggedIndexSQL)]
         for property in wantedIndexes.withLock({ $0[table.set] ?? [] }) + DeclaredIndexes.foreignKeys(of: table.set, model: model) {
             let name = table.indexName(property)
             guard !result.contains(where: { $0.name == name }), let sql = table.indexSQL(property: property, key: key) else { continue }

@@ -55,7 +55,8 @@ struct TableReader {
         let prefix = table.name + ":"
         while try select.step() {
             let name = select.text(at: 0)
-            if name.hasPrefix(prefix), case let property = String(name.dropFirst(prefix.count)), property != "$natural" { result.insert(property) }
+            // `$natural`, `$flagged`: the store's own (OData names never hold `$`).
+            if name.hasPrefix(prefix), case let property = String(name.dropFirst(prefix.count)), !property.hasPrefix("$") { result.insert(property) }
         }
         return result
     }

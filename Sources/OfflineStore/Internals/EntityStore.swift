@@ -15,8 +15,8 @@ import TechnicalCache
 ///
 /// Two connections: one writes (transactions serialized by its lock), one reads; with the write-ahead log a
 /// read sees the last commit while a write goes on. Queries read rows through ``select(_:)`` and ``count(_:)``
-/// with the SQL the planner (`Planning/`) made. Decoded entities are cached per entity set after a read of the whole
-/// set (``records(in:)``, for uploads); writes update that cache after their transaction commits.
+/// with the SQL the planner (`Planning/`) made. Nothing reads a whole set into memory: sync reads the rows it needs
+/// by key, by a column, or through the partial index of flagged rows (`EntityStore+Flagged.swift`).
 final class EntityStore: Sendable {
     /// The format this code writes: 1 was LMDB, 2 is SQLCipher.
     static let format = 2
@@ -30,7 +30,6 @@ final class EntityStore: Sendable {
     private let tables: LockedValue<[String: EntityTable]>
     /// The model the tables of new entity sets are made from: the CSDL it was parsed from, and the model.
     private let model = LockedValue<(metadata: String, model: ServiceModel?)?>(nil)
-    private let cache = LockedValue<[String: [String: EntityRecord]]>([:])
     /// The secondary indexes the defining queries declare (entity set → properties); new tables get them too.
     let wantedIndexes = LockedValue<[String: [String]]>([:])
     /// While set (by the initial download), new tables get no index beyond their key and configuration writes create
@@ -138,20 +137,20 @@ final class EntityStore: Sendable {
 
     /// Runs `body` with the reading connection (again on the same thread when a read is under way: an evaluator
     /// stepping through a query's rows reads related entities).
-    func reading<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
+    func reading<R>(_ what: @autoclosure () -> String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
         do {
             return try reader.withConnection { connection in
                 guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
                 return try body(connection)
             }
         } catch {
-            throw Self.storageError(error, "cannot read \(what)")
+            throw Self.storageError(error, "cannot read \(what())")
         }
     }
 
     /// Runs `body` with the reading connection in a read transaction (or in the one under way on this thread).
-    func readingConsistently<R>(_ what: String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
-        try reading(what) { connection in try reader.inReadTransaction(connection) { try body(connection) } }
+    func readingConsistently<R>(_ what: @autoclosure () -> String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
+        try reading(what()) { connection in try reader.inReadTransaction(connection) { try body(connection) } }
     }
 
     func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
@@ -180,36 +179,15 @@ final class EntityStore: Sendable {
 
     /// The record of one entity, tombstones included.
     func record(set: String, key: String) throws -> EntityRecord? {
-        if let cached = cache.withLock({ $0[set] }) { return cached[key] }
         guard let table = table(set) else { return nil }
         return try reading("an entity of \(set)") { connection in try Self.record(key: key, table: table, connection) }
     }
 
-    private static func record(key: String, table: EntityTable, _ connection: SQLCipherConnection) throws -> EntityRecord? {
+    static func record(key: String, table: EntityTable, _ connection: SQLCipherConnection) throws -> EntityRecord? {
         let select = try connection.cachedStatement(table.selectKeySQL)
         try select.bind(.text(key), at: 1)
         defer { select.reset() }
         return try select.step() ? try table.record(from: select) : nil
-    }
-
-    private static func records(of table: EntityTable, _ connection: SQLCipherConnection) throws -> [EntityRecord] {
-        let select = try connection.cachedStatement(table.selectSQL)
-        defer { select.reset() }
-        var result: [EntityRecord] = []
-        while try select.step() { result.append(try table.record(from: select)) }
-        return result
-    }
-
-    /// The records of an entity set (tombstones included), unordered.
-    func records(in set: String) throws -> [String: EntityRecord] {
-        if let cached = cache.withLock({ $0[set] }) { return cached }
-        guard let table = table(set) else { return [:] }
-        let list = try reading("the entities of \(set)") { connection in try Self.records(of: table, connection) }
-        var loaded: [String: EntityRecord] = [:]
-        loaded.reserveCapacity(list.count)
-        for record in list { loaded[record.key] = record }
-        cache.withLock { $0[set] = loaded }
-        return loaded
     }
 
     /// The visible records of a set in the natural order (``EntityTable/naturalOrder(key:)``), read whole.
@@ -222,14 +200,6 @@ final class EntityStore: Sendable {
             var result: [EntityRecord] = []
             while try select.step() { result.append(try table.record(from: select)) }
             return result
-        }
-    }
-
-    /// Every record of every set, tombstones included (for undo and checks).
-    func allRecords() throws -> [EntityRecord] {
-        let all = tables.withLock { Array($0.values) }.sorted { $0.name < $1.name }
-        return try reading("the entities") { connection in
-            try connection.read { try all.flatMap { table in try Self.records(of: table, connection) } }
         }
     }
 
@@ -288,8 +258,6 @@ final class EntityStore: Sendable {
     final class Changes {
         fileprivate let store: EntityStore
         fileprivate let connection: SQLCipherConnection
-        fileprivate var records: [EntityRecord] = []
-        fileprivate var removed: [(String, String)] = []
         fileprivate var wiped = false
         /// The catalog as this transaction sees it, published when it commits.
         fileprivate var tables: [String: EntityTable]
@@ -328,7 +296,6 @@ final class EntityStore: Sendable {
             let flags = try table.bind(record, to: insert)
             _ = try insert.step()
             if let flagged = table.adding(flags) { try replaceCatalogRow(flagged) }
-            records.append(record)
         }
 
         /// Writes a downloaded record: inserted when its key is new (one statement, no read before it), else merged
@@ -350,7 +317,6 @@ final class EntityStore: Sendable {
                 return
             }
             if let flagged = table.adding(flags) { try replaceCatalogRow(flagged) }
-            records.append(record)
         }
 
         /// Runs one `CREATE INDEX` (of ``EntityStore/indexes(of:model:)``).
@@ -399,7 +365,6 @@ final class EntityStore: Sendable {
                 try delete.bind(.text(key), at: 1)
                 _ = try delete.step()
             }
-            removed.append((set, key))
         }
 
         func enqueue(_ request: QueuedRequest) throws {
@@ -445,8 +410,6 @@ final class EntityStore: Sendable {
             try connection.execute("DELETE FROM entity_sets; DELETE FROM error_archive")
             tables.removeAll()
             catalogChanged = true
-            records.removeAll()
-            removed.removeAll()
             wiped = true
         }
 
@@ -498,19 +461,19 @@ final class EntityStore: Sendable {
         return parsedModel
     }
 
-    /// Runs `body` in one write transaction and, once it committed, brings the cache up to date.
+    /// Runs `body` in one write transaction and, once it committed, publishes the catalog it changed.
     func write<R: Sendable>(_ body: @escaping @Sendable (Changes) throws -> R) async throws -> R {
         try writeNow(body)
     }
 
     /// ``write(_:)`` on the calling thread.
     func writeNow<R>(_ body: (Changes) throws -> R) throws -> R {
-        let (result, records, removed, wiped, catalog) = try writer.withLock { connection in
+        let (result, wiped, catalog) = try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
             let changes = Changes(store: self, connection: connection, tables: tables.withLock { $0 })
             do {
                 let result = try connection.transaction { try body(changes) }
-                return (result, changes.records, changes.removed, changes.wiped, changes.catalogChanged ? changes.tables : nil)
+                return (result, changes.wiped, changes.catalogChanged ? changes.tables : nil)
             } catch {
                 if changes.catalogChanged { connection.clearStatementCache() }
                 throw Self.storageError(error, "cannot write the store")
@@ -520,17 +483,7 @@ final class EntityStore: Sendable {
             tables.withLock { $0 = catalog }
             if wiped { reader.withConnection { $0?.clearStatementCache() } }
         }
-        cache.withLock { cache in
-            if wiped { cache.removeAll() }
-            for pair in removed { cache[pair.0]?[pair.1] = nil }
-            for record in records where cache[record.set] != nil { cache[record.set]?[record.key] = record }
-        }
         return result
-    }
-
-    /// Drops the decoded cache (the next read decodes from the database again).
-    func dropCache() {
-        cache.withLock { $0.removeAll() }
     }
 
     /// Runs `body` with the writing connection outside any transaction (for checks and tests).

@@ -176,6 +176,32 @@ struct EntityTable: Sendable, Hashable {
     /// The name of the natural order's index.
     var naturalIndexName: String { name + ":$natural" }
 
+    /// The rows a download or an undo looks for (``flaggedIndexSQL``): those with a local change (`"$state"` other
+    /// than downloaded) and those whose local copy may be behind (`"rf":true` in `"$record"`; an object member of
+    /// that name inside the entity matches too, so a reader checks the decoded record). A query must repeat this
+    /// condition word for word for SQLite to use the partial index.
+    static let flaggedCondition = "(\"$state\" <> 'd' OR instr(\"$record\", '\"rf\":true') > 0)"
+
+    /// The name of the flagged rows' index.
+    var flaggedIndexName: String { name + ":$flagged" }
+
+    /// The partial index of the flagged rows (``flaggedCondition``): small (downloaded rows are not in it), so
+    /// finding the local changes or the entities to read again reads those rows only, whatever the set's size.
+    var flaggedIndexSQL: String {
+        "CREATE INDEX IF NOT EXISTS \(Self.quote(flaggedIndexName)) ON \(Self.quote(name)) (\"$state\") WHERE \(Self.flaggedCondition)"
+    }
+
+    /// A condition that holds for every row whose record has `value` for `property` (and maybe for a few more: the
+    /// caller compares the decoded records), through the property's column (and its index, where there is one):
+    /// the column holds ``columnValue(_:kind:)`` of what the record holds, so equal values have equal column
+    /// values, `NULL` included. `nil` for a property without a column.
+    func equalityCondition(property: String, value: JSONValue) -> (sql: String, arguments: [SQLCipherValue])? {
+        guard let column = column(property) else { return nil }
+        let (sqlValue, _) = Self.columnValue(value, kind: column.kind)
+        if case .null = sqlValue { return ("\(Self.quote(property)) IS NULL", []) }
+        return ("\(Self.quote(property)) = ?", [sqlValue])
+    }
+
     /// The name of a property's secondary index.
     func indexName(_ property: String) -> String { name + ":" + property }
 
@@ -251,7 +277,7 @@ struct EntityTable: Sendable, Hashable {
     }
 
     /// The column value of `value`, and whether it gives `value` back exactly.
-    private static func columnValue(_ value: JSONValue, kind: Kind) -> (SQLCipherValue, exact: Bool) {
+    static func columnValue(_ value: JSONValue, kind: Kind) -> (SQLCipherValue, exact: Bool) {
         switch (kind, value) {
         case (_, .null): return (.null, true)
         case (.text, .string(let text)): return (.text(text), true)

@@ -73,8 +73,18 @@ enum StoreMigration {
         let stored = try store.configuration()
         guard stored?.0 == contents.configuration || contents.configuration == nil else { throw fail("configuration") }
         guard stored?.1 ?? StoreCounters() == contents.counters ?? StoreCounters() else { throw fail("counters") }
-        let byReference = { (records: [EntityRecord]) in Dictionary(records.map { ($0.reference, $0) }, uniquingKeysWith: { first, _ in first }) }
-        guard byReference(try store.allRecords()) == byReference(contents.records) else { throw fail("entities") }
+        // The new store is walked one record at a time (the LMDB store's contents are in memory already).
+        let expected = Dictionary(contents.records.map { ($0.reference, $0) }, uniquingKeysWith: { first, _ in first })
+        var seen: Set<String> = []
+        var same = true
+        for set in store.storedSets() {
+            try store.forEachRecord(in: set) { record in
+                same = expected[record.reference] == record && seen.insert(record.reference).inserted
+                return same
+            }
+            guard same else { throw fail("entities") }
+        }
+        guard seen.count == expected.count else { throw fail("entities") }
         guard try store.queuedRequests() == contents.queue.sorted(by: { $0.id < $1.id }) else { throw fail("request queue") }
         let errors = try store.errorEntriesWithIDs()
         guard errors.map(\.id) == contents.errors.map(\.id).sorted(),
