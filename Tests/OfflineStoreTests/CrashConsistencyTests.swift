@@ -20,8 +20,11 @@ import Glibc
 /// in plaintext. At the end the work is finished uninterrupted and every entity equals the producer's.
 ///
 /// The worker is `ilodata` (a real process, on a real store directory, against the real `FixtureServer`), killed
-/// after a random delay. The seed is printed; `KILL_SEED` replays it (the delays are then the same, where the kills
-/// land depends on the machine's speed). Under a sanitizer fewer kills (`KILL_COUNT` sets the kills per kind).
+/// after a random delay from a point it reached: its start, the n-th page the producer was asked for (the download,
+/// every page 15 ms late), its last delta request (the merge), the end of an open as measured (the index build), or
+/// the first bytes it wrote to the write-ahead log (a commit under way). The windows are learnt from runs that were
+/// not killed, so they follow the machine's speed. The seed is printed; `KILL_SEED` replays the delays (where they
+/// land depends on the machine). Under a sanitizer fewer kills (`KILL_COUNT` sets the kills per kind).
 @Suite(.serialized) struct CrashConsistencyTests {
     static let sanitized = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
         || ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
@@ -300,8 +303,17 @@ struct KillRun {
     // MARK: Checks after a kill
 
     /// The size of the write-ahead log a killed process left (0 when it wrote nothing: a closed store has none).
-    func walSize() -> Int {
-        (try? FileManager.default.attributesOfItem(atPath: EntityStore.databasePath(in: storeDirectory) + "-wal")[.size] as? Int) ?? 0
+    func walSize() -> Int { Self.size(of: walPath) }
+
+    var walPath: String { EntityStore.databasePath(in: storeDirectory) + "-wal" }
+
+    static func size(of path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    /// Waits until the child writes to the write-ahead log (its transaction commits, or spills) or ends.
+    static func waitForWAL(_ child: ILODataProcess, path: String) async throws {
+        while child.process.isRunning && size(of: path) == 0 { try await Task.sleep(for: .microseconds(200)) }
     }
 
     /// What a reopened store holds.
@@ -344,9 +356,10 @@ struct KillRun {
         var killed = 0
         while killed < kills {
             let start = served()
-            let pages = uniform(0...3)
+            // Now and then while the process starts and creates the store; else while a page is read or committed.
+            let pages = uniform(0...6)
             let extra = uniform(0...(latency + 20))
-            let early = uniform(0...120)
+            let early = uniform(0...300)
             let producer = self.server
             let sets = CrashConsistencyTests.sets
             let (didKill, _) = try await runAndKill(["--command", "get Events/$count"], after: pages == 0 ? early : extra) { child in
@@ -534,10 +547,13 @@ struct KillRun {
         let (network, tail) = timing.withLock { $0 }
         print("CrashConsistencyTests: an uninterrupted merge: \(network) of requests, then \(tail) until exit")
         lastApplied = try producerSnapshot()
+        let calibrated = try inspect()
+        #expect(mismatch(recordSnapshot(calibrated.records), lastApplied) == nil, "the uninterrupted merge applied the producer's changes")
         // Where the tail ends, learnt again from every run that ended before its kill.
         var tailMilliseconds = max(5, Int(tail.components.seconds * 1000 + tail.components.attoseconds / 1_000_000_000_000_000))
         let networkMilliseconds = max(5, Int(network.components.seconds * 1000 + network.components.attoseconds / 1_000_000_000_000_000))
 
+        var linksBefore = calibrated.configuration?.deltaLinks
         var killed = 0
         var round = 0
         while killed < kills {
@@ -545,18 +561,20 @@ struct KillRun {
             try changeProducer(round: round)
             let expected = try producerSnapshot()
             let start = served()
-            // A third of the kills while the delta is read, the rest while it is merged.
-            let early = uniform(0...2) == 0
-            let delay = early ? uniform(0...networkMilliseconds) : uniform((tailMilliseconds / 3)...(tailMilliseconds + 5))
-            let linksBefore = try inspect().configuration?.deltaLinks
+            // A third of the kills while the delta is read, a third while it is merged, a third once its commit began
+            // (the first bytes in the write-ahead log: the commit, the checkpoint at close).
+            let mode = uniform(0...2)
+            let delay = [uniform(0...networkMilliseconds), uniform((tailMilliseconds / 3)...(tailMilliseconds + 5)), uniform(0...20)][mode]
+            let wal = walPath
             let (didKill, endedAfter) = try await runAndKill(["--command", "download"], after: delay) { child in
-                while !early && child.process.isRunning
+                while mode == 1 && child.process.isRunning
                     && CrashConsistencyTests.sets.reduce(0, { $0 + producer.counters.requests(method: "GET", path: $1.0) }) < start + 3 {
                     try await Task.sleep(for: .milliseconds(1))
                 }
+                if mode == 2 { try await KillRun.waitForWAL(child, path: wal) }
             }
             if didKill { killed += 1 }
-            if let endedAfter, !early { tailMilliseconds = max(5, endedAfter) }
+            if let endedAfter, mode == 1 { tailMilliseconds = max(5, endedAfter) }
             let walWritten = walSize() > 0
             let inspection = try checkAfterKill("merge")
             let configuration = inspection.configuration
@@ -565,6 +583,7 @@ struct KillRun {
                 lastApplied = expected
                 if didKill { note("merge", "applied before the kill") }
                 #expect(configuration?.deltaLinks != linksBefore, "a merge applied moved its delta links")
+                linksBefore = configuration?.deltaLinks
             } else {
                 let difference = mismatch(local, lastApplied)
                 #expect(difference == nil, "killed merge: neither the state before nor the one after: \(difference ?? "")")
@@ -629,11 +648,16 @@ struct KillRun {
         let span = max(building - plain, 10) + 20
         var end = max(plain, building)
         var killed = 0
+        let wal = walPath
         while killed < kills {
-            let delay = uniform(max(0, end - span)...end)
-            let (didKill, endedAfter) = try await runAndKill(CrashConsistencyTests.indexes + ["--command", "pending"], after: delay)
+            // Half of the kills in the window of the build, half once its commit began (bytes in the write-ahead log).
+            let atCommit = uniform(0...1) == 1
+            let delay = atCommit ? uniform(0...20) : uniform(max(0, end - span)...end)
+            let (didKill, endedAfter) = try await runAndKill(CrashConsistencyTests.indexes + ["--command", "pending"], after: delay) { child in
+                if atCommit { try await KillRun.waitForWAL(child, path: wal) }
+            }
             if didKill { killed += 1 }
-            if let endedAfter { end = endedAfter }
+            if let endedAfter, !atCommit { end = endedAfter }
             let walWritten = walSize() > 0
             let (present, declared) = try declaredIndexes(among: checkAfterKill("index build").indexes)
             #expect(present.isEmpty || Set(present) == Set(declared), "an index set is built whole or not at all: \(present)")
