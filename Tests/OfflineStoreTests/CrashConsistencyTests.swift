@@ -73,7 +73,7 @@ import Glibc
     /// killed after some defining queries were committed resumes on `open()` at the first one not committed (no
     /// `$metadata` read again, no committed set read again) and ends with exactly the producer's entities.
     @Test func aKilledDownloadFromMockSAPResumesOnOpenWithExactlyTheProducersEntities() async throws {
-        let sap = try MockSAP.start(arguments: ["--latency-ms", "150"])
+        let sap = try MockSAP.start(arguments: ["--latency-ms", "80"])
         defer { sap.stop() }
         let root = sap.serviceRoot(MockSAP.gwsampleBasic)
         let directory = try TemporaryDirectory()
@@ -243,7 +243,7 @@ struct KillRun {
         customerIDs = try server.read { try $0.entities(in: "Customers") }.compactMap { $0["CustomerID"]?.stringValue }
         // A few thousand events on the producer: the initial download has dozens of pages.
         let count = CrashConsistencyTests.sanitized ? 1_000 : 2_000
-        for _ in 0..<count { try insertEvent() }
+        try insertEvents(count)
         let events = try server.read { try $0.entities(in: "Events") }
         for event in events.prefix(4) {
             needles.append(try #require(event["Title"]?.stringValue))
@@ -254,19 +254,29 @@ struct KillRun {
 
     func producerCount(_ set: String) -> Int { (try? server.read { try $0.count(in: set) }) ?? 0 }
 
-    mutating func insertEvent() throws {
+    /// Adds `count` events on the producer, made from the seed.
+    mutating func insertEvents(_ count: Int) throws {
+        var events: [JSONObject] = []
+        for _ in 0..<count { events.append(makeEvent()) }
+        try server.mutate { data in for event in events { _ = try data.insert(event, into: "Events") } }
+    }
+
+    mutating func makeEvent() -> JSONObject {
         nextEvent += 1
         let customer = customerIDs[Int(random.next() % UInt64(customerIDs.count))]
         let kinds = ["call", "visit", "email", "complaint"]
-        let event: JSONObject = [
-            "EventID": .string(UUID().uuidString.lowercased()),
+        let hex = (0..<4).map { _ in String(UInt32(truncatingIfNeeded: random.next()), radix: 16) }
+            .map { String(repeating: "0", count: 8 - $0.count) + $0 }.joined()
+        let guid = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+            .joined(separator: "-")
+        return [
+            "EventID": .string(guid),
             "CustomerID": .string(customer),
             "Title": .string("Kill probe \(nextEvent) with \(customer) \(random.next() % 100_000)"),
             "Kind": .string(kinds[Int(random.next() % 4)]),
             "OccurredAt": .string("2026-\(two(1 + random.next() % 12))-\(two(1 + random.next() % 28))T\(two(random.next() % 24)):\(two(random.next() % 60)):00Z"),
             "Severity": .int(Int64(random.next() % 5)),
         ]
-        try server.mutate { data in _ = try data.insert(event, into: "Events") }
     }
 
     func two(_ number: UInt64) -> String { number < 10 ? "0\(number)" : "\(number)" }
@@ -495,7 +505,7 @@ struct KillRun {
             guard touched.insert(index).inserted else { continue }
             try server.mutate { data in try data.delete(from: "Events", key: ["EventID": events[index]]) }
         }
-        for _ in 0..<30 { try insertEvent() }
+        try insertEvents(30)
         for _ in 0..<5 {
             let order = orders[uniform(0...(orders.count - 1))]
             let city = "Merged \(round)-\(uniform(0...999))"
