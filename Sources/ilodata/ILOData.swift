@@ -58,6 +58,11 @@ struct ILOData: AsyncParsableCommand {
     @Option(name: .long, parsing: .singleValue, help: "A defining query as name=query, for a new store (repeatable).")
     var definingQuery: [String] = []
 
+    @Option(name: .long, parsing: .singleValue, help: ArgumentHelp(
+        "Secondary indexes of a defining query as name=Property[,Property…] (repeatable); the query must be given with --defining-query.",
+        discussion: "On an existing store, give the defining query again with its indexes: open() builds the missing ones."))
+    var index: [String] = []
+
     @Option(name: .long, help: "Entities per page of a local read (0: no paging).")
     var pageSize: Int = 0
 
@@ -112,11 +117,14 @@ struct ILOData: AsyncParsableCommand {
             throw ValidationError("no store at \(storePath)/\(storeName); give --service-root and --defining-query to create one")
         }
         let provider = try OfflineODataProvider(serviceRoot: root, parameters: parameters)
+        let indexes = try Self.indexes(index, definingQueries: definingQuery)
         for item in definingQuery {
             guard let equals = item.firstIndex(of: "=") else {
                 throw ValidationError("--defining-query must be name=query, got '\(item)'")
             }
-            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: String(item[..<equals]), query: String(item[item.index(after: equals)...])))
+            let name = String(item[..<equals])
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: name, query: String(item[item.index(after: equals)...]),
+                                                                            indexes: indexes[name] ?? []))
         }
         try await provider.open()
         var session = Session(provider: provider, json: json)
@@ -138,6 +146,29 @@ struct ILOData: AsyncParsableCommand {
             _ = await session.run(trimmed)
         }
         await provider.close()
+    }
+}
+
+extension ILOData {
+    /// The `--index` options by defining query name, each property once, in the order given.
+    ///
+    /// - Throws: `ValidationError` for an option that is not `name=Property[,Property…]` or names a defining query
+    ///   not given with `--defining-query`.
+    static func indexes(_ options: [String], definingQueries: [String]) throws -> [String: [String]] {
+        let names = Set(definingQueries.map { String($0.prefix { $0 != "=" }) })
+        var result: [String: [String]] = [:]
+        for option in options {
+            let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
+            let properties = parts.count == 2 ? parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } : []
+            guard parts.count == 2, !properties.isEmpty else {
+                throw ValidationError("--index must be name=Property[,Property…], got '\(option)'")
+            }
+            guard names.contains(parts[0]) else {
+                throw ValidationError("--index names the defining query '\(parts[0])', which no --defining-query gives")
+            }
+            for property in properties where !(result[parts[0]] ?? []).contains(property) { result[parts[0], default: []].append(property) }
+        }
+        return result
     }
 }
 

@@ -121,6 +121,30 @@ final class ILODataProcess: @unchecked Sendable {
         #expect(refused != 0 && refusal.contains("ILODATA_PASSWORD"), "\(refusal)")
     }
 
+    /// `--index` declares a defining query's secondary indexes; on an existing store the open builds them. An index of
+    /// a defining query not given, or of a property the set does not have, is refused with a message naming it.
+    @Test func ilodataDeclaresIndexesAndRefusesBadOnes() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let base = Self.storeArguments(directory) + ["--kdf-rounds", "1000", "--service-root", server.serviceRoot,
+                                                      "--defining-query", "customers=Customers"]
+        let (created, createdText) = try await ILODataProcess.run(base + ["--command", "get Customers/$count"])
+        #expect(created == 0, "\(createdText)")
+        let (unknown, unknownText) = try await ILODataProcess.run(base + ["--index", "orders=OrderDate", "--command", "get Customers/$count"])
+        #expect(unknown != 0 && unknownText.contains("'orders'"), "\(unknownText)")
+        let (badProperty, badPropertyText) = try await ILODataProcess.run(base + ["--index", "customers=NoSuchProperty", "--command", "get Customers/$count"])
+        #expect(badProperty != 0 && badPropertyText.contains("NoSuchProperty"), "\(badPropertyText)")
+
+        let (built, builtText) = try await ILODataProcess.run(base + ["--index", "customers=Country,City", "--command", "get Customers?$filter=Country eq 'Germany'&$count=true&$top=0"])
+        #expect(built == 0 && builtText.contains("of 11"), "\(builtText)")
+        let store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+        defer { store.close() }
+        let table = try #require(store.table("Customers"))
+        let indexes = try CrashConsistencyTests.indexNames(store)
+        #expect(indexes.contains(table.indexName("Country")) && indexes.contains(table.indexName("City")), "\(indexes)")
+    }
+
     @Test func ilodataCreatesAStoreRunsOneShotCommandsAndAnInteractiveSession() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: ILODataProcess.binary), "build ilodata first (swift build --build-tests builds it)")
         let server = try await FixtureServer.start()
