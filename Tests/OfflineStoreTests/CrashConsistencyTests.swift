@@ -15,7 +15,7 @@ import Glibc
 
 /// SIGKILL at random points of an initial download, a delta merge and an index build (issue #16): after every kill
 /// the store reopens consistent — SQLite's `integrity_check` is ok, every record decodes, a download is resumable at
-/// its last committed page, a merge is applied whole or not at all, an index set is built whole or not at all, the
+/// its last committed page, a merge is applied whole or not at all, each index is built whole or not at all, the
 /// request queue and the ErrorArchive are as they were — and no file of the store holds a value, key or index entry
 /// in plaintext. At the end the work is finished uninterrupted and every entity equals the producer's.
 ///
@@ -101,7 +101,7 @@ import Glibc
         let (configuration, _) = try #require(try store.configuration())
         let resume = try #require(configuration.resume, "the download is resumable")
         #expect(!configuration.downloadComplete && (1..<sets.count).contains(resume.query), "resume at \(resume.query)")
-        let records = try store.allRecords()
+        let records = try store.everyRecord()
         for (index, set) in names.enumerated() {
             let held = records.count(where: { $0.queries.contains(set) })
             #expect(index < resume.query ? held > 0 : held == 0, "\(set): \(held) records with the resume at \(resume.query)")
@@ -337,7 +337,7 @@ struct KillRun {
     func inspect() throws -> Inspection {
         let store = try EntityStore.open(directory: storeDirectory, parameters: parameters)
         defer { store.close() }
-        let records = try store.allRecords()
+        let records = try store.everyRecord()
         for record in records { _ = record.json }
         return Inspection(configuration: try store.configuration()?.0, records: records, indexes: try CrashConsistencyTests.indexNames(store))
     }
@@ -351,7 +351,7 @@ struct KillRun {
         let store = try EntityStore.open(directory: storeDirectory, parameters: parameters)
         defer { store.close() }
         #expect(try CrashConsistencyTests.integrity(store) == "ok", "\(kind)")
-        let records = try store.allRecords()
+        let records = try store.everyRecord()
         for record in records { _ = record.json }
         #expect(try store.queuedRequests().map(\.id) == expectedQueue, "\(kind): the request queue")
         #expect(try store.errorEntriesWithIDs().map(\.id) == expectedErrors, "\(kind): the ErrorArchive")
@@ -670,9 +670,12 @@ struct KillRun {
             if let endedAfter, !atCommit { end = endedAfter }
             let walWritten = walSize() > 0
             let (present, declared) = try declaredIndexes(among: checkAfterKill("index build").indexes)
-            #expect(present.isEmpty || Set(present) == Set(declared), "an index set is built whole or not at all: \(present)")
+            // Each index is built in a write transaction of its own (`EntityStore+Indexes.swift`): any of them may be
+            // there after a kill, each one whole (`integrity_check` above compares every index with its table), and the
+            // next open builds the others.
+            #expect(Set(present).isSubset(of: Set(declared)), "\(present)")
             if !present.isEmpty {
-                if didKill { note("index build", "built before the kill") }
+                if didKill { note("index build", present.count == declared.count ? "built before the kill" : "\(present.count) of \(declared.count) built") }
                 try dropIndexes(present)  // so that the next run builds them again
             } else {
                 note("index build", walWritten ? "rolled back, its commit under way (WAL written)" : "rolled back, before its commit")

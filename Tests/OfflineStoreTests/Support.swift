@@ -172,4 +172,11 @@ extension EntityStore {
         try forEachRecord(in: set) { _ in count += 1; return true }
         return count
     }
+
+    /// Every record of every set (tombstones included), for tests that compare a whole small store.
+    func everyRecord() throws -> [EntityRecord] {
+        var records: [EntityRecord] = []
+        for table in allTables() { try forEachRecord(in: table.set) { records.append($0); return true } }
+        return records
+    }
 }
