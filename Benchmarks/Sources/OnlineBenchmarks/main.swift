@@ -115,6 +115,22 @@ final class DelayServer {
     }
 }
 
+/// A transport with no I/O: it replays the answers nginx gave (a 200 with its body, or a 304 to a request carrying
+/// the ETag), so that a row over it measures the store's own work around a response and nothing of the network.
+final class ReplayTransport: HTTPTransport {
+    private let full: TransportResponse
+    private let notModified: TransportResponse
+
+    init(full: TransportResponse, notModified: TransportResponse) {
+        self.full = full
+        self.notModified = notModified
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        request.headerFields[.ifNoneMatch] == full.headerFields[.eTag] ? notModified : full
+    }
+}
+
 /// Everything runs off the main actor, as service code does: top-level code is main-actor isolated,
 /// and every await from it would add two thread hops to each measured read.
 nonisolated func runBenchmarks() async throws {
@@ -207,6 +223,16 @@ nonisolated func runBenchmarks() async throws {
         _ = try await floorCache.store(CacheEntry(status: 200, headers: [.init(name: "ETag", value: plain.headerFields[.eTag] ?? "")], payload: files[name]!), for: url + "#etag")
         let stored = try floorCache.entry(for: url + "#etag")
 
+        // The same store over a transport that replays these answers: the store's own work, without the network.
+        let replayed = try await transport.send(conditional)
+        precondition(replayed.status == 304)
+        var replayOptions = periodicOptions
+        replayOptions.storeName = "replay-\(label)"
+        let replayStore = try OnlineODataStore(serviceRoot: root, options: replayOptions,
+                                               transport: ReplayTransport(full: plain, notModified: replayed))
+        try await replayStore.open()
+        _ = try await replayStore.response(for: cached)
+
         var urlRequest = URLRequest(url: URL(string: url)!)
         let (data, response) = try await session.data(for: urlRequest)
         urlCache.storeCachedResponse(CachedURLResponse(response: response, data: data), for: urlRequest)
@@ -231,6 +257,8 @@ nonisolated func runBenchmarks() async throws {
                 let reply = try await transport.send(conditional)
                 precondition(reply.status == 304)
             },
+            Row("store over a replayed answer (no network), uncached GET", bytes: "0") { _ = try await replayStore.response(for: uncached) },
+            Row("store over a replayed answer (no network), active read (cache + 304)", bytes: "0") { _ = try await replayStore.response(for: cached) },
             Row("TechnicalCache refresh after a 304", bytes: "0") {
                 _ = try await floorCache.refresh(for: url + "#etag", with304Headers: [], revalidating: stored)
             },
