@@ -431,7 +431,7 @@ public final class OnlineODataStore: Sendable {
             reporter.notModified(url: url)
             // The copy the request revalidated is the answer, even when another answer replaced it in
             // the cache meanwhile (the refresh then leaves that one alone).
-            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headers: confirming, payload: Data(), stored: cached, sentAt: sentAt) : nil
+            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headers: confirming, payload: Data(), stored: cached, confirmed: true, sentAt: sentAt) : nil
             response = Self.response(from: refreshed ?? cached, revalidated: true)
         } else {
             response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
@@ -519,7 +519,8 @@ public final class OnlineODataStore: Sendable {
     /// `sentAt`, so that an answer never replaces one to a request sent later, and a 304 refreshes
     /// only the copy it confirmed. A cache closed meanwhile is left alone.
     /// - Returns: the refreshed entry after a 304, if it is still the one stored.
-    private func updateCache(url: String, request: CacheRequest, status: Int, headers: [CacheEntry.Header], payload: Data, stored: CacheEntry?, sentAt: Date) async -> CacheEntry? {
+    /// - Parameter confirmed: whether a 304's `headers` were checked to confirm `stored`.
+    private func updateCache(url: String, request: CacheRequest, status: Int, headers: [CacheEntry.Header], payload: Data, stored: CacheEntry?, confirmed: Bool = false, sentAt: Date) async -> CacheEntry? {
         guard let cache, cache.isOpen else { return nil }
         switch CachePolicy.action(for: request, status: status, headers: headers, hasStoredEntry: stored != nil, mode: .active) {
         case .store:
@@ -527,7 +528,7 @@ public final class OnlineODataStore: Sendable {
             reporter.decision(stored ? "stored" : "not stored", url: url)
             reporter.counts(of: cache)
         case .refresh:
-            let refreshed = (try? await cache.refresh(for: url, with304Headers: headers, revalidating: stored, at: sentAt)) ?? nil
+            let refreshed = (try? await cache.refresh(for: url, with304Headers: headers, revalidating: stored, confirmed: confirmed, at: sentAt)) ?? nil
             reporter.decision(refreshed == nil ? "refresh skipped (superseded)" : "refreshed", url: url)
             return refreshed
         case .remove:
@@ -568,7 +569,7 @@ public final class OnlineODataStore: Sendable {
                 let result: Result<TransportResponse, any Error>
                 do { result = .success(try await sendCounted(request)) } catch { result = .failure(error) }
                 flights.withLock { flights in
-                    if flights[key] === flight { flights[key] = nil }
+                    if let index = flights.index(forKey: key), flights.values[index] === flight { flights.remove(at: index) }
                 }
                 flight.finish(result)
                 return try result.get()
@@ -592,9 +593,12 @@ public final class OnlineODataStore: Sendable {
         return reply
     }
 
+    /// The cache's answer; its header fields are made from the stored lines only if someone reads them.
     private static func response(from entry: CacheEntry, revalidated: Bool) -> ODataResponse {
-        let fields = HTTPFields(entry.headers.compactMap { header in HTTPField.Name(header.name).map { HTTPField(name: $0, value: header.value) } })
-        return ODataResponse(statusCode: entry.status, headerFields: fields, payload: entry.payload, isFromCache: true, isRevalidated: revalidated)
+        let headers = entry.headers
+        return ODataResponse(statusCode: entry.status, payload: entry.payload, isFromCache: true, isRevalidated: revalidated) {
+            HTTPFields(headers.compactMap { header in HTTPField.Name(header.name).map { HTTPField(name: $0, value: header.value) } })
+        }
     }
 }
 
@@ -631,6 +635,10 @@ struct FlightKey: Hashable, Sendable {
     let url: String
     let headers: HTTPFields
     private let hash: Int
+    /// This key and its copies: the leader removes its flight under the key it added it with, which is then
+    /// equal without comparing every header field.
+    private let identity = Identity()
+    private final class Identity: Sendable {}
 
     init(epoch: UInt64, url: String, headers: HTTPFields) {
         self.epoch = epoch
@@ -647,7 +655,8 @@ struct FlightKey: Hashable, Sendable {
     }
 
     static func == (lhs: FlightKey, rhs: FlightKey) -> Bool {
-        lhs.hash == rhs.hash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
+        lhs.identity === rhs.identity
+            || lhs.hash == rhs.hash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
     }
 
     func hash(into hasher: inout Hasher) {

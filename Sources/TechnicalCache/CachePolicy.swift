@@ -75,7 +75,7 @@ public enum CachePolicy {
     /// - Parameter request: The request.
     /// - Returns: `true` for a `GET` with `useCache` that does not carry `Cache-Control: no-store`.
     public static func isCacheable(_ request: CacheRequest) -> Bool {
-        request.useCache && request.method.uppercased() == "GET" && !hasDirective("no-store", in: request.headers)
+        request.useCache && isGET(request.method) && !hasDirective("no-store", in: request.headers)
     }
 
     /// Decides how to run a request, given what is stored.
@@ -129,7 +129,7 @@ public enum CachePolicy {
         hasStoredEntry: Bool,
         mode: CacheMode
     ) -> CacheAction {
-        guard mode == .active, request.useCache, request.method.uppercased() == "GET" else { return .leave }
+        guard mode == .active, request.useCache, isGET(request.method) else { return .leave }
         switch status {
         case 304:
             return hasStoredEntry ? .refresh : .leave
@@ -166,6 +166,11 @@ public enum CachePolicy {
             return trimmed(lastModified) == trimmed(storedDate)
         }
         return true
+    }
+
+    /// Whether a method is `GET`, in any case (without making an uppercased copy on every request).
+    private static func isGET(_ method: String) -> Bool {
+        CacheEntry.namesEqual(method, "GET")
     }
 
     /// An entity tag without its weakness indicator, for the weak comparison.

@@ -648,7 +648,7 @@ public final class ResponseCache: Sendable {
     }
 
     private func refreshLocally(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, at date: Date) throws -> CacheEntry? {
-        switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) {
+        switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, confirmed: false, at: date) {
         case .none: return nil
         case .deferred(let entry): return entry
         case .write(let prepared):
@@ -669,8 +669,24 @@ public final class ResponseCache: Sendable {
     /// - Throws: As the synchronous variant.
     @discardableResult
     public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) async throws -> CacheEntry? {
+        try await refresh(for: url, with304Headers: headers, revalidating: revalidated, confirmed: false, at: date)
+    }
+
+    /// Refreshes the entry for `url` after a 304 that the caller has already matched against `revalidated`
+    /// (``CachePolicy/notModified(_:confirms:)``): the online store checks it once, before it decides which
+    /// answer to deliver.
+    ///
+    /// - Parameters:
+    ///   - url: The literal request URL.
+    ///   - headers: The 304 response's headers.
+    ///   - revalidated: The entry whose validators the request sent.
+    ///   - confirmed: Whether the caller checked that `headers` confirm `revalidated`.
+    ///   - date: The refreshed entry's ``CacheEntry/storedAt`` (never earlier than it was).
+    /// - Returns: The refreshed entry, or `nil` when nothing it applies to is stored.
+    /// - Throws: As the public variant.
+    package func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, confirmed: Bool, at date: Date) async throws -> CacheEntry? {
         let refreshed: CacheEntry?
-        switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, at: date) {
+        switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, confirmed: confirmed, at: date) {
         case .none: refreshed = nil
         case .deferred(let entry): refreshed = entry
         case .write(let prepared):
@@ -724,9 +740,9 @@ public final class ResponseCache: Sendable {
     /// ``refreshFlushDelay`` — and many refreshes share one transaction. Whether the stored entry still
     /// has the validators of the one refreshed is checked now (a read) and again when it is written.
     /// A process killed in between loses only the refresh: the entry stays as it was stored.
-    private func prepareRefresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, at date: Date) throws -> PreparedRefresh {
+    private func prepareRefresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, confirmed: Bool, at date: Date) throws -> PreparedRefresh {
         guard var entry = try revalidated ?? entry(for: url) else { return .none }
-        guard CachePolicy.notModified(headers, confirms: entry) else {
+        guard (confirmed && revalidated != nil) || CachePolicy.notModified(headers, confirms: entry) else {
             counters.withLock { $0.supersededWrites += 1 }
             return .none
         }
