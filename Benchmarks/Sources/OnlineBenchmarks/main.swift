@@ -286,6 +286,11 @@ nonisolated func runBenchmarks() async throws {
                                executeRow.samples.median / passiveRow.samples.median, eventsRow.samples.median / passiveRow.samples.median,
                                eventsRow.samples.median / floorRow.samples.median, eventsRow.samples.median / diskFloorRow.samples.median,
                                Double(revalidationBytes) / Double(fullBytes) * 100))
+        let replayedUncached = rows[10], replayedActive = rows[11]
+        verdicts.append(String(format: "%@: the store's own work over a replayed answer (no network): active read (cache + 304) %@ (CPU %@) vs uncached GET %@ (CPU %@) — the 304's cache work costs the store %@",
+                               label, formatDuration(replayedActive.samples.median), formatDuration(replayedActive.cpuPerCall),
+                               formatDuration(replayedUncached.samples.median), formatDuration(replayedUncached.cpuPerCall),
+                               formatDuration(replayedActive.samples.median - replayedUncached.samples.median)))
         let quietUncached = rows[rows.count - 2], quietPassive = rows[rows.count - 1]
         verdicts.append(String(format: "%@: telemetry with no-op backends (the default) costs %+.1f%% on the uncached GET (CPU %+.1f%%) and %+.1f%% on the passive read (CPU %+.1f%%) against the same stores with telemetry disabled (target ≤ 2%%)",
                                label, (uncachedRow.samples.median / quietUncached.samples.median - 1) * 100,
