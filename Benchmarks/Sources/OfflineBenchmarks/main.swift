@@ -15,7 +15,10 @@
 //    second (`OFFLINE_BENCH_UPLOAD=0` skips it).
 //
 // `OFFLINE_BENCH_N` sets N (default 100,000). Needs the fixture producer's binary: build it at the repository root
-// with `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER).
+// with `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER). For iterating on
+// reads: `OFFLINE_BENCH_KEEP=<directory>` keeps the downloaded store there and measures it again on the next run
+// without downloading (a store of an older format is downloaded again by the store itself), `OFFLINE_BENCH_SQLITE=0`
+// leaves the SQLite side out.
 import BenchmarkKit
 import CurlHTTP
 import Foundation
@@ -196,9 +199,13 @@ func parent() throws {
         print("OfflineBenchmarks: build the producer first: swift build -c release --product odata-fixture-server (at the repository root)")
         exit(1)
     }
-    let work = FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-\(UUID().uuidString)").path
+    // `OFFLINE_BENCH_KEEP=<directory>` keeps the data, the downloaded store and the SQLite copy there, and a later
+    // run with the same directory (and N) measures them again without downloading (for iterating on reads).
+    let kept = environment["OFFLINE_BENCH_KEEP"]
+    let work = kept ?? FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-\(UUID().uuidString)").path
+    let reused = kept != nil && FileManager.default.fileExists(atPath: work + "/\(storeDirectoryName)/store.db")
     try FileManager.default.createDirectory(atPath: work + "/data", withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: work) }
+    defer { if kept == nil { try? FileManager.default.removeItem(atPath: work) } }
     var payloadBytes = 0
     do {
         let items = makeItems(count: count)
@@ -237,14 +244,15 @@ func parent() throws {
             figures[metric, default: [:]][name] = value
         }
     }
-    try child("download")
+    if !reused { try child("download") }
     try child("store")
     let floor = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("OfflineSQLiteFloor").path
     guard FileManager.default.isExecutableFile(atPath: floor) else {
         print("OfflineBenchmarks: build its SQLite side first: swift build -c release --product OfflineSQLiteFloor (in Benchmarks/)")
         exit(1)
     }
-    try child("sqlite", executable: floor)
+    // `OFFLINE_BENCH_SQLITE=0` leaves SQLite out (the store's figures only, for iterating).
+    if environment["OFFLINE_BENCH_SQLITE"] != "0" { try child("sqlite", executable: floor) }
 
     func format(_ metric: String, _ value: Double?) -> String {
         guard let value else { return "–" }
@@ -267,7 +275,7 @@ func parent() throws {
     }
     for metric in ["selective indexed filter, matches", "5-clause filter (scan), matches", "$count of an indexed eq (5 %), value"] {
         let row = figures[metric] ?? [:]
-        precondition(row["store"] == row["sqlite"], "\(metric): the store answered \(row["store"] ?? -1), SQLite \(row["sqlite"] ?? -1)")
+        if row["sqlite"] != nil { precondition(row["store"] == row["sqlite"], "\(metric): the store answered \(row["store"] ?? -1), SQLite \(row["sqlite"] ?? -1)") }
     }
     print("\nFilters: selective `\(selectiveFilter)`; scan `\(scanFilter)`; count `\(countFilter)`")
 }
