@@ -134,6 +134,32 @@ import Testing
         #expect(try plan.step() && plan.text(at: 3).contains("INTEGER PRIMARY KEY"), "\(plan.text(at: 3))")
     }
 
+    /// Reads hold one read transaction until the writer commits: each read still sees the last commit, and the
+    /// transaction never keeps the write-ahead log from being checkpointed and started over (the log stays near
+    /// SQLite's checkpoint size however much is written, with a read between every two commits).
+    @Test func aHeldReadTransactionSeesEachCommitAndNeverHoldsTheLogBack() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/held"
+        let store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory, name: "held"))
+        defer { store.close() }
+        let filler = String(repeating: "x", count: 1_000)
+        var largestLog = 0
+        for batch in 0..<600 {
+            try store.writeNow { changes in
+                for item in 0..<20 {
+                    try changes.put(EntityRecord(set: "Things", key: "('\(batch)-\(item)')", order: Int64(batch * 20 + item), state: .downloaded,
+                                                 entity: ["Filler": .string(filler), "Batch": .int(Int64(batch))], links: JSONObject()))
+                }
+            }
+            // The commit just made is seen (the held transaction was let go of), the one before too.
+            #expect(try store.record(set: "Things", key: "('\(batch)-19')")?.entity["Batch"] == .int(Int64(batch)))
+            let size = (try? FileManager.default.attributesOfItem(atPath: EntityStore.databasePath(in: path) + "-wal")[.size] as? Int) ?? 0
+            largestLog = max(largestLog, size)
+        }
+        // ≈ 12 MB written; SQLite checkpoints at 1,000 pages (≈ 4 MiB of log): a transaction held back would let it grow.
+        #expect(largestLog < 8 << 20, "the log grew to \(largestLog) bytes")
+    }
+
     @Test func sqlFiltersTheColumnsOfADownloadedStoreAsODataDoes() async throws {
         let (server, directory, provider) = try await Northwind.openStore()
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }

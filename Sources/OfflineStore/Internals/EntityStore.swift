@@ -478,6 +478,7 @@ final class EntityStore: Sendable {
         let (result, wiped, catalog) = try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
             let changes = Changes(store: self, connection: connection, tables: tables.withLock { $0 })
+            reader.releaseIfIdle()
             do {
                 let result = try connection.transaction { try body(changes) }
                 reader.noteCommit()
@@ -498,6 +499,7 @@ final class EntityStore: Sendable {
     func withWriter<R>(_ body: (SQLCipherConnection) throws -> R) throws -> R {
         try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
+            reader.releaseIfIdle()
             defer { reader.noteCommit() }
             return try body(connection)
         }
@@ -511,9 +513,10 @@ final class EntityStore: Sendable {
 /// commits nothing (``noteCommit()`` counts its commits): each read sees every commit that ended before it began, as
 /// with a transaction per statement, without taking and releasing SQLite's file and WAL locks for every statement (an
 /// `fcntl` each, and an `fstat`: most of a key lookup's system calls). The store is the only writer of its file (one
-/// open store per path, ``StoreLock``). A commit lets go of the transaction at once when no read is under way, else
-/// the read under way does when it ends, so a held transaction never keeps a checkpoint from going past the last commit
-/// for longer than one read.
+/// open store per path, ``StoreLock``). The writer lets go of the transaction when it begins a transaction and when
+/// it commits, if no read is under way (else the read under way does when it ends), so a held transaction keeps
+/// neither the checkpoint of a commit nor the start over of the write-ahead log from happening for longer than one
+/// read (SQLite starts the log over only when no reader holds a place in it).
 final class ReadingConnection: @unchecked Sendable {
     private let lock = NSRecursiveLock()
     private var connection: SQLCipherConnection?
@@ -568,6 +571,13 @@ final class ReadingConnection: @unchecked Sendable {
     /// way (else the read under way does as it ends).
     func noteCommit() {
         commits.wrappingAdd(1, ordering: .releasing)
+        releaseIfIdle()
+    }
+
+    /// Lets go of the read transaction held open when no read is under way (never waits for one), before the writing
+    /// connection begins a transaction: SQLite starts the log over at the beginning of a write only when no reader
+    /// holds a place in it, and checkpoints at a commit only as far as the oldest reader.
+    func releaseIfIdle() {
         guard lock.try() else { return }
         defer { lock.unlock() }
         if depth == 0, let connection { endSnapshot(connection) }
