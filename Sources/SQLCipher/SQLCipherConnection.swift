@@ -259,6 +259,24 @@ public final class SQLCipherConnection {
         return try body()
     }
 
+    /// Begins a read transaction (`BEGIN DEFERRED`) that stays open until ``endTransaction()``: every statement until
+    /// then sees the commit the first one saw, and none pays for taking and releasing SQLite's read locks. With a
+    /// write-ahead log, a transaction held open keeps a checkpoint from going past what it sees: end it when another
+    /// connection committed.
+    ///
+    /// - Throws: `SQLCipherError` (for example inside a transaction).
+    public func beginReadTransaction() throws(SQLCipherError) {
+        try run("BEGIN DEFERRED;")
+    }
+
+    /// Ends the transaction under way, if there is one (`COMMIT`: a read transaction has nothing to write).
+    public func endTransaction() {
+        if let db = handle, sqlite3_get_autocommit(db) == 0 { _ = sqlite3_exec(db, "COMMIT;", nil, nil, nil) }
+    }
+
+    /// Whether a transaction is under way (`sqlite3_get_autocommit` answers 0).
+    public var isInTransaction: Bool { handle.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+
     /// The database's format number (`PRAGMA user_version`), `0` in a new database.
     /// - Throws: `SQLCipherError`.
     public func userVersion() throws(SQLCipherError) -> Int {

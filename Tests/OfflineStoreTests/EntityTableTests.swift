@@ -65,6 +65,101 @@ import Testing
         #expect(columns.value(at: 3) == .null && columns.value(at: 4) == .text("null"))
     }
 
+    /// One integer key property: its column is the row ID, a key lookup one descent of the table; a key that is not an
+    /// integer is refused, an entity without its key property (or with another value) keeps what it holds.
+    @Test func anIntegerKeyIsTheRowID() throws {
+        let table = EntityTable.make(set: "Items", model: Self.model, taken: [])
+        #expect(table.integerKey == "ID")
+        #expect(table.createSQL.contains(#""ID" INTEGER PRIMARY KEY"#) && !table.createSQL.contains("TEXT PRIMARY KEY"))
+        #expect(try EntityTable.decode(set: "Items", name: table.name, columns: table.encodedColumns) == table)
+        #expect(EntityTable.integer(ofKey: "(42)") == 42 && EntityTable.integer(ofKey: "(-7)") == -7)
+        #expect(EntityTable.integer(ofKey: "(042)") == nil && EntityTable.integer(ofKey: "('42')") == nil && EntityTable.integer(ofKey: "(ID=4)") == nil)
+        // A string key, two key properties: the `"$key"` layout, the catalog row a list (as format 2 wrote it).
+        var model = Self.model
+        model.entityTypes["NS.Item"]?.key = ["ID", "Name"]
+        let composite = EntityTable.make(set: "Items", model: model, taken: [])
+        #expect(composite.integerKey == nil && composite.createSQL.contains(#""$key" TEXT PRIMARY KEY"#))
+        #expect(try JSON.parse(composite.encodedColumns).arrayValue != nil)
+
+        let directory = try TemporaryDirectory()
+        let connection = try SQLCipherConnection(path: directory.path + "/t.db", key: Array(repeating: 7, count: 32))
+        defer { connection.close() }
+        try connection.execute(table.createSQL)
+        let records: [EntityRecord] = [
+            EntityRecord(set: "Items", key: "(7)", order: 1, state: .downloaded, entity: ["ID": 7, "Name": "seven"], links: JSONObject()),
+            EntityRecord(set: "Items", key: "(-1)", order: 2, state: .created, entity: ["Name": "no key member"], links: JSONObject()),
+            EntityRecord(set: "Items", key: "(9)", order: 3, state: .downloaded, entity: ["ID": "9", "Name": "V2 text"], links: JSONObject()),
+            // Every member in its column, in the columns' order: `"$record"` keeps no entity.
+            EntityRecord(set: "Items", key: "(8)", order: 4, state: .downloaded,
+                         entity: ["ID": 8, "Name": "eight", "Price": 1.5, "Amount": .null, "Active": false, "Big": 3],
+                         links: JSONObject(), queries: ["items"]),
+            // The same after an ETag: `"$record"` keeps the ETag.
+            EntityRecord(set: "Items", key: "(10)", order: 5, state: .downloaded,
+                         entity: ["@odata.etag": "W/\"3\"", "ID": 10, "Name": "ten", "Price": 1.5, "Amount": 2.5, "Active": true, "Big": 3],
+                         links: JSONObject(), queries: ["items"]),
+        ]
+        let insert = try connection.cachedStatement(table.insertSQL)
+        for record in records {
+            insert.reset()
+            try table.bind(record, to: insert)
+            _ = try insert.step()
+        }
+        insert.reset()
+        #expect(throws: OfflineODataError.self) {
+            try table.bind(EntityRecord(set: "Items", key: "('x')", order: 4, state: .created, entity: ["ID": "x"], links: JSONObject()), to: insert)
+        }
+        for record in records {
+            let select = try connection.prepare(table.selectKeySQL)
+            try table.bindKey(record.key, to: select)
+            #expect(try select.step())
+            #expect(try table.record(from: select) == record)
+            let rowID = try connection.prepare("SELECT rowid FROM \(EntityTable.quote(table.name)) WHERE \"$key\" = ?")
+            try rowID.bind(.text(record.key), at: 1)
+            #expect(try rowID.step() && rowID.integer(at: 0) == EntityTable.integer(ofKey: record.key))
+        }
+        let rest = try connection.prepare("SELECT \"$record\" FROM \(EntityTable.quote(table.name)) ORDER BY \"$order\"")
+        var rests: [String] = []
+        while try rest.step() { rests.append(String(decoding: rest.blob(at: 0), as: UTF8.self)) }
+        #expect(rests.map { $0.contains(#""e":"#) } == [true, true, true, false, false], "\(rests)")
+        #expect(rests[3] == #"{"q":["items"]}"# && rests[4] == #"{"t":"W/\"3\"","q":["items"]}"#)
+        // The estimate of the rows is the span of the keys, read from the ends of the table, not by a scan.
+        let steps = connection.fullScanSteps
+        #expect(try TableReader(table: table, connection: connection).estimatedRows() == 12)
+        #expect(connection.fullScanSteps == steps)
+        let missing = try connection.prepare(table.selectKeySQL)
+        try table.bindKey("('7')", to: missing)
+        #expect(try !missing.step())
+        let plan = try connection.prepare("EXPLAIN QUERY PLAN " + table.selectKeySQL)
+        try table.bindKey("(7)", to: plan)
+        #expect(try plan.step() && plan.text(at: 3).contains("INTEGER PRIMARY KEY"), "\(plan.text(at: 3))")
+    }
+
+    /// Reads hold one read transaction until the writer commits: each read still sees the last commit, and the
+    /// transaction never keeps the write-ahead log from being checkpointed and started over (the log stays near
+    /// SQLite's checkpoint size however much is written, with a read between every two commits).
+    @Test func aHeldReadTransactionSeesEachCommitAndNeverHoldsTheLogBack() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/held"
+        let store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory, name: "held"))
+        defer { store.close() }
+        let filler = String(repeating: "x", count: 1_000)
+        var largestLog = 0
+        for batch in 0..<600 {
+            try store.writeNow { changes in
+                for item in 0..<20 {
+                    try changes.put(EntityRecord(set: "Things", key: "('\(batch)-\(item)')", order: Int64(batch * 20 + item), state: .downloaded,
+                                                 entity: ["Filler": .string(filler), "Batch": .int(Int64(batch))], links: JSONObject()))
+                }
+            }
+            // The commit just made is seen (the held transaction was let go of), the one before too.
+            #expect(try store.record(set: "Things", key: "('\(batch)-19')")?.entity["Batch"] == .int(Int64(batch)))
+            let size = (try? FileManager.default.attributesOfItem(atPath: EntityStore.databasePath(in: path) + "-wal")[.size] as? Int) ?? 0
+            largestLog = max(largestLog, size)
+        }
+        // ≈ 12 MB written; SQLite checkpoints at 1,000 pages (≈ 4 MiB of log): a transaction held back would let it grow.
+        #expect(largestLog < 8 << 20, "the log grew to \(largestLog) bytes")
+    }
+
     @Test func sqlFiltersTheColumnsOfADownloadedStoreAsODataDoes() async throws {
         let (server, directory, provider) = try await Northwind.openStore()
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }

@@ -166,7 +166,60 @@ private struct RedirectingTransport: HTTPTransport {
             try await OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters).open()
         }
         #expect(error?.code == .unsupportedStoreFormat)
-        #expect(error?.message.contains("format 3") == true)
+        #expect(error?.message.contains("format \(EntityStore.format + 1)") == true)
         #expect(try Data(contentsOf: URL(fileURLWithPath: EntityStore.databasePath(in: directory.path + "/legacy"))) == before)
+    }
+
+    /// A format-2 store (every entity table found by `"$key"`) opens in place: it is marked format 3, its tables keep
+    /// their layout and answer reads and writes as before, and an older version now refuses it (its format is newer).
+    @Test func aFormat2StoreOpensInPlaceAndKeepsItsTables() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        let orders = try await provider.getAll("Orders")
+        let order = try await provider.get("Orders(10248)")
+        await provider.close()
+        // Rewrite Orders as format 2 made it: `"$key"` the primary key, the catalog row a list, `user_version` 2.
+        let path = directory.path + "/northwind"
+        let store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
+        let table = try #require(store.table("Orders"))
+        #expect(table.integerKey == "OrderID")
+        let old = EntityTable(set: table.set, name: table.name, columns: table.columns)
+        try store.withWriter { connection in
+            try connection.transaction {
+                try connection.execute("ALTER TABLE \(EntityTable.quote(table.name)) RENAME TO \"orders-before\"")
+                try connection.execute(old.createSQL)
+                try connection.execute("INSERT INTO \(EntityTable.quote(table.name)) SELECT * FROM \"orders-before\"")
+                try connection.execute("DROP TABLE \"orders-before\"")
+                let update = try connection.prepare("UPDATE entity_sets SET columns = ? WHERE name = 'Orders'")
+                try update.bind(.blob(old.encodedColumns), at: 1)
+                _ = try update.step()
+                try connection.setUserVersion(2)
+            }
+        }
+        store.close()
+        #expect(try JSON.parse(old.encodedColumns).arrayValue != nil)
+
+        let reopened = try await Northwind.provider(server, directory)
+        try await reopened.open()
+        #expect(try await reopened.getAll("Orders") == orders)
+        #expect(try await reopened.get("Orders(10248)") == order)
+        _ = try await reopened.execute(.local("PATCH", "Orders(10248)", body: #"{"ShipCity":"Format 2"}"#))
+        #expect(try await reopened.get("Orders(10248)")["ShipCity"] == "Format 2")
+        #expect(try await reopened.getAll("Orders?$filter=ShipCity%20eq%20'Format%202'").count == 1)
+        await reopened.close()
+        let after = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
+        defer { after.close() }
+        #expect(after.table("Orders")?.integerKey == nil)
+        #expect(after.table("Customers")?.integerKey == nil)  // a string key: the `"$key"` layout in every format
+        #expect(try after.withWriter { try $0.userVersion() } == EntityStore.format)
+        // Its key is the primary key again (the index SQLite made for it), and a lookup goes through it.
+        let plan = try after.withWriter { connection in
+            let select = try connection.prepare("EXPLAIN QUERY PLAN " + (after.table("Orders")?.selectKeySQL ?? ""))
+            try select.bind(.text("(10248)"), at: 1)
+            var lines: [String] = []
+            while try select.step() { lines.append(select.text(at: 3)) }
+            return lines.joined(separator: "; ")
+        }
+        #expect(plan.contains("sqlite_autoindex"), "\(plan)")
     }
 }

@@ -15,7 +15,10 @@
 //    second (`OFFLINE_BENCH_UPLOAD=0` skips it).
 //
 // `OFFLINE_BENCH_N` sets N (default 100,000). Needs the fixture producer's binary: build it at the repository root
-// with `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER).
+// with `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER). For iterating on
+// reads: `OFFLINE_BENCH_KEEP=<directory>` keeps the downloaded store there and measures it again on the next run
+// without downloading (the producer serves it on the same port; a store another build wrote is measured as it is:
+// use a new directory after a change of the store's layout), `OFFLINE_BENCH_SQLITE=0` leaves the SQLite side out.
 import BenchmarkKit
 import CurlHTTP
 import Foundation
@@ -67,10 +70,10 @@ func fixtureBinary() -> String? {
 }
 
 /// Starts the producer over a data directory and returns the process and its service root.
-func startProducer(binary: String, data: String) throws -> (Process, String) {
+func startProducer(binary: String, data: String, port: Int = 0) throws -> (Process, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = ["--port", "0", "--data", data, "--page-size", "1000"]
+    process.arguments = ["--port", String(port), "--data", data, "--page-size", "1000"]
     let output = Pipe()
     process.standardOutput = output
     try process.run()
@@ -196,9 +199,13 @@ func parent() throws {
         print("OfflineBenchmarks: build the producer first: swift build -c release --product odata-fixture-server (at the repository root)")
         exit(1)
     }
-    let work = FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-\(UUID().uuidString)").path
+    // `OFFLINE_BENCH_KEEP=<directory>` keeps the data and the downloaded store there, and a later
+    // run with the same directory (and N) measures them again without downloading (for iterating on reads).
+    let kept = environment["OFFLINE_BENCH_KEEP"]
+    let work = kept ?? FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-\(UUID().uuidString)").path
+    let reused = kept != nil && FileManager.default.fileExists(atPath: work + "/\(storeDirectoryName)/store.db")
     try FileManager.default.createDirectory(atPath: work + "/data", withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: work) }
+    defer { if kept == nil { try? FileManager.default.removeItem(atPath: work) } }
     var payloadBytes = 0
     do {
         let items = makeItems(count: count)
@@ -211,8 +218,12 @@ func parent() throws {
     print("Machine: \(machineDescription())")
     print("Producer: \(binary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000")
     print("Entities: \(count) generated Items (8 properties, \(payloadBytes / count) bytes of JSON each); indexes on Price and Category")
-    let (producer, serviceRoot) = try startProducer(binary: binary, data: work + "/data")
+    // A kept store belongs to its service root: the producer serves it on the same port again.
+    let portFile = work + "/port"
+    let keptPort = kept == nil ? 0 : Int((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "") ?? 0
+    let (producer, serviceRoot) = try startProducer(binary: binary, data: work + "/data", port: keptPort)
     defer { producer.terminate() }
+    if kept != nil, let port = URL(string: serviceRoot)?.port { try String(port).write(toFile: portFile, atomically: true, encoding: .utf8) }
     var figures: [String: [String: Double]] = [:]
     var order: [String] = []
     func child(_ name: String, executable: String = CommandLine.arguments[0]) throws {
@@ -237,14 +248,15 @@ func parent() throws {
             figures[metric, default: [:]][name] = value
         }
     }
-    try child("download")
+    if !reused { try child("download") }
     try child("store")
     let floor = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("OfflineSQLiteFloor").path
     guard FileManager.default.isExecutableFile(atPath: floor) else {
         print("OfflineBenchmarks: build its SQLite side first: swift build -c release --product OfflineSQLiteFloor (in Benchmarks/)")
         exit(1)
     }
-    try child("sqlite", executable: floor)
+    // `OFFLINE_BENCH_SQLITE=0` leaves SQLite out (the store's figures only, for iterating).
+    if environment["OFFLINE_BENCH_SQLITE"] != "0" { try child("sqlite", executable: floor) }
 
     func format(_ metric: String, _ value: Double?) -> String {
         guard let value else { return "–" }
@@ -267,7 +279,7 @@ func parent() throws {
     }
     for metric in ["selective indexed filter, matches", "5-clause filter (scan), matches", "$count of an indexed eq (5 %), value"] {
         let row = figures[metric] ?? [:]
-        precondition(row["store"] == row["sqlite"], "\(metric): the store answered \(row["store"] ?? -1), SQLite \(row["sqlite"] ?? -1)")
+        if row["sqlite"] != nil { precondition(row["store"] == row["sqlite"], "\(metric): the store answered \(row["store"] ?? -1), SQLite \(row["sqlite"] ?? -1)") }
     }
     print("\nFilters: selective `\(selectiveFilter)`; scan `\(scanFilter)`; count `\(countFilter)`")
 }

@@ -38,12 +38,19 @@ struct TableReader {
         return try select.step() ? Int(select.integer(at: 0)) : 0
     }
 
-    /// About how many rows the table holds, read in constant time: its largest row ID (rows replaced get new ones,
-    /// so it can only overestimate).
+    /// About how many rows the table holds, read in constant time (the two ends of the table's B-tree): its largest
+    /// row ID (rows replaced get new ones, so it can only overestimate); with an ``EntityTable/integerKey`` (the row
+    /// ID is the key) the span of its keys, an overestimate where keys leave gaps.
     func estimatedRows() throws -> Int {
-        let select = try connection.cachedStatement("SELECT max(rowid) FROM \(EntityTable.quote(table.name))")
+        // Each end in a subquery of its own: SQLite reads `max(rowid)` or `min(rowid)` alone from the edge of the
+        // B-tree, while `max(rowid) - min(rowid)` in one query scans the table.
+        let name = EntityTable.quote(table.name)
+        let sql = table.integerKey == nil
+            ? "SELECT max(rowid) FROM \(name)"
+            : "SELECT (SELECT max(rowid) FROM \(name)) - (SELECT min(rowid) FROM \(name)) + 1"
+        let select = try connection.cachedStatement(sql)
         defer { select.reset() }
-        return try select.step() ? Int(select.integer(at: 0)) : 0
+        return try select.step() ? Int(clamping: select.integer(at: 0)) : 0
     }
 
     /// The properties that lead a secondary index of the table (declared, or foreign keys).

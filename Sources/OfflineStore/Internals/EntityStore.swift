@@ -1,6 +1,7 @@
 import Foundation
 import ODataCore
 import SQLCipher
+import Synchronization
 import TechnicalCache
 
 /// The storage of an offline store: one SQLCipher database (`store.db` in the store's directory, keyed with
@@ -18,8 +19,12 @@ import TechnicalCache
 /// with the SQL the planner (`Planning/`) made. Nothing reads a whole set into memory: sync reads the rows it needs
 /// by key, by a column, or through the partial index of flagged rows (`EntityStore+Flagged.swift`).
 final class EntityStore: Sendable {
-    /// The format this code writes: 1 was LMDB, 2 is SQLCipher.
-    static let format = 2
+    /// The format this code writes: 1 was LMDB, 2 is SQLCipher with every entity table found by `"$key"`, 3 adds
+    /// tables whose integer key property is the row ID (``EntityTable/integerKey``). A format-2 store is format 3
+    /// as it is (its tables keep their layout; tables it makes from now on get the new one): open marks it 3.
+    static let format = 3
+    /// The oldest format this code opens in place.
+    static let oldestFormat = 2
     static func databasePath(in directory: String) -> String { directory + "/store.db" }
 
     let directory: String
@@ -90,6 +95,10 @@ final class EntityStore: Sendable {
                         """)
                     try writerConnection.setUserVersion(Self.format)
                 }
+            } else if version >= Self.oldestFormat && version < Self.format {
+                // Every format-2 table and catalog row reads as format 3: only the number changes (so that a version
+                // that reads format 2 only refuses the tables made from now on).
+                try writerConnection.setUserVersion(Self.format)
             } else if version != Self.format {
                 throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
             }
@@ -131,26 +140,24 @@ final class EntityStore: Sendable {
     }
 
     func close() {
-        writer.withLock { $0?.close(); $0 = nil }
         reader.close()
+        writer.withLock { $0?.close(); $0 = nil }
     }
 
-    /// Runs `body` with the reading connection (again on the same thread when a read is under way: an evaluator
-    /// stepping through a query's rows reads related entities).
+    /// Runs `body` with the reading connection in a read transaction that sees every commit made before it began
+    /// (``ReadingConnection``; again on the same thread when a read is under way: an evaluator stepping through a
+    /// query's rows reads related entities, in the same transaction).
     func reading<R>(_ what: @autoclosure () -> String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
         do {
-            return try reader.withConnection { connection in
-                guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
-                return try body(connection)
-            }
+            return try reader.read(body)
         } catch {
             throw Self.storageError(error, "cannot read \(what())")
         }
     }
 
-    /// Runs `body` with the reading connection in a read transaction (or in the one under way on this thread).
+    /// ``reading(_:_:)``: every statement of `body` sees one commit.
     func readingConsistently<R>(_ what: @autoclosure () -> String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
-        try reading(what()) { connection in try reader.inReadTransaction(connection) { try body(connection) } }
+        try reading(what(), body)
     }
 
     func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
@@ -185,7 +192,7 @@ final class EntityStore: Sendable {
 
     static func record(key: String, table: EntityTable, _ connection: SQLCipherConnection) throws -> EntityRecord? {
         let select = try connection.cachedStatement(table.selectKeySQL)
-        try select.bind(.text(key), at: 1)
+        try table.bindKey(key, to: select)
         defer { select.reset() }
         return try select.step() ? try table.record(from: select) : nil
     }
@@ -362,7 +369,7 @@ final class EntityStore: Sendable {
         func remove(set: String, key: String) throws {
             if let table = tables[set] {
                 let delete = try connection.cachedStatement(table.deleteSQL)
-                try delete.bind(.text(key), at: 1)
+                try table.bindKey(key, to: delete)
                 _ = try delete.step()
             }
         }
@@ -471,8 +478,10 @@ final class EntityStore: Sendable {
         let (result, wiped, catalog) = try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
             let changes = Changes(store: self, connection: connection, tables: tables.withLock { $0 })
+            reader.releaseIfIdle()
             do {
                 let result = try connection.transaction { try body(changes) }
+                reader.noteCommit()
                 return (result, changes.wiped, changes.catalogChanged ? changes.tables : nil)
             } catch {
                 if changes.catalogChanged { connection.clearStatementCache() }
@@ -490,6 +499,8 @@ final class EntityStore: Sendable {
     func withWriter<R>(_ body: (SQLCipherConnection) throws -> R) throws -> R {
         try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
+            reader.releaseIfIdle()
+            defer { reader.noteCommit() }
             return try body(connection)
         }
     }
@@ -497,36 +508,92 @@ final class EntityStore: Sendable {
 
 /// The reading connection behind a lock its own thread may take again: a query's evaluator, while the query's rows
 /// are being stepped, reads the entities a navigation leads to with the same connection (other statements).
+///
+/// Reads hold one read transaction open from one read to the next (``read(_:)``) for as long as the writing connection
+/// commits nothing (``noteCommit()`` counts its commits): each read sees every commit that ended before it began, as
+/// with a transaction per statement, without taking and releasing SQLite's file and WAL locks for every statement (an
+/// `fcntl` each, and an `fstat`: most of a key lookup's system calls). The store is the only writer of its file (one
+/// open store per path, ``StoreLock``). The writer lets go of the transaction when it begins a transaction and when
+/// it commits, if no read is under way (else the read under way does when it ends), so a held transaction keeps
+/// neither the checkpoint of a commit nor the start over of the write-ahead log from happening for longer than one
+/// read (SQLite starts the log over only when no reader holds a place in it).
 final class ReadingConnection: @unchecked Sendable {
     private let lock = NSRecursiveLock()
     private var connection: SQLCipherConnection?
+    /// The writing connection's commits so far.
+    private let commits = Atomic<UInt64>(0)
+    /// ``commits`` when the read transaction held open began; `nil` when none is.
+    private var snapshot: UInt64?
+    /// Reads under way on the thread that holds the lock (a read inside a read).
+    private var depth = 0
 
     init(_ connection: SQLCipherConnection) {
         self.connection = connection
     }
 
-    private var inTransaction = false
-
+    /// Runs `body` with the connection, outside the read transaction's bookkeeping (for its statement cache; `nil`
+    /// once closed).
     func withConnection<R>(_ body: (SQLCipherConnection?) throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }
         return try body(connection)
     }
 
-    /// Runs `body` in a read transaction (every statement sees one commit), or in the one under way.
-    func inReadTransaction<R>(_ connection: SQLCipherConnection, _ body: () throws -> R) throws -> R {
+    /// Runs `body` in the read transaction held open, begun again first when the writer committed since it began (or
+    /// in the read under way on this thread): every statement of `body` sees one commit.
+    func read<R>(_ body: (SQLCipherConnection) throws -> R) throws -> R {
         lock.lock()
         defer { lock.unlock() }
-        if inTransaction { return try body() }
-        inTransaction = true
-        defer { inTransaction = false }
-        return try connection.read(body)
+        guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
+        if depth == 0 {
+            let current = commits.load(ordering: .acquiring)
+            if snapshot != current || !connection.isInTransaction {
+                endSnapshot(connection)
+                try connection.beginReadTransaction()
+                snapshot = current
+            }
+        }
+        depth += 1
+        defer {
+            depth -= 1
+            if depth == 0 && snapshot != commits.load(ordering: .acquiring) { endSnapshot(connection) }
+        }
+        do {
+            return try body(connection)
+        } catch {
+            // Whatever SQLite did to the transaction, the next read begins a new one.
+            if depth == 1 { endSnapshot(connection) }
+            throw error
+        }
+    }
+
+    /// Counts a commit of the writing connection and lets go of the read transaction held open when no read is under
+    /// way (else the read under way does as it ends).
+    func noteCommit() {
+        commits.wrappingAdd(1, ordering: .releasing)
+        releaseIfIdle()
+    }
+
+    /// Lets go of the read transaction held open when no read is under way (never waits for one), before the writing
+    /// connection begins a transaction: SQLite starts the log over at the beginning of a write only when no reader
+    /// holds a place in it, and checkpoints at a commit only as far as the oldest reader.
+    func releaseIfIdle() {
+        guard lock.try() else { return }
+        defer { lock.unlock() }
+        if depth == 0, let connection { endSnapshot(connection) }
+    }
+
+    private func endSnapshot(_ connection: SQLCipherConnection) {
+        guard snapshot != nil else { return }
+        snapshot = nil
+        connection.endTransaction()
     }
 
     func close() {
-        withConnection { $0?.close() }
         lock.lock()
+        defer { lock.unlock() }
+        if let connection { endSnapshot(connection) }
+        connection?.close()
         connection = nil
-        lock.unlock()
     }
 }

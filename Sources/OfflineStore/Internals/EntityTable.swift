@@ -4,11 +4,16 @@ import SQLCipher
 
 /// The table of one entity set and how an ``EntityRecord`` becomes a row and back.
 ///
-/// Columns: `"$key"` (the canonical key, primary key), `"$order"`, `"$state"`, `"$record"` (the rest of the
+/// Columns: `"$key"` (the canonical key), `"$order"`, `"$state"`, `"$record"` (the rest of the
 /// record as JSON: annotations, links, the original for undo, local flags, and the entity's members that have
 /// no column), then one column per primitive property of the entity type in `$metadata`, named as the
 /// property, so SQL can filter, sort and index them. OData identifiers never hold `$`, so the fixed columns
 /// never meet a property.
+///
+/// Two layouts, by how a key finds its row (``integerKey``): when the entity type's key is one integer property
+/// (format 3), that property's column is the table's `INTEGER PRIMARY KEY` — SQLite's row ID — so a key lookup is
+/// one descent of the table's B-tree; otherwise (and in every table a format-2 store made) `"$key"` is the
+/// `TEXT PRIMARY KEY`, an index of its own, and a key lookup descends that index, then the table.
 ///
 /// A property's value sits in its column when the column's type holds it exactly (a string in a `TEXT`
 /// column, an integer in an `INTEGER` one, a double in a `REAL` one, a boolean in a `BOOLEAN` one); the
@@ -85,6 +90,10 @@ struct EntityTable: Sendable, Hashable {
     /// The table's name (unquoted).
     let name: String
     let columns: [Column]
+    /// The key property whose column is the row ID (`INTEGER PRIMARY KEY`), when the table has that layout: its
+    /// value in every row is the integer the canonical key `(n)` names (a write whose key is not an integer is
+    /// refused), and rows are found by it. `nil`: rows are found by `"$key"`.
+    let integerKey: String?
     private let columnIndex: [String: Int]
 
     /// The column of a property, if it has one.
@@ -98,32 +107,53 @@ struct EntityTable: Sendable, Hashable {
             changed[position].flags.formUnion(flag)
             any = true
         }
-        return any ? EntityTable(set: set, name: name, columns: changed) : nil
+        return any ? EntityTable(set: set, name: name, columns: changed, integerKey: integerKey) : nil
     }
 
-    init(set: String, name: String, columns: [Column]) {
+    init(set: String, name: String, columns: [Column], integerKey: String? = nil) {
         self.set = set
         self.name = name
         self.columns = columns
         var index: [String: Int] = [:]
         for (position, column) in columns.enumerated() { index[column.property] = position }
         columnIndex = index
+        self.integerKey = integerKey.flatMap { index[$0] == nil ? nil : $0 }
         let quotedColumns = columns.map { Self.quote($0.property) }
         let all = ["\"$key\"", "\"$order\"", "\"$state\"", "\"$record\""] + quotedColumns
         let values = "(\(all.joined(separator: ", "))) VALUES (\(all.map { _ in "?" }.joined(separator: ", ")))"
         insertSQL = "INSERT OR REPLACE INTO \(Self.quote(name)) " + values
         insertNewSQL = "INSERT OR IGNORE INTO \(Self.quote(name)) " + values
         selectSQL = "SELECT \(all.joined(separator: ", ")) FROM \(Self.quote(name))"
-        selectKeySQL = selectSQL + " WHERE \"$key\" = ?"
-        deleteSQL = "DELETE FROM \(Self.quote(name)) WHERE \"$key\" = ?"
+        let keyColumn = self.integerKey.map(Self.quote) ?? "\"$key\""
+        selectKeySQL = selectSQL + " WHERE \(keyColumn) = ?"
+        deleteSQL = "DELETE FROM \(Self.quote(name)) WHERE \(keyColumn) = ?"
     }
 
     let insertSQL: String
     /// ``insertSQL`` that leaves a row whose key is stored already as it is (the connection's `changes` is then 0).
     let insertNewSQL: String
     let selectSQL: String
+    /// ``selectSQL`` of the row of one key (bound with ``bindKey(_:to:)``).
     let selectKeySQL: String
+    /// Deletes the row of one key (bound with ``bindKey(_:to:)``).
     let deleteSQL: String
+
+    /// Binds a canonical key to the parameter of ``selectKeySQL`` or ``deleteSQL``: the text, or with an ``integerKey``
+    /// the integer of `(n)` (`NULL`, which finds no row, for a key that names none: no row can hold it).
+    func bindKey(_ key: String, to statement: SQLCipherStatement) throws {
+        guard integerKey != nil else { return try statement.bind(.text(key), at: 1) }
+        try statement.bind(Self.integer(ofKey: key).map(SQLCipherValue.integer) ?? .null, at: 1)
+    }
+
+    /// The integer a canonical key of one integer property names: `n` of `(n)`, written as ``CanonicalKey`` renders
+    /// integers (so each integer has one key); `nil` for any other key.
+    static func integer(ofKey key: String) -> Int64? {
+        let utf8 = key.utf8
+        guard utf8.count >= 3, utf8.first == UInt8(ascii: "("), utf8.last == UInt8(ascii: ")") else { return nil }
+        let inner = key.dropFirst().dropLast()
+        guard let number = Int64(inner), String(number) == inner else { return nil }
+        return number
+    }
 
     /// The table for `set` with a column per primitive property of its entity type (none without a model).
     /// `taken` holds the tables' names in lower case (SQL names ignore case, OData names do not).
@@ -142,12 +172,21 @@ struct EntityTable: Sendable, Hashable {
                 columns.append(Column(property: property, kind: kind))
             }
         }
-        return EntityTable(set: set, name: name, columns: columns)
+        // One integer key property: its column is the row ID (a lookup is one descent of the table).
+        var integerKey: String?
+        if let type = model?.entityType(ofSet: set), type.key.count == 1,
+           columns.contains(where: { $0.property == type.key[0] && $0.kind == .integer }) {
+            integerKey = type.key[0]
+        }
+        return EntityTable(set: set, name: name, columns: columns, integerKey: integerKey)
     }
 
     var createSQL: String {
-        let properties = columns.map { ", \(Self.quote($0.property)) \($0.kind.sqlType)" }.joined()
-        return "CREATE TABLE \(Self.quote(name)) (\"$key\" TEXT PRIMARY KEY NOT NULL, \"$order\" INTEGER NOT NULL, \"$state\" TEXT NOT NULL, \"$record\" BLOB NOT NULL\(properties))"
+        let properties = columns.map { column in
+            ", \(Self.quote(column.property)) " + (column.property == integerKey ? "INTEGER PRIMARY KEY" : column.kind.sqlType)
+        }.joined()
+        let key = integerKey == nil ? "TEXT PRIMARY KEY NOT NULL" : "TEXT NOT NULL"
+        return "CREATE TABLE \(Self.quote(name)) (\"$key\" \(key), \"$order\" INTEGER NOT NULL, \"$state\" TEXT NOT NULL, \"$record\" BLOB NOT NULL\(properties))"
     }
 
     var dropSQL: String { "DROP TABLE IF EXISTS \(Self.quote(name))" }
@@ -211,12 +250,18 @@ struct EntityTable: Sendable, Hashable {
 
     // MARK: The catalog row
 
+    /// The catalog's `columns`: the list of `[property, kind, flags]`; with an ``integerKey``, the object
+    /// `{"c": list, "k": property}` (format 3; a list alone is the `"$key"` layout, the only one of format 2).
     var encodedColumns: [UInt8] {
-        JSON.serialize(.array(columns.map { .array([.string($0.property), .string($0.kind.rawValue), .string($0.flags.letters)]) }))
+        let list = JSONValue.array(columns.map { .array([.string($0.property), .string($0.kind.rawValue), .string($0.flags.letters)]) })
+        guard let integerKey else { return JSON.serialize(list) }
+        return JSON.serialize(.object(JSONObject([("c", list), ("k", .string(integerKey))])))
     }
 
     static func decode(set: String, name: String, columns bytes: [UInt8]) throws(OfflineODataError) -> EntityTable {
-        guard let list = (try? JSON.parse(bytes))?.arrayValue else {
+        let parsed = try? JSON.parse(bytes)
+        let integerKey = parsed?.objectValue?["k"]?.stringValue
+        guard let list = parsed?.arrayValue ?? parsed?.objectValue?["c"]?.arrayValue, parsed?.arrayValue != nil || integerKey != nil else {
             throw OfflineODataError(.storage, "the catalog row of entity set \(set) is malformed")
         }
         var columns: [Column] = []
@@ -229,7 +274,10 @@ struct EntityTable: Sendable, Hashable {
             guard let flags else { throw OfflineODataError(.storage, "the catalog row of entity set \(set) is malformed") }
             columns.append(Column(property: property, kind: kind, flags: flags))
         }
-        return EntityTable(set: set, name: name, columns: columns)
+        guard integerKey.map({ key in columns.contains { $0.property == key && $0.kind == .integer } }) ?? true else {
+            throw OfflineODataError(.storage, "the catalog row of entity set \(set) is malformed")
+        }
+        return EntityTable(set: set, name: name, columns: columns, integerKey: integerKey)
     }
 
     // MARK: Rows
@@ -254,10 +302,43 @@ struct EntityTable: Sendable, Hashable {
             if !exact && !Self.comparesAlike(value, kind: columns[position].kind) { flags[position].insert(.inexact) }
             if case .text(let text) = column { flags[position].formUnion(Self.textFlags(text)) }
         }
+        if let integerKey, let position = columnIndex[integerKey] {
+            // The row ID: never `NULL` (SQLite would choose one), always the integer of the canonical key.
+            guard let number = Self.integer(ofKey: record.key) else {
+                throw OfflineODataError(.invalidRequest, "the key \(record.key) of an entity of \(set) is not an integer, as its key property \(integerKey) is")
+            }
+            if values[position] != .integer(number) {
+                // The entity lacks its key property or holds another value: the record keeps what it holds, SQL
+                // cannot stand in for it, and the column holds the key.
+                if let value = record.entity[integerKey] { entity[integerKey] = value }
+                values[position] = .integer(number)
+                flags[position].insert(.inexact)
+            }
+        }
         try statement.bind(.text(record.key), at: 1)
         try statement.bind(.integer(record.order), at: 2)
         try statement.bind(.text(record.state.rawValue), at: 3)
-        try statement.bind(.blob(record.encodedRest(entity: entity)), at: 4)
+        // Every member in its column, in the columns' order, after an ETag or not (a downloaded entity of the model,
+        // mostly): `"$record"` keeps the ETag alone, not the entity (format 3), so the row is smaller and reads back
+        // from its columns.
+        var etag: JSONValue?
+        var members = entity.makeIterator()
+        var member = members.next()
+        if let (name, value) = member, name == Self.etagMember, case .string = value {
+            etag = value
+            member = members.next()
+        }
+        var columnsOnly = entity.count == columns.count + (etag == nil ? 0 : 1)
+        if columnsOnly {
+            for column in columns {
+                guard let (name, value) = member, name == column.property, value.isNull else {
+                    columnsOnly = false
+                    break
+                }
+                member = members.next()
+            }
+        }
+        try statement.bind(.blob(record.encodedRest(entity: columnsOnly ? nil : entity, etag: etag)), at: 4)
         for (position, value) in values.enumerated() { try statement.bind(value, at: Int32(position + 5)) }
         return flags
     }
@@ -296,9 +377,20 @@ struct EntityTable: Sendable, Hashable {
         guard let state = EntityState(rawValue: statement.text(at: 2)) else {
             throw OfflineODataError(.storage, "a stored entity of \(set) has an unknown state")
         }
-        var record = try EntityRecord.decodeRest(statement.blob(at: 3), set: set, key: statement.text(at: 0), order: statement.integer(at: 1), state: state)
+        var (record, kept, etag) = try EntityRecord.decodeRest(statement.blob(at: 3), set: set, key: statement.text(at: 0), order: statement.integer(at: 1), state: state)
         var entity = JSONObject()
-        for (name, value) in record.entity {
+        guard let kept else {
+            // The entity is its columns, in their order, after the ETag when there is one.
+            entity.reserveCapacity(columns.count + 1)
+            if let etag { entity.append(etag, forKey: Self.etagMember) }
+            for (position, column) in columns.enumerated() {
+                entity.append(Self.value(of: statement, at: Int32(position + 4), kind: column.kind), forKey: column.property)
+            }
+            record.entity = entity
+            return record
+        }
+        entity.reserveCapacity(kept.count)
+        for (name, value) in kept {
             if case .null = value, let position = columnIndex[name] {
                 entity.append(Self.value(of: statement, at: Int32(position + 4), kind: columns[position].kind), forKey: name)
             } else {
@@ -308,6 +400,9 @@ struct EntityTable: Sendable, Hashable {
         record.entity = entity
         return record
     }
+
+    /// The member of an entity that holds its ETag.
+    static let etagMember = "@odata.etag"
 
     private static func value(of statement: SQLCipherStatement, at index: Int32, kind: Kind) -> JSONValue {
         if statement.isNull(at: index) { return .null }
@@ -321,11 +416,16 @@ struct EntityTable: Sendable, Hashable {
 }
 
 extension EntityRecord {
-    /// What a row keeps beyond its columns, as JSON: the entity (with `null` where a column holds the value),
-    /// the original, links, flags and defining queries.
-    func encodedRest(entity: JSONObject) -> [UInt8] {
+    /// What a row keeps beyond its columns, as JSON: the entity (with `null` where a column holds the value;
+    /// `nil`, left out, when the entity is its columns in their order after `etag`, which is then kept alone), the
+    /// original, links, flags and defining queries.
+    func encodedRest(entity: JSONObject?, etag: JSONValue? = nil) -> [UInt8] {
         var object = JSONObject()
-        object.append(.object(entity), forKey: "e")
+        if let entity {
+            object.append(.object(entity), forKey: "e")
+        } else if let etag {
+            object.append(etag, forKey: "t")
+        }
         if let original { object.append(.object(original), forKey: "g") }
         if !links.isEmpty { object.append(.object(links), forKey: "n") }
         if inErrorState { object.append(.bool(true), forKey: "er") }
@@ -335,13 +435,23 @@ extension EntityRecord {
         return JSON.serialize(.object(object))
     }
 
-    static func decodeRest(_ bytes: [UInt8], set: String, key: String, order: Int64, state: EntityState) throws(OfflineODataError) -> EntityRecord {
-        guard let object = (try? JSON.parse(bytes))?.objectValue, let entity = object["e"]?.objectValue else {
+    /// The record of ``encodedRest(entity:etag:)``'s bytes, its entity empty, and the entity they keep (`nil`: the
+    /// entity is the row's columns in their order, after the ETag they keep, if any).
+    static func decodeRest(_ bytes: [UInt8], set: String, key: String, order: Int64, state: EntityState) throws(OfflineODataError)
+        -> (record: EntityRecord, entity: JSONObject?, etag: JSONValue?) {
+        guard let object = (try? JSON.parse(bytes))?.objectValue else {
             throw OfflineODataError(.storage, "a stored entity record of \(set) is malformed")
         }
-        return EntityRecord(set: set, key: key, order: order, state: state, entity: entity,
+        let entity: JSONObject?
+        switch object["e"] {
+        case .object(let kept)?: entity = kept
+        case nil: entity = nil
+        default: throw OfflineODataError(.storage, "a stored entity record of \(set) is malformed")
+        }
+        let record = EntityRecord(set: set, key: key, order: order, state: state, entity: JSONObject(),
                             original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject(),
                             inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false,
                             queries: object["q"]?.arrayValue?.compactMap(\.stringValue) ?? [], needsRefresh: object["rf"]?.boolValue ?? false)
+        return (record, entity, entity == nil ? object["t"] : nil)
     }
 }
