@@ -348,6 +348,9 @@ public enum MultipartBatch {
         let (headers, bodyStart) = try parseHeaders(bytes, from: rest, end: bytes.count, what: "response")
         var body = bodyStart < bytes.count ? Data(bytes[bodyStart...]) : Data()
         if let length = headers[.contentLength].flatMap({ Int($0) }) {
+            guard length >= 0 else {
+                throw ODataError(.malformedHTTPMessage, "Content-Length \(length) is negative")
+            }
             guard length <= body.count else {
                 throw ODataError(.malformedHTTPMessage, "Content-Length \(length) but only \(body.count) bytes in the part")
             }

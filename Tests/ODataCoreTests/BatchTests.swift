@@ -93,6 +93,8 @@ import Testing
         ("--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 abc OK\r\n\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedHTTPMessage),
         ("--b\r\nContent-Type: application/http\r\n\r\nGARBAGE\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedHTTPMessage),
         ("--b\r\nBad Header Line\r\n\r\nHTTP/1.1 200 OK\r\n\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedHTTPMessage),
+        // Found by FuzzMultipart: a negative length crashed `prefix(_:)`.
+        ("--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length:-2\r\n\r\n{}\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedHTTPMessage),
         ("--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n{}\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedHTTPMessage),
         ("--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n--c\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 201 Created\r\n\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedBatch),
     ])
