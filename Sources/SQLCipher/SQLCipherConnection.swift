@@ -248,17 +248,6 @@ public final class SQLCipherConnection {
         return result
     }
 
-    /// Runs `body` in a read transaction (`BEGIN DEFERRED`): every statement in it sees the same commit.
-    ///
-    /// - Parameter body: The reads.
-    /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws, or `SQLCipherError`.
-    public func read<R>(_ body: () throws -> R) throws -> R {
-        try run("BEGIN DEFERRED;")
-        defer { if let db = handle, sqlite3_get_autocommit(db) == 0 { _ = sqlite3_exec(db, "COMMIT;", nil, nil, nil) } }
-        return try body()
-    }
-
     /// Begins a read transaction (`BEGIN DEFERRED`) that stays open until ``endTransaction()``: every statement until
     /// then sees the commit the first one saw, and none pays for taking and releasing SQLite's read locks. With a
     /// write-ahead log, a transaction held open keeps a checkpoint from going past what it sees: end it when another

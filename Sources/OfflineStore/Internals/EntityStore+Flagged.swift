@@ -19,7 +19,7 @@ extension EntityStore {
 
     private func flaggedRecords(extra: String) throws -> [EntityRecord] {
         let all = allTables()
-        return try readingConsistently("the changed entities") { connection in
+        return try reading("the changed entities") { connection in
             var result: [EntityRecord] = []
             for table in all {
                 let select = try connection.cachedStatement(table.selectSQL + " WHERE " + EntityTable.flaggedCondition + extra)
@@ -36,7 +36,7 @@ extension EntityStore {
         guard let table = table(set) else { return [] }
         var result: [EntityRecord] = []
         let condition = table.equalityCondition(property: property, value: value)
-        try readingConsistently("the entities of \(set)") { connection in
+        try reading("the entities of \(set)") { connection in
             let select = try connection.prepare(table.selectSQL + (condition.map { " WHERE " + $0.sql } ?? ""))
             for (index, argument) in (condition?.arguments ?? []).enumerated() { try select.bind(argument, at: Int32(index + 1)) }
             while try select.step() {
@@ -52,7 +52,7 @@ extension EntityStore {
     /// the byte strings (a prefilter: `body` still sees rows that hold them elsewhere).
     func forEachRecord(in set: String, containing: [String] = [], _ body: (EntityRecord) throws -> Bool) throws {
         guard let table = table(set) else { return }
-        try readingConsistently("the entities of \(set)") { connection in
+        try reading("the entities of \(set)") { connection in
             var sql = table.selectSQL
             if !containing.isEmpty { sql += " WHERE " + containing.map { _ in "instr(\"$record\", ?) > 0" }.joined(separator: " OR ") }
             let select = try connection.prepare(sql)

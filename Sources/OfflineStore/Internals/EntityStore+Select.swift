@@ -90,6 +90,6 @@ extension EntityStore {
     /// (nothing of it was ever stored).
     func withTable<R>(_ set: String, _ body: (TableReader) throws -> R) throws -> R? {
         guard let table = table(set) else { return nil }
-        return try readingConsistently("the entities of \(set)") { connection in try body(TableReader(table: table, connection: connection)) }
+        return try reading("the entities of \(set)") { connection in try body(TableReader(table: table, connection: connection)) }
     }
 }

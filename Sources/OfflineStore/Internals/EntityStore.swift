@@ -155,11 +155,6 @@ final class EntityStore: Sendable {
         }
     }
 
-    /// ``reading(_:_:)``: every statement of `body` sees one commit.
-    func readingConsistently<R>(_ what: @autoclosure () -> String, _ body: (SQLCipherConnection) throws -> R) throws -> R {
-        try reading(what(), body)
-    }
-
     func table(_ set: String) -> EntityTable? { tables.withLock { $0[set] } }
 
     /// The tables of every entity set, as committed, by table name.
