@@ -128,8 +128,11 @@ extension EntityStore.Changes {
         try select.bind(.text(record.set), at: 1)
         try select.bind(.text(record.key), at: 2)
         try select.bind(.text(kind.rawValue), at: 3)
-        let found: (id: Int64, value: [UInt8])? = try select.step() ? (select.integer(at: 0), select.blob(at: 1)) : nil
-        select.reset()
+        let found: (id: Int64, value: [UInt8])?
+        do {
+            defer { select.reset() }
+            found = try select.step() ? (select.integer(at: 0), select.blob(at: 1)) : nil
+        }
         guard let found else {
             return try insertStaged(kind: kind, set: record.set, key: record.key, query: "", value: record.encodedRest(entity: record.entity))
         }
