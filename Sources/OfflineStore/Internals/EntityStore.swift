@@ -10,7 +10,8 @@ import TechnicalCache
 ///
 /// Tables: `meta` (the configuration and counters), `queue` (the request queue, by request ID), `error_archive`,
 /// `entity_sets` (the catalog: which table holds which entity set, and its columns) and one table per entity set
-/// (``EntityTable``: the key, a column per primitive property, the rest of the record). An entity and its queue
+/// (``EntityTable``: the key, a column per primitive property, the rest of the record), and the staging table of a
+/// download under way, made when a download first needs it (`EntityStore+Staging.swift`). An entity and its queue
 /// entry are written in one transaction. `PRAGMA user_version` is the format (``format``); a store of a newer
 /// format is refused, a store of the LMDB format is migrated at open (``StoreMigration``).
 ///
