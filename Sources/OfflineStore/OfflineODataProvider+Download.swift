@@ -193,18 +193,19 @@ extension OfflineODataProvider {
         }
     }
 
-    /// Reads one defining query completely into `ingest` (a download that writes only when every answer
-    /// is in).
+    /// Reads one defining query completely, spooling each page into the download's staging table as it
+    /// arrives (``EntityStore/stage(_:kind:removals:links:)``: a download writes the entity tables only
+    /// when every answer is in; memory holds one page).
     ///
     /// - Returns: The delta link the back end gave, if any.
-    func fullRead(_ query: OfflineODataDefiningQuery, into ingest: inout Ingest) async throws -> String? {
+    func fullRead(_ query: OfflineODataDefiningQuery, store: EntityStore) async throws -> String? {
         var deltaLink: String?
-        var collected = ingest
         try await readPages(query, from: nil) { page in
-            for entity in page.entities { _ = try collected.add(entity, set: page.set, query: query.name) }
+            var ingest = Ingest(model: self.model)
+            for entity in page.entities { _ = try ingest.add(entity, set: page.set, query: query.name) }
+            try await store.stage(ingest.records.values.sorted { $0.order < $1.order }, kind: .full)
             if let link = page.deltaLink { deltaLink = link }
         }
-        ingest = collected
         return deltaLink
     }
 

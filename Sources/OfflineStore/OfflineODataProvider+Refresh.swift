@@ -12,9 +12,13 @@ extension OfflineODataProvider {
     /// Entities with pending local requests or in error state keep their local state; once released
     /// (uploaded, or their ErrorArchive entry deleted) the next download reads them again. Defining
     /// queries added since the last download are read in full; the data of removed ones goes
-    /// (unless another defining query still holds it). Everything is applied in one write
-    /// transaction at the end, so a download that fails half way changes nothing; local changes
-    /// made while the download runs are kept.
+    /// (unless another defining query still holds it).
+    ///
+    /// Memory holds one page at a time, whatever the sets' sizes: each page is spooled as it arrives into
+    /// a staging table of the store's (encrypted) database, in a small transaction of its own. Everything is
+    /// applied from there in one write transaction at the end, which reads the staging table back in chunks
+    /// and empties it, so a download that fails half way changes nothing (what it staged is dropped when the
+    /// next download begins); local changes made while the download runs are kept.
     ///
     /// - Parameter names: The defining queries to download, by name; `nil` for all of them.
     /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` while an upload or download runs,
@@ -31,44 +35,49 @@ extension OfflineODataProvider {
         }
         setState(.downloading)
         defer { setState(.open) }
-        try await reported(.download) { try await downloadQueries(names, configuration: &configuration, store: store) }
+        try await reported(.download) {
+            do {
+                try await downloadQueries(names, configuration: &configuration, store: store)
+            } catch {
+                // Not needed for correctness (the next download empties it before anything reads it): frees the space
+                // now. A store that cannot be written is left as it is; the error above is what the caller gets.
+                _ = try? await store.write { changes in try changes.clearStaging() }
+                throw error
+            }
+        }
     }
 
-    /// Reads the defining queries named (all when nil) and merges them (see ``download(definingQueries:)``).
+    /// Reads the defining queries named (all when nil) into the staging table and applies them (see
+    /// ``download(definingQueries:)``).
     private func downloadQueries(_ names: [String]?, configuration: inout StoreConfiguration, store: EntityStore) async throws {
         let chosen = definingQueryList.filter { names?.contains($0.name) ?? true }
         let known = Set(configuration.definingQueries.map(\.name))
         let removedQueries = Set(configuration.definingQueries.map(\.name)).subtracting(definingQueryList.map(\.name))
 
-        // Network first; nothing is written until every answer is in.
-        var full = Ingest(model: model)
+        // Network first, page by page into the staging table; the entity tables are not written until every answer is in.
+        try await store.beginStaging()
         var fullQueries: Set<String> = []
-        var deltaUpserts = Ingest(model: model)
-        var deltaRemovals: [(query: String, set: String, key: String)] = []
-        var deltaLinkChanges: [DeltaLinkChange] = []
         var newLinks: [String: String] = [:]
         for query in chosen {
             if known.contains(query.name), let link = configuration.deltaLinks[query.name] {
                 do {
-                    let outcome = try await deltaRead(query, link: link, into: &deltaUpserts)
-                    deltaRemovals += outcome.removals.map { (query.name, $0.set, $0.key) }
-                    deltaLinkChanges += outcome.links
-                    if let link = outcome.deltaLink { newLinks[query.name] = link }
+                    if let link = try await deltaRead(query, link: link, store: store) { newLinks[query.name] = link }
                     continue
-                } catch let error as DeltaExpired {
-                    _ = error
+                } catch is DeltaExpired {
+                    // Read in full instead: what the delta staged stays but its removals and link changes.
+                    try await store.discardStagedChanges(of: query.name)
                 }
             }
             fullQueries.insert(query.name)
-            if let link = try await fullRead(query, into: &full) { newLinks[query.name] = link }
+            if let link = try await fullRead(query, store: store) { newLinks[query.name] = link }
         }
 
         // Entities whose local copy may be behind (a download skipped them while they had local
         // state, or their failed change was given up) and that no answer above brings: read again
         // (found through the partial index of flagged rows, not by reading the sets).
         var refreshed: [(set: String, key: String, entity: EntityRecord?)] = []
-        let incomingKeys = Set(full.records.keys).union(deltaUpserts.records.keys)
-        for record in try store.recordsNeedingRefresh() where !incomingKeys.contains(record.reference) {
+        for record in try store.recordsNeedingRefresh() {
+            if try store.isStaged(set: record.set, key: record.key) { continue }
             var single = Ingest(model: model)
             let url = serviceRoot + PercentEncoding.encodePath(record.reference)
             guard let body = try await fetch(url, trackChanges: false, missingIsNil: true) else {
@@ -87,17 +96,9 @@ extension OfflineODataProvider {
             refreshed.append((record.set, record.key, fresh))
         }
         let finalRefreshed = refreshed
-        let holders = try heldEntities(by: fullQueries.union(removedQueries), store: store)
         let firstOrder = self.counters.nextOrder
-        let fresh = Array(full.records.values) + Array(deltaUpserts.records.values)
-        // A changed entity in a delta carries the properties that changed (OData JSON 4.01 §15.3): merged into
-        // the local copy; a full read replaces it.
-        let partial = Set(deltaUpserts.records.keys).subtracting(full.records.keys)
-        let linkChanges = deltaLinkChanges
-        let freshFull = Set(full.records.keys)
         let fullNames = fullQueries
         let removedNames = removedQueries
-        let removals = deltaRemovals
         for query in chosen {
             if let link = newLinks[query.name] { configuration.deltaLinks[query.name] = link } else { configuration.deltaLinks[query.name] = nil }
         }
@@ -109,55 +110,64 @@ extension OfflineODataProvider {
             var counters = try changes.currentCounters()
             var order = max(firstOrder, counters.nextOrder)
             /// Drops `queries` from a record; a downloaded record no query holds goes.
-            func release(_ set: String, _ key: String, queries: Set<String>) throws {
-                guard var record = try changes.current(set: set, key: key) else { return }
+            func release(_ record: EntityRecord, queries: Set<String>) throws {
+                var record = record
                 record.queries.removeAll { queries.contains($0) }
                 if record.queries.isEmpty && !record.hasLocalState {
-                    try changes.remove(set: set, key: key)
+                    try changes.remove(set: record.set, key: record.key)
                 } else {
                     try changes.put(record)
                 }
             }
-            for (query, set, key) in removals { try release(set, key, queries: [query]) }
-            for (set, key) in holders where !freshFull.contains(set + key) {
-                try release(set, key, queries: fullNames.union(removedNames))
+            try changes.forEachStagedRemoval { removal in
+                guard let record = try changes.current(set: removal.set, key: removal.key) else { return }
+                try release(record, queries: [removal.query])
             }
-            for (set, key) in holders where freshFull.contains(set + key) && !removedNames.isEmpty {
-                try release(set, key, queries: removedNames)
+            // What a full read or a removed defining query held: released unless the full read brought it again.
+            try changes.forEachRecord(heldBy: fullNames.union(removedNames)) { record in
+                if try changes.isStaged(set: record.set, key: record.key, kind: .full) {
+                    if !removedNames.isEmpty { try release(record, queries: removedNames) }
+                } else {
+                    try release(record, queries: fullNames.union(removedNames))
+                }
             }
-            for incoming in fresh {
-                if var record = try changes.current(set: incoming.set, key: incoming.key) {
-                    var queries = record.queries
-                    for name in incoming.queries where !queries.contains(name) { queries.append(name) }
-                    if record.hasLocalState {
-                        // Its local state wins; the back end's change is read again once it is released.
-                        record.needsRefresh = true
-                    } else {
-                        if partial.contains(incoming.reference) {
-                            for (name, value) in incoming.entity { record.entity[name] = value }
+            // The full reads' entities first, then the deltas'. A changed entity in a delta carries the properties
+            // that changed (OData JSON 4.01 §15.3): merged into the local copy, unless a full read brought it too.
+            for kind in [EntityStore.StagedKind.full, .delta] {
+                try changes.forEachStaged(kind) { incoming in
+                    if var record = try changes.current(set: incoming.set, key: incoming.key) {
+                        var queries = record.queries
+                        for name in incoming.queries where !queries.contains(name) { queries.append(name) }
+                        if record.hasLocalState {
+                            // Its local state wins; the back end's change is read again once it is released.
+                            record.needsRefresh = true
                         } else {
-                            record.entity = incoming.entity
+                            if try kind == .delta && !changes.isStaged(set: incoming.set, key: incoming.key, kind: .full) {
+                                for (name, value) in incoming.entity { record.entity[name] = value }
+                            } else {
+                                record.entity = incoming.entity
+                            }
+                            for (name, value) in incoming.links { record.links[name] = value }
+                            record.needsRefresh = false
                         }
-                        for (name, value) in incoming.links { record.links[name] = value }
-                        record.needsRefresh = false
+                        record.queries = queries
+                        try changes.put(record)
+                    } else {
+                        var record = incoming
+                        record.order = order
+                        order += 1
+                        try changes.put(record)
                     }
-                    record.queries = queries
-                    try changes.put(record)
-                } else {
-                    var record = incoming
-                    record.order = order
-                    order += 1
-                    try changes.put(record)
                 }
             }
-            for change in linkChanges {
+            try changes.forEachStagedLink { change in
                 // An OData 4.0 added or deleted link (§15.5.2): the source's navigation gains or loses the target.
-                guard var record = try changes.current(set: change.source.set, key: change.source.key), !record.hasLocalState else { continue }
+                guard var record = try changes.current(set: change.set, key: change.key), !record.hasLocalState else { return }
                 var targets = record.links[change.relationship]?.arrayValue ?? []
                 if change.isRemoved {
-                    targets.removeAll { change.target == nil || $0.stringValue == change.target?.reference }
-                } else if let target = change.target, !targets.contains(where: { $0.stringValue == target.reference }) {
-                    targets.append(.string(target.reference))
+                    targets.removeAll { change.target == nil || $0.stringValue == change.target }
+                } else if let target = change.target, !targets.contains(where: { $0.stringValue == target }) {
+                    targets.append(.string(target))
                 }
                 record.links[change.relationship] = .array(targets)
                 try changes.put(record)
@@ -176,26 +186,11 @@ extension OfflineODataProvider {
             counters.nextOrder = order
             try changes.putCounters(counters)
             try changes.putConfiguration(newConfiguration)
+            try changes.clearStaging()
             return order
         }
         counters.nextOrder = max(counters.nextOrder, order)
         self.configuration = newConfiguration
-    }
-
-    /// The entities (set and key) that any of `queries` brought: what a full read or a removed defining query
-    /// may release. None for a download of deltas only; else each set is walked one record at a time, narrowed
-    /// in SQL to the rows whose record names one of the queries, and only the keys are kept.
-    private func heldEntities(by queries: Set<String>, store: EntityStore) throws -> [(String, String)] {
-        guard !queries.isEmpty else { return [] }
-        let names = queries.sorted().map { String(decoding: JSON.serialize(.string($0)), as: UTF8.self) }
-        var holders: [(String, String)] = []
-        for set in store.storedSets() {
-            try store.forEachRecord(in: set, containing: names) { record in
-                if !queries.isDisjoint(with: record.queries) { holders.append((record.set, record.key)) }
-                return true
-            }
-        }
-        return holders
     }
 
     /// Reads the changes behind a delta link, following next and delta links.
@@ -206,17 +201,18 @@ extension OfflineODataProvider {
     /// with `id`), members of related sets named by their own context URL, 4.0 added and deleted links, V2
     /// `__deleted` / `__metadata.deleted`.
     ///
+    /// Each page is spooled into the download's staging table as it arrives (``EntityStore/stage(_:kind:removals:links:)``):
+    /// memory holds one page.
+    ///
+    /// - Returns: The new delta link, if the back end gave one.
     /// - Throws: `DeltaExpired` for a 410 (the caller reads in full), `OfflineODataError.downloadFailed` otherwise —
     ///   for a member that cannot be read, naming the entity set, its position and what is missing.
-    func deltaRead(_ query: OfflineODataDefiningQuery, link: String, into ingest: inout Ingest) async throws
-        -> (removals: [(set: String, key: String)], links: [DeltaLinkChange], deltaLink: String?) {
+    func deltaRead(_ query: OfflineODataDefiningQuery, link: String, store: EntityStore) async throws -> String? {
         let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
-        guard let set = try ingest.targetSet(of: parsed.path), model.entityType(ofSet: set) != nil else {
+        guard let set = try Ingest(model: model).targetSet(of: parsed.path), model.entityType(ofSet: set) != nil else {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
         }
         var next: String? = try absolute(link)
-        var removals: [(set: String, key: String)] = []
-        var links: [DeltaLinkChange] = []
         var deltaLink: String?
         var entities = 0
         var bytes = 0
@@ -240,6 +236,9 @@ extension OfflineODataProvider {
             do { page = try ODataPayload.decodeEntitySet(response.body) } catch {
                 throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the delta answer of GET \(url) is not an OData payload: \(error.message)")
             }
+            var ingest = Ingest(model: model)
+            var removals: [EntityStore.StagedRemoval] = []
+            var links: [EntityStore.StagedLink] = []
             for (position, entity) in page.entities.enumerated() {
                 let memberSet = entity.contextEntitySet.flatMap { model.entitySets[$0] == nil ? nil : $0 } ?? set
                 let identity: EntityID
@@ -247,7 +246,7 @@ extension OfflineODataProvider {
                     throw OfflineODataError(.downloadFailed, "entity \(position + 1) of '\(memberSet)' in the delta answer of GET \(url) (defining query '\(query.name)'): \(error.message)")
                 }
                 if entity.isRemoved {
-                    removals.append((identity.set, identity.key))
+                    removals.append(EntityStore.StagedRemoval(query: query.name, set: identity.set, key: identity.key))
                 } else {
                     var object = entity.jsonV4
                     for (name, value) in identity.values where object[name] == nil { object[name] = value }
@@ -258,17 +257,19 @@ extension OfflineODataProvider {
                 do {
                     let source = try EntityID.resolve(change.source, serviceRoot: serviceRoot, model: model)
                     let target = try change.target.map { target throws(OfflineODataError) in try EntityID.resolve(target, serviceRoot: serviceRoot, model: model) }
-                    links.append(DeltaLinkChange(source: source, relationship: change.relationship, target: target, isRemoved: change.isRemoved))
+                    links.append(EntityStore.StagedLink(query: query.name, set: source.set, key: source.key, relationship: change.relationship,
+                                                        target: target?.reference, isRemoved: change.isRemoved))
                 } catch {
                     throw OfflineODataError(.downloadFailed, "link \(position + 1) in the delta answer of GET \(url) (defining query '\(query.name)'): \(error.message)")
                 }
             }
+            try await store.stage(ingest.records.values.sorted { $0.order < $1.order }, kind: .delta, removals: removals, links: links)
             entities += page.entities.count
             if let link = page.nextLink { next = try absolute(link) }
             if let link = page.deltaLink { deltaLink = link }
             reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
         }
-        return (removals, links, deltaLink)
+        return deltaLink
     }
 
     /// The set and key of a delta member: from all its key properties, else from its entity-id.
@@ -286,14 +287,6 @@ extension OfflineODataProvider {
         }
         return try EntityID.resolve(id, serviceRoot: serviceRoot, model: model)
     }
-}
-
-/// A 4.0 added or deleted link of a delta answer, resolved to the entities it joins.
-struct DeltaLinkChange: Sendable {
-    var source: EntityID
-    var relationship: String
-    var target: EntityID?
-    var isRemoved: Bool
 }
 
 /// A delta link the back end no longer knows (410 Gone).

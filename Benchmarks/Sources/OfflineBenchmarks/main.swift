@@ -8,6 +8,8 @@
 // 2. `store`: the downloaded store opened again and queried through the public API — open, the first query after
 //    open vs later ones, key lookup, a selective filter on an indexed property (≈1 % of rows), a 5-clause filter
 //    that must scan, `$orderby` on an indexed property with `$top=20`, `$count` — and its peak RSS.
+// 2b. `redownload`: after the queries, a full re-download of the store (its delta tokens expired): time, client CPU,
+//    peak RSS (`OFFLINE_BENCH_REDOWNLOAD=0` skips it).
 // 3. `sqlite`: the same rows in SQLite through GRDB with the same indexes, the same queries, each answer written as
 //    the same V4 JSON.
 // 4. `upload`: 1,000 queued updates (PATCH of 1,000 different entities, each with its ETag) one by one against
@@ -129,6 +131,24 @@ case "download":
     let size = (try? FileManager.default.attributesOfItem(atPath: work + "/\(storeDirectoryName)/store.db")[.size] as? Int) ?? 0
     report("store file (bytes)", Double(size))
     report("peak RSS, download (bytes)", Double(peakResidentBytes()))
+    exit(0)
+case "redownload":
+    // 2b. A full re-download of the downloaded store, after the store's queries (every delta token expired: each page
+    //     spooled into the staging table, all applied at the end): its time, client CPU and peak RSS.
+    let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
+    let parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
+    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
+    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    try await provider.open()
+    let expired = try await CurlTransport().send(TransportRequest(method: "POST", url: serviceRoot + "$fixture/expire-delta-tokens", headerFields: [:], body: nil))
+    precondition((200..<300).contains(expired.status), "expire-delta-tokens: \(expired.status)")
+    let cpuStart = cpuSeconds()
+    let start = DispatchTime.now().uptimeNanoseconds
+    try await provider.download()
+    report("full re-download (ns)", elapsed(since: start))
+    report("full re-download, client CPU (ns)", (cpuSeconds() - cpuStart) * 1e9)
+    await provider.close()
+    report("peak RSS, open + full re-download (bytes)", Double(peakResidentBytes()))
     exit(0)
 case "store":
     // 2. The downloaded store, opened again and queried through the public API.
@@ -264,6 +284,8 @@ func parent() throws {
     }
     if !reused { try child("download") }
     try child("store")
+    // `OFFLINE_BENCH_REDOWNLOAD=0` leaves the full re-download out.
+    if environment["OFFLINE_BENCH_REDOWNLOAD"] != "0" { try child("redownload") }
     // `OFFLINE_BENCH_SQLITE=0` leaves SQLite out (the store's figures only, for iterating).
     if environment["OFFLINE_BENCH_SQLITE"] != "0" { try child("sqlite", executable: floor) }
 
@@ -276,7 +298,7 @@ func parent() throws {
     printTable(title: "Offline store vs SQLite (GRDB, same rows, same indexes), each in its own process, N = \(count)",
                header: ["metric", "offline store", "SQLite (GRDB)", "store / SQLite"], rows: order.map { metric in
         let row = figures[metric] ?? [:]
-        let store = row["download"] ?? row["store"]
+        let store = row["download"] ?? row["store"] ?? row["redownload"]
         var ratio = ""
         if let store, let floor = row["sqlite"], floor > 0, metric.hasSuffix("(ns)") || metric.contains("bytes") {
             ratio = String(format: "%.2f×", store / floor)

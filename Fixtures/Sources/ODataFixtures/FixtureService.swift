@@ -512,10 +512,15 @@ final class FixtureService: Sendable {
 
     private func deltaToken(_ sequence: Int64) -> String { "\(instanceID)-\(sequence)" }
 
+    /// The changes of `set` since the request's delta token, paged as a collection is (`defaultPageSize`, or
+    /// `odata.maxpagesize`): each next link names the last change the first page saw, so the pages read one state of
+    /// the change log; the last page's delta link starts after it.
     private func delta(set: String, request: IncomingRequest, state: State) throws -> OutgoingResponse {
         let data = state.data
         var pieces = QueryString.pieces(request.query)
         let token = pieces.first { QueryString.name(of: $0) == "$deltatoken" }.map(QueryString.value(of:)) ?? ""
+        // A page after the first: `upto.offset`, the changes up to `upto` (as the first page saw them) from `offset` on.
+        let skip = pieces.first { QueryString.name(of: $0) == "$skiptoken" }.map(QueryString.value(of:))
         pieces.removeAll { ["$deltatoken", "$skiptoken"].contains(QueryString.name(of: $0)) }
         let parts = token.split(separator: "-")
         guard parts.count == 2, parts[0] == instanceID, let since = Int64(parts[1]), since >= state.deltaFloor,
@@ -523,11 +528,23 @@ final class FixtureService: Sendable {
         else {
             throw ServiceFailure(410, "DeltaTokenExpired", "the delta token '\(token)' is unknown or expired; read \(set) again")
         }
+        var (upto, offset) = (data.sequence, 0)
+        if let skip {
+            let skipParts = skip.split(separator: ".")
+            guard skipParts.count == 2, let last = Int64(skipParts[0]), let from = Int(skipParts[1]), last >= since, last <= data.sequence, from >= 0 else {
+                throw ServiceFailure.badRequest("the $skiptoken '\(skip)' is not one this service issued")
+            }
+            (upto, offset) = (last, from)
+        }
+        var pageSize = configuration.defaultPageSize
+        if let preferred = Preferences(request.headers)["odata.maxpagesize"], let size = Int(preferred), size >= 1 {
+            pageSize = min(size, configuration.maximumPageSize)
+        }
         let type = try data.entityType(of: set)
         var latest: [String: FixtureData.ChangeRecord] = [:]
         var firstChange: [String: FixtureData.ChangeRecord] = [:]
         var order: [String] = []
-        for record in data.changeLog where record.sequence > since && record.set == set {
+        for record in data.changeLog where record.sequence > since && record.sequence <= upto && record.set == set {
             if latest[record.predicate] == nil {
                 order.append(record.predicate)
                 firstChange[record.predicate] = record
@@ -560,9 +577,17 @@ final class FixtureService: Sendable {
         }
         var body = JSONObject()
         body.append(.string(serviceRoot + "$metadata#\(set)/$delta"), forKey: "@odata.context")
-        body.append(.array(value), forKey: "value")
-        let next = (pieces + ["$deltatoken=\(deltaToken(data.sequence))"]).joined(separator: "&")
-        body.append(.string(serviceRoot + request.path + "?" + next), forKey: "@odata.deltaLink")
+        // Paged as a collection is (server-driven paging): a next link until the last page, which has the delta link.
+        let start = min(offset, value.count)
+        let end = pageSize.map { min(value.count, start + $0) } ?? value.count
+        body.append(.array(Array(value[start..<end])), forKey: "value")
+        if end < value.count {
+            let next = (pieces + ["$deltatoken=\(token)", "$skiptoken=\(upto).\(end)"]).joined(separator: "&")
+            body.append(.string(serviceRoot + request.path + "?" + next), forKey: "@odata.nextLink")
+        } else {
+            let next = (pieces + ["$deltatoken=\(deltaToken(upto))"]).joined(separator: "&")
+            body.append(.string(serviceRoot + request.path + "?" + next), forKey: "@odata.deltaLink")
+        }
         var headers = HTTPFields()
         headers[.preferenceApplied] = "odata.track-changes"
         return .json(200, .object(body), headers: headers)

@@ -10,7 +10,8 @@ import TechnicalCache
 ///
 /// Tables: `meta` (the configuration and counters), `queue` (the request queue, by request ID), `error_archive`,
 /// `entity_sets` (the catalog: which table holds which entity set, and its columns) and one table per entity set
-/// (``EntityTable``: the key, a column per primitive property, the rest of the record). An entity and its queue
+/// (``EntityTable``: the key, a column per primitive property, the rest of the record), and the staging table of a
+/// download under way, made when a download first needs it (`EntityStore+Staging.swift`). An entity and its queue
 /// entry are written in one transaction. `PRAGMA user_version` is the format (``format``); a store of a newer
 /// format is refused, a store of the LMDB format is migrated at open (``StoreMigration``).
 ///
@@ -40,6 +41,9 @@ final class EntityStore: Sendable {
     /// While set (by the initial download), new tables get no index beyond their key and configuration writes create
     /// none: ``buildMissingIndexes(model:)`` makes them afterwards, each in one pass over its table.
     let deferringIndexes = LockedValue(false)
+    /// The most records a download held in memory at once since its staging began (``beginStaging()``): a page it
+    /// spooled, or a chunk of the staging table or of a set it read back. What a test proves bounded memory with.
+    let heldRecordsPeak = LockedValue(0)
 
     /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
     ///
@@ -258,11 +262,11 @@ final class EntityStore: Sendable {
 
     /// Changes collected by one write transaction.
     final class Changes {
-        fileprivate let store: EntityStore
-        fileprivate let connection: SQLCipherConnection
+        let store: EntityStore
+        let connection: SQLCipherConnection
         fileprivate var wiped = false
         /// The catalog as this transaction sees it, published when it commits.
-        fileprivate var tables: [String: EntityTable]
+        fileprivate(set) var tables: [String: EntityTable]
         fileprivate var catalogChanged = false
         /// The statement of ``putDownloaded(_:)`` for the table it wrote last (a page's records mostly share one).
         private var lastInsert: (table: String, statement: SQLCipherStatement)?
