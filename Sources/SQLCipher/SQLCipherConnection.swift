@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// One connection to an SQLCipher database file: keyed with a raw 256-bit key (or none, for a plaintext
-/// database), checked to be SQLCipher, set up with 4 KiB pages, the journal chosen in ``Options``,
+/// database), checked to be SQLCipher, set up with the page size and the journal chosen in ``Options``,
 /// temporary tables and sorts in memory, and a page cache sized from a memory budget.
 ///
 /// A connection is not thread-safe: use it from one thread at a time (its owner puts it behind a lock or a
@@ -53,6 +53,12 @@ public final class SQLCipherConnection {
         /// How long a statement waits for another connection's lock before it fails with ``SQLCipherError/Code/busy``.
         /// The default is 5 seconds.
         public var busyTimeout: Duration
+        /// The page size in bytes, a power of two from 512 to 65,536 (``SQLCipherConnection/pageSizes``): SQLCipher's
+        /// `cipher_page_size`, the unit it encrypts and authenticates. An encrypted file records it nowhere readable,
+        /// so it must be given again for every connection to an existing file: with another size the first page
+        /// fails its check (``SQLCipherError/Code/notADatabase``). A plaintext database records its own; this size
+        /// applies when it is created. The default is ``SQLCipherConnection/defaultPageSize``.
+        public var pageSize: Int
 
         /// Creates options; every argument has the default documented on its property.
         /// - Parameters:
@@ -61,18 +67,23 @@ public final class SQLCipherConnection {
         ///   - fullSync: Whether commits are flushed to disk.
         ///   - readOnly: Whether the connection only reads.
         ///   - busyTimeout: How long to wait for another connection's lock.
+        ///   - pageSize: The page size in bytes.
         public init(cacheBudget: Int = 128 << 20, journal: Journal = .writeAheadLog, fullSync: Bool = true,
-                    readOnly: Bool = false, busyTimeout: Duration = .seconds(5)) {
+                    readOnly: Bool = false, busyTimeout: Duration = .seconds(5), pageSize: Int = SQLCipherConnection.defaultPageSize) {
             self.cacheBudget = cacheBudget
             self.journal = journal
             self.fullSync = fullSync
             self.readOnly = readOnly
             self.busyTimeout = busyTimeout
+            self.pageSize = pageSize
         }
     }
 
-    /// The page size of every database (SQLCipher's `cipher_page_size`, or SQLite's `page_size` without a key).
-    public static let pageSize = 4096
+    /// The page size of a connection whose ``Options`` name none: 4 KiB, SQLCipher 4's default and the size of a
+    /// memory page.
+    public static let defaultPageSize = 4096
+    /// The page sizes SQLite accepts, in bytes.
+    public static let pageSizes = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
     /// The length of a raw key in bytes.
     public static let keyLength = 32
 
@@ -84,6 +95,9 @@ public final class SQLCipherConnection {
     public let isEncrypted: Bool
     /// SQLCipher's version, as `PRAGMA cipher_version` gave it (for example `3.4.1`).
     public private(set) var cipherVersion = ""
+    /// The database's page size in bytes: the one the options gave for an encrypted database (the first page opened
+    /// with it), the one the file records for a plaintext one.
+    public private(set) var pageSize = SQLCipherConnection.defaultPageSize
     /// The rows the statements of this connection stepped over in full table scans (SQLite's
     /// `SQLITE_STMTSTATUS_FULLSCAN_STEP`, summed as each statement is reset or finalized): zero while every read
     /// found its rows through a key or an index. What tests prove a bounded read with, not a timing.
@@ -104,7 +118,8 @@ public final class SQLCipherConnection {
     ///   - key: The raw 256-bit key (given as `PRAGMA key = "x'…'"`, so SQLCipher's own key derivation is not
     ///     used), or `nil` for a plaintext database.
     ///   - options: Journal, cache budget, durability.
-    /// - Throws: `SQLCipherError` — ``SQLCipherError/Code/badKey`` for a key that is not 32 bytes,
+    /// - Throws: `SQLCipherError` — ``SQLCipherError/Code/badKey`` for a key that is not 32 bytes (and
+    ///   ``SQLCipherError/Code/misuse`` for a page size SQLite does not accept),
     ///   ``SQLCipherError/Code/notSQLCipher`` when the SQLite answering in this process is not SQLCipher,
     ///   ``SQLCipherError/Code/notADatabase`` when the key does not open the file (or it is no database, or its
     ///   first page is corrupt), or SQLite's error for a file that cannot be opened.
@@ -113,6 +128,9 @@ public final class SQLCipherConnection {
         isEncrypted = key != nil
         if let key, key.count != Self.keyLength {
             throw SQLCipherError(.badKey, "a raw key has \(Self.keyLength) bytes, got \(key.count)")
+        }
+        guard Self.pageSizes.contains(options.pageSize) else {
+            throw SQLCipherError(.misuse, "a page size is a power of two from 512 to 65536 bytes, got \(options.pageSize)")
         }
         if !options.readOnly {
             // SQLite creates files with 0644; the -wal, -shm and -journal files take the database file's mode.
@@ -137,7 +155,7 @@ public final class SQLCipherConnection {
                 for byte in key { hex += String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }
                 hex += "'\";"
                 try run(hex, reportedAs: "PRAGMA key")
-                try run("PRAGMA cipher_page_size = \(Self.pageSize);")
+                try run("PRAGMA cipher_page_size = \(options.pageSize);")
             }
             // > PRAGMA cipher_version … returns the version of SQLCipher in use; a SQLite without the codec
             // > ignores unknown pragmas and returns no row. Then PRAGMA key was ignored too.
@@ -145,10 +163,11 @@ public final class SQLCipherConnection {
                 throw SQLCipherError(.notSQLCipher, "the SQLite library answering in this process is not SQLCipher; refusing to open \(path)")
             }
             cipherVersion = version
-            if key == nil { try run("PRAGMA page_size = \(Self.pageSize);") }
-            // The first read of page 1: a wrong key, a plaintext file opened with a key or a corrupt first page
-            // fail here, before anything is written.
+            if key == nil { try run("PRAGMA page_size = \(options.pageSize);") }
+            // The first read of page 1: a wrong key (or page size), a plaintext file opened with a key or a corrupt
+            // first page fail here, before anything is written.
             _ = try firstText("SELECT count(*) FROM sqlite_master;")
+            pageSize = key == nil ? Int(try firstText("PRAGMA page_size;") ?? "") ?? options.pageSize : options.pageSize
             if !options.readOnly {
                 let mode = options.journal == .writeAheadLog ? "WAL" : "DELETE"
                 let answered = try firstText("PRAGMA journal_mode = \(mode);")

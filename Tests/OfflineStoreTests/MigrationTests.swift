@@ -222,4 +222,71 @@ private struct RedirectingTransport: HTTPTransport {
         }
         #expect(plan.contains("sqlite_autoindex"), "\(plan)")
     }
+
+    // MARK: The page size
+
+    /// The page size of a store's database file, as a connection found it.
+    private func pageSize(of directory: TemporaryDirectory, _ parameters: OfflineODataParameters) throws -> Int {
+        let store = try EntityStore.open(directory: directory.path + "/" + parameters.storeName, parameters: parameters)
+        defer { store.close() }
+        return try store.withWriter { $0.pageSize }
+    }
+
+    @Test func aStoreKeepsThePageSizeItWasMadeWithWhateverTheParametersSayLater() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let queries = [OfflineODataDefiningQuery(name: "shippers", query: "Shippers"), OfflineODataDefiningQuery(name: "orders", query: "Orders")]
+        var small = Northwind.parameters(directory)
+        small.databasePageSize = 1024
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: small)
+        for query in queries { try await provider.add(definingQuery: query) }
+        try await provider.open()
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Small Pages"}"#))
+        await provider.close()
+        #expect(try pageSize(of: directory, small) == 1024)
+        // Opened with the default (4,096) it keeps its 1,024: every row and the queued change are there.
+        let reopened = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory))
+        for query in queries { try await reopened.add(definingQuery: query) }
+        try await reopened.open()
+        #expect(try await reopened.getAll("Orders").count == 830)
+        #expect(try await reopened.getAll("Shippers?$filter=CompanyName%20eq%20'Small%20Pages'").count == 1)
+        #expect(try await reopened.pendingRequests().count == 1)
+        await reopened.close()
+        #expect(try pageSize(of: directory, Northwind.parameters(directory)) == 1024)
+        // A size SQLite does not accept is refused before anything is opened.
+        var odd = Northwind.parameters(directory)
+        odd.databasePageSize = 1000
+        let error = await #expect(throws: OfflineODataError.self) {
+            try await OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: odd).open()
+        }
+        #expect(error?.code == .invalidParameters && error?.message.contains("databasePageSize") == true)
+    }
+
+    /// A store made with 4 KiB pages whose last commits sit in the write-ahead log of a process that was killed (the
+    /// files copied while it runs), opened with 1,024 given: the attempt with the wrong size must not lose the log.
+    @Test func aKilledWritersLogSurvivesAnOpenThatTriesAnotherPageSizeFirst() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let parameters = Northwind.parameters(directory)
+        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
+        try await provider.open()
+        _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Only In The Log"}"#))
+        let copy = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: directory.path + "/northwind", toPath: copy.path + "/northwind")
+        await provider.close()
+        let log = try #require(try FileManager.default.attributesOfItem(atPath: copy.path + "/northwind/store.db-wal")[.size] as? Int)
+        #expect(log > 0)
+        var small = Northwind.parameters(copy)
+        small.databasePageSize = 1024
+        let reopened = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: small)
+        try await reopened.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
+        try await reopened.open()
+        #expect(try await reopened.getAll("Shippers?$filter=CompanyName%20eq%20'Only%20In%20The%20Log'").count == 1)
+        #expect(try await reopened.pendingRequests().count == 1)
+        await reopened.close()
+        #expect(try pageSize(of: copy, small) == 4096)
+    }
 }

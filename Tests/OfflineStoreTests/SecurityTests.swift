@@ -111,15 +111,15 @@ import Testing
         let path = directory.path + "/northwind"
         // The page that holds the Shippers table (3 rows: its root page is its only page).
         var store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
-        let page = try store.withWriter { connection in
+        let (page, pageSize) = try store.withWriter { connection in
             let select = try connection.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'entities:Shippers'")
             #expect(try select.step())
-            return Int(select.integer(at: 0))
+            return (Int(select.integer(at: 0)), connection.pageSize)
         }
         #expect(try store.record(set: "Shippers", key: "(1)")?.entity["CompanyName"] == "Speedy Express")
         store.close()
         let file = FileHandle(forUpdatingAtPath: EntityStore.databasePath(in: path))
-        let offset = UInt64((page - 1) * SQLCipherConnection.pageSize + 1000)
+        let offset = UInt64((page - 1) * pageSize + pageSize / 4)
         try file?.seek(toOffset: offset)
         var byte = try #require(try file?.read(upToCount: 1))
         byte[0] ^= 0x40

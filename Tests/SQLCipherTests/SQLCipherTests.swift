@@ -79,7 +79,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(row.value(at: 4) == .null)
         #expect(try row.step() == false)
         // The database is 4 KiB pages.
-        #expect((try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0) % SQLCipherConnection.pageSize == 0)
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0) % SQLCipherConnection.defaultPageSize == 0)
         // Owner-only.
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
     }
@@ -146,7 +146,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         try insertRows(connection, count: 400)
         connection.close()
         let original = try Data(contentsOf: URL(fileURLWithPath: path))
-        #expect(original.count > 8 * SQLCipherConnection.pageSize)
+        #expect(original.count > 8 * SQLCipherConnection.defaultPageSize)
         // A byte of the first page: the open fails.
         var first = original
         first[200] ^= 0x01
@@ -155,7 +155,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(openError?.code == .notADatabase)
         // A byte of a later page: the open succeeds, the read of that page fails with a typed error.
         var later = original
-        later[6 * SQLCipherConnection.pageSize + 100] ^= 0x01
+        later[6 * SQLCipherConnection.defaultPageSize + 100] ^= 0x01
         try later.write(to: URL(fileURLWithPath: path))
         let opened = try SQLCipherConnection(path: path, key: key)
         defer { opened.close() }
@@ -163,7 +163,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(readError != nil)
         // Garbage that is not a database at all.
         let garbage = directory.path + "/garbage.db"
-        try Data(repeating: 0x5A, count: 3 * SQLCipherConnection.pageSize).write(to: URL(fileURLWithPath: garbage))
+        try Data(repeating: 0x5A, count: 3 * SQLCipherConnection.defaultPageSize).write(to: URL(fileURLWithPath: garbage))
         let garbageError = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: garbage, key: key) }
         #expect(garbageError?.code == .notADatabase)
     }

@@ -72,17 +72,19 @@ final class EntityStore: Sendable {
             try StoreKeyCheck.write(record, in: directory)
             secret = created
         }
-        return try EntityStore(directory: directory, secret: secret, cacheBudget: parameters.pageCacheBudget)
+        return try EntityStore(directory: directory, secret: secret, cacheBudget: parameters.pageCacheBudget,
+                               pageSize: parameters.databasePageSize)
     }
 
-    /// Opens (creating when new) the database of `directory` with the store's secret.
-    init(directory: String, secret: Data?, cacheBudget: Int) throws {
+    /// Opens (creating when new) the database of `directory` with the store's secret. A new database gets pages of
+    /// `pageSize` bytes; an existing one keeps the size it was made with (see ``connect(path:key:budget:pageSize:)``).
+    init(directory: String, secret: Data?, cacheBudget: Int, pageSize: Int = SQLCipherConnection.defaultPageSize) throws {
         self.directory = directory
         isEncrypted = secret != nil
         let key = secret.map(StoreKeyCheck.databaseKey(secret:))
         let path = Self.databasePath(in: directory)
         // The reader gets most of the budget: it reads whole sets; the writer's pages are mostly new ones.
-        let writerConnection = try Self.connect(path: path, key: key, budget: cacheBudget / 4)
+        let writerConnection = try Self.connect(path: path, key: key, budget: cacheBudget / 4, pageSize: pageSize)
         do {
             let version = try writerConnection.userVersion()
             if version > Self.format {
@@ -106,7 +108,8 @@ final class EntityStore: Sendable {
             } else if version != Self.format {
                 throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
             }
-            let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4)
+            let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4,
+                                                    pageSize: writerConnection.pageSize)
             writer = LockedValue(writerConnection)
             reader = ReadingConnection(readerConnection)
             tables = LockedValue(try Self.loadCatalog(readerConnection))
@@ -116,14 +119,30 @@ final class EntityStore: Sendable {
         }
     }
 
-    private static func connect(path: String, key: [UInt8]?, budget: Int) throws -> SQLCipherConnection {
-        do {
-            return try SQLCipherConnection(path: path, key: key, options: .init(cacheBudget: budget))
-        } catch let error where error.code == .notADatabase {
-            throw OfflineODataError(.storage, "the store's database \(path) does not open with the key of its key-check record (corrupt, or not this store's)")
-        } catch {
-            throw OfflineODataError(.storage, "cannot open the store's database \(path): \(error.message)")
+    /// A connection to the database at `path`.
+    ///
+    /// An encrypted database records its page size nowhere readable, so a new (or empty) file gets `pageSize` and an
+    /// existing one is opened with `pageSize`, then with 4 KiB (every store made before the size was a parameter),
+    /// then with each other size SQLite accepts, until its first page passes SQLCipher's check. A failed attempt reads
+    /// the first page and writes nothing: with a write-ahead log left by a killed process, SQLite refuses to checkpoint
+    /// frames of another page size, and the log stays for the attempt with the right one (a test kills a writer and
+    /// opens its store with another size). A plaintext database records its size; it is opened once.
+    private static func connect(path: String, key: [UInt8]?, budget: Int, pageSize: Int) throws -> SQLCipherConnection {
+        let exists = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) > 0
+        var sizes = [pageSize]
+        if key != nil && exists {
+            for size in [SQLCipherConnection.defaultPageSize] + SQLCipherConnection.pageSizes where !sizes.contains(size) { sizes.append(size) }
         }
+        for size in sizes {
+            do {
+                return try SQLCipherConnection(path: path, key: key, options: .init(cacheBudget: budget, pageSize: size))
+            } catch let error where error.code == .notADatabase {
+                continue
+            } catch {
+                throw OfflineODataError(.storage, "cannot open the store's database \(path): \(error.message)")
+            }
+        }
+        throw OfflineODataError(.storage, "the store's database \(path) does not open with the key of its key-check record (corrupt, or not this store's)")
     }
 
     private static func loadCatalog(_ connection: SQLCipherConnection) throws -> [String: EntityTable] {

@@ -33,7 +33,8 @@ enum StoreMigration {
         }
         do {
             try StoreKeyCheck.write(contents.keyCheck, in: directory)
-            let store = try EntityStore(directory: directory, secret: contents.secret, cacheBudget: parameters.pageCacheBudget)
+            let store = try EntityStore(directory: directory, secret: contents.secret, cacheBudget: parameters.pageCacheBudget,
+                                        pageSize: parameters.databasePageSize)
             defer { store.close() }
             try store.writeNow { changes in
                 if let configuration = contents.configuration { try changes.putConfiguration(configuration) }
