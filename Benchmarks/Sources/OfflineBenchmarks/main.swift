@@ -21,6 +21,8 @@
 // reads: `OFFLINE_BENCH_KEEP=<directory>` keeps the downloaded store there and measures it again on the next run
 // without downloading (the producer serves it on the same port; a store another build wrote is measured as it is:
 // use a new directory after a change of the store's layout), `OFFLINE_BENCH_SQLITE=0` leaves the SQLite side out.
+// Parts 1 and 2 run twice: over a store with the default 4 KiB pages and over one made with `databasePageSize` =
+// `OFFLINE_BENCH_SMALL_PAGE` (default 1024; 0 leaves it out), side by side.
 import BenchmarkKit
 import CurlHTTP
 import Foundation
@@ -93,7 +95,10 @@ func startProducer(binary: String, data: String, port: Int = 0) throws -> (Proce
 }
 
 let environment = ProcessInfo.processInfo.environment
-let role = environment["OFFLINE_BENCH_ROLE"] ?? "parent"
+// A role may name a page size after `@` (`store@1024`): that store is made with it, in a directory of its own.
+let roleAndPage = (environment["OFFLINE_BENCH_ROLE"] ?? "parent").split(separator: "@")
+let role = String(roleAndPage[0])
+let databasePageSize = roleAndPage.count > 1 ? Int(roleAndPage[1]) ?? 4096 : 4096
 /// This process's peak resident memory since it started (`VmHWM`; `getrusage`'s `ru_maxrss` would keep the
 /// parent's from before `exec`).
 func peakResidentBytes() -> Int {
@@ -113,13 +118,21 @@ let selectiveFilter = "Price lt 2"  // ≈1 % of rows (prices 0–199.99)
 let otherRowsFilter = "Price ge 198"  // ≈1 % too, none of the rows above
 let scanFilter = "Price gt 50 and Quantity lt 500 and Region eq 'North' and Discontinued eq false and startswith(Name,'Item 1')"
 let countFilter = "Category eq 'C3'"  // 5 % of rows
-let storeDirectoryName = "bench"
+/// The page size the second store is made with, beside the default's: `OFFLINE_BENCH_SMALL_PAGE` (0 leaves it out).
+let smallPage = Int(environment["OFFLINE_BENCH_SMALL_PAGE"] ?? "") ?? 1024
+func storeName(page: Int) -> String { page == 4096 ? "bench" : "bench-\(page)" }
+let storeDirectoryName = storeName(page: databasePageSize)
+func benchParameters(_ work: String) -> OfflineODataParameters {
+    var parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
+    parameters.databasePageSize = databasePageSize
+    return parameters
+}
 
 switch role {
 case "download":
     // 1. Initial download: pages of 1000, each committed as it arrives.
     let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    let parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
+    let parameters = benchParameters(work)
     let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
     try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
     let cpuStart = cpuSeconds()
@@ -136,7 +149,7 @@ case "redownload":
     // 2b. A full re-download of the downloaded store, after the store's queries (every delta token expired: each page
     //     spooled into the staging table, all applied at the end): its time, client CPU and peak RSS.
     let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    let parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
+    let parameters = benchParameters(work)
     let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
     try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
     try await provider.open()
@@ -153,7 +166,7 @@ case "redownload":
 case "store":
     // 2. The downloaded store, opened again and queried through the public API.
     let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    let parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
+    let parameters = benchParameters(work)
     let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
     try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
     var start = DispatchTime.now().uptimeNanoseconds
@@ -284,6 +297,11 @@ func parent() throws {
     }
     if !reused { try child("download") }
     try child("store")
+    let small = smallPage == 0 || smallPage == 4096 ? nil : "@\(smallPage)"
+    if let small {
+        if !(kept != nil && FileManager.default.fileExists(atPath: work + "/\(storeName(page: smallPage))/store.db")) { try child("download" + small) }
+        try child("store" + small)
+    }
     // `OFFLINE_BENCH_REDOWNLOAD=0` leaves the full re-download out.
     if environment["OFFLINE_BENCH_REDOWNLOAD"] != "0" { try child("redownload") }
     // `OFFLINE_BENCH_SQLITE=0` leaves SQLite out (the store's figures only, for iterating).
@@ -295,22 +313,43 @@ func parent() throws {
         if metric.contains("bytes") { return String(format: "%.1f MiB", value / 1_048_576) }
         return String(format: "%.0f", value)
     }
-    printTable(title: "Offline store vs SQLite (GRDB, same rows, same indexes), each in its own process, N = \(count)",
-               header: ["metric", "offline store", "SQLite (GRDB)", "store / SQLite"], rows: order.map { metric in
+    let smallLabel = "store, \(smallPage / 1024) KiB pages"
+    var header = ["metric", "offline store"]
+    if small != nil { header.append(smallLabel) }
+    header += ["SQLite (GRDB)", "store / SQLite"]
+    if small != nil { header.append(smallLabel + " / SQLite") }
+    let pages = small == nil ? "4 KiB pages" : "4 KiB and \(smallPage / 1024) KiB pages"
+    printTable(title: "Offline store (\(pages)) vs SQLite (GRDB, same rows, same indexes), each in its own process, N = \(count)",
+               header: header,
+               rows: order.map { metric in
         let row = figures[metric] ?? [:]
         let store = row["download"] ?? row["store"] ?? row["redownload"]
-        var ratio = ""
-        if let store, let floor = row["sqlite"], floor > 0, metric.hasSuffix("(ns)") || metric.contains("bytes") {
-            ratio = String(format: "%.2f×", store / floor)
+        let smallStore = small.flatMap { row["download" + $0] ?? row["store" + $0] }
+        func ratio(_ value: Double?) -> String {
+            guard let value, let floor = row["sqlite"], floor > 0, metric.hasSuffix("(ns)") || metric.contains("bytes") else { return "" }
+            return String(format: "%.2f×", value / floor)
         }
-        return [metric, format(metric, store), format(metric, row["sqlite"]), ratio]
+        var cells = [metric, format(metric, store)]
+        if small != nil { cells.append(format(metric, smallStore)) }
+        cells += [format(metric, row["sqlite"]), ratio(store)]
+        if small != nil { cells.append(ratio(smallStore)) }
+        return cells
     })
-    if let downloadCPU = figures["initial download, client CPU (ns)"]?["download"] {
-        print("\nInitial download: \(String(format: "%.0f", Double(count) / (downloadCPU / 1e9))) entities per client CPU-second")
+    for (name, label) in [("store", "4 KiB pages")] + (small.map { [("store" + $0, "\(smallPage / 1024) KiB pages")] } ?? []) {
+        if let first = figures["selective indexed filter, first query after open (ns)"]?[name],
+           let later = figures["selective indexed filter p50 (ns)"]?[name] {
+            print("\nFirst query after open ÷ later p50, \(label): \(String(format: "%.2f×", first / later)) (target ≤ 2×)")
+        }
+    }
+    for name in ["download"] + (small.map { ["download" + $0] } ?? []) {
+        if let downloadCPU = figures["initial download, client CPU (ns)"]?[name] {
+            print("\nInitial download\(name == "download" ? "" : " (\(smallPage / 1024) KiB pages)"): \(String(format: "%.0f", Double(count) / (downloadCPU / 1e9))) entities per client CPU-second")
+        }
     }
     for metric in ["selective indexed filter, matches", "5-clause filter (scan), matches", "$count of an indexed eq (5 %), value"] {
         let row = figures[metric] ?? [:]
         if row["sqlite"] != nil { precondition(row["store"] == row["sqlite"], "\(metric): the store answered \(row["store"] ?? -1), SQLite \(row["sqlite"] ?? -1)") }
+        if let small { precondition(row["store" + small] == row["store"], "\(metric): the stores answered \(row["store"] ?? -1) and \(row["store" + small] ?? -1)") }
     }
     print("\nFilters: selective `\(selectiveFilter)`; scan `\(scanFilter)`; count `\(countFilter)`")
 }
