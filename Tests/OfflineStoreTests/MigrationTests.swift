@@ -245,6 +245,9 @@ private struct RedirectingTransport: HTTPTransport {
         _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Small Pages"}"#))
         await provider.close()
         #expect(try pageSize(of: directory, small) == 1024)
+        // Smaller pages, the same promise: no value in any file of the store.
+        #expect(try !filesContain(directory.path + "/northwind", "Small Pages"))
+        #expect(try !filesContain(directory.path + "/northwind", "Speedy Express"))
         // Opened with the default (4,096) it keeps its 1,024: every row and the queued change are there.
         let reopened = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory))
         for query in queries { try await reopened.add(definingQuery: query) }
