@@ -136,6 +136,7 @@ extension OfflineODataProvider {
             for kind in [EntityStore.StagedKind.full, .delta] {
                 try changes.forEachStaged(kind) { incoming in
                     if var record = try changes.current(set: incoming.set, key: incoming.key) {
+                        let stored = record
                         var queries = record.queries
                         for name in incoming.queries where !queries.contains(name) { queries.append(name) }
                         if record.hasLocalState {
@@ -151,7 +152,9 @@ extension OfflineODataProvider {
                             record.needsRefresh = false
                         }
                         record.queries = queries
-                        try changes.put(record)
+                        // An entity the back end did not change costs a read, not a write (a full re-download
+                        // brings mostly those; a write re-encrypts its pages and its indexes' pages).
+                        if record != stored { try changes.put(record) }
                     } else {
                         var record = incoming
                         record.order = order

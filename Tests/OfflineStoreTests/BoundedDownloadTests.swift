@@ -45,7 +45,12 @@ import Testing
         }
         server.expireDeltaTokens()
         var asked = server.counters.requests(method: "GET", path: "Order_Details")
+        let writesBefore = store.entityWrites.withLock { $0 }
         try await provider.download()
+        // 830 Orders and 2,152 details came back unchanged: no write. The three that changed: the local change's
+        // record (flagged to be read again), the producer's change, the producer's deletion.
+        let writes = store.entityWrites.withLock { $0 } - writesBefore
+        #expect(writes == 3, "a full re-download of 2,985 entities, 3 of them changed, wrote \(writes) rows")
         #expect(server.counters.requests(method: "GET", path: "Order_Details") - asked >= 23, "the delta request, then 22 pages")
         var peak = store.heldRecordsPeak.withLock { $0 }
         #expect(peak > 0 && peak <= Self.page, "a full re-download held \(peak) records at once")

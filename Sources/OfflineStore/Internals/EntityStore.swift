@@ -44,6 +44,9 @@ final class EntityStore: Sendable {
     /// The most records a download held in memory at once since its staging began (``beginStaging()``): a page it
     /// spooled, or a chunk of the staging table or of a set it read back. What a test proves bounded memory with.
     let heldRecordsPeak = LockedValue(0)
+    /// The entity rows written or removed since the store opened (``Changes/put(_:)``, ``Changes/remove(set:key:)``).
+    /// What a test proves a write-free merge of unchanged entities with.
+    let entityWrites = LockedValue(0)
 
     /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
     ///
@@ -316,6 +319,7 @@ final class EntityStore: Sendable {
         }
 
         func put(_ record: EntityRecord) throws {
+            store.entityWrites.withLock { $0 += 1 }
             let table = try table(for: record.set)
             let insert = try connection.cachedStatement(table.insertSQL)
             let flags = try table.bind(record, to: insert)
@@ -385,6 +389,7 @@ final class EntityStore: Sendable {
         }
 
         func remove(set: String, key: String) throws {
+            store.entityWrites.withLock { $0 += 1 }
             if let table = tables[set] {
                 let delete = try connection.cachedStatement(table.deleteSQL)
                 try table.bindKey(key, to: delete)
