@@ -48,15 +48,11 @@ extension EntityStore {
     }
 
     /// Steps through the records of `set` (tombstones included) in one read transaction, one decoded record at a
-    /// time; `body` returns false to stop. `containing` narrows the walk to rows whose stored record holds one of
-    /// the byte strings (a prefilter: `body` still sees rows that hold them elsewhere).
-    func forEachRecord(in set: String, containing: [String] = [], _ body: (EntityRecord) throws -> Bool) throws {
+    /// time; `body` returns false to stop.
+    func forEachRecord(in set: String, _ body: (EntityRecord) throws -> Bool) throws {
         guard let table = table(set) else { return }
         try reading("the entities of \(set)") { connection in
-            var sql = table.selectSQL
-            if !containing.isEmpty { sql += " WHERE " + containing.map { _ in "instr(\"$record\", ?) > 0" }.joined(separator: " OR ") }
-            let select = try connection.prepare(sql)
-            for (index, text) in containing.enumerated() { try select.bind(.text(text), at: Int32(index + 1)) }
+            let select = try connection.prepare(table.selectSQL)
             while try select.step() {
                 guard try body(try table.record(from: select)) else { return }
             }
