@@ -36,8 +36,8 @@ public struct OfflineODataParameters: Sendable {
     /// A query that finds its rows through an index reads about one page per row the first time after `open()`
     /// (rows found through an index lie scattered), and each page read costs a fixed part (a system call, SQLCipher's
     /// checks) and a part that grows with its size (decryption): smaller pages make that first read cheaper — 1,024
-    /// took the first selective query of `OfflineBenchmarks` at a million narrow rows from ≈ 2.2× to ≈ 1.8× the time of
-    /// the same query later — and scans dearer (≈ 1.8× there: four times the pages). A row longer than a page less
+    /// took the first selective query of `OfflineBenchmarks` at a million narrow rows from 2.0–2.3× to 1.6–1.8× the time
+    /// of the same query later — and scans dearer (≈ 1.9× there: four times the pages). A row longer than a page less
     /// 35 bytes and its SQLCipher reserve (≈ 940 bytes at 1,024) continues on overflow pages. Keep the default for sets
     /// that are mostly scanned (a `$filter` on properties without an index) or whose entities are long; choose 1,024
     /// or 2,048 for large sets of narrow entities read mostly through indexes.

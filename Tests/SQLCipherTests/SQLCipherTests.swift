@@ -78,10 +78,39 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(row.value(at: 3) == .blob(Array("body \(needle)".utf8)))
         #expect(row.value(at: 4) == .null)
         #expect(try row.step() == false)
-        // The database is 4 KiB pages.
+        // The database is 4 KiB pages (the default).
         #expect((try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0) % SQLCipherConnection.defaultPageSize == 0)
         // Owner-only.
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
+    }
+
+    @Test func thePageSizeIsTheOptionsAndAnEncryptedFileOpensOnlyWithItsOwn() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/small.db"
+        do {
+            let connection = try SQLCipherConnection(path: path, key: key, options: .init(pageSize: 1024))
+            #expect(connection.pageSize == 1024)
+            try insertRows(connection, count: 20)
+            connection.close()
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        // Another size fails the first page's check and writes nothing; its own size reads every row.
+        #expect { try SQLCipherConnection(path: path, key: key) } throws: { ($0 as? SQLCipherError)?.code == .notADatabase }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        let reopened = try SQLCipherConnection(path: path, key: key, options: .init(pageSize: 1024))
+        #expect(try names(reopened).count == 20)
+        reopened.close()
+        // A plaintext database records its size: opened with another, it reports its own.
+        let plain = directory.path + "/plain.db"
+        try SQLCipherConnection(path: plain, key: nil, options: .init(pageSize: 2048)).close()
+        let plainAgain = try SQLCipherConnection(path: plain, key: nil)
+        #expect(plainAgain.pageSize == 2048)
+        plainAgain.close()
+        // A size SQLite does not accept.
+        #expect { try SQLCipherConnection(path: directory.path + "/odd.db", key: key, options: .init(pageSize: 1000)) } throws: {
+            ($0 as? SQLCipherError)?.code == .misuse
+        }
     }
 
     @Test func aTransactionThatThrowsRollsBackAndSQLErrorsCarrySQLitesMessage() throws {
