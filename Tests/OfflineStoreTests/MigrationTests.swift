@@ -292,4 +292,52 @@ private struct RedirectingTransport: HTTPTransport {
         await reopened.close()
         #expect(try pageSize(of: copy, small) == 4096)
     }
+
+    // MARK: The CSDL apart from the configuration (format 4)
+
+    @Test func theCSDLIsWrittenOnceNotWithEveryPageAndAFormat3RecordIsRead() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        // Orders in 9 pages, Order_Details in 22: the configuration is written with each of them.
+        let provider = try await Northwind.provider(server, directory)
+        try await provider.open()
+        let store = try await provider.openStore()
+        #expect(store.metadataWrites.withLock { $0 } == 1, "the CSDL of a new store is written once")
+        try await provider.download()
+        #expect(store.metadataWrites.withLock { $0 } == 1, "a download with the same $metadata does not write it")
+        let config = try store.withWriter { connection in
+            let select = try connection.prepare("SELECT value FROM meta WHERE name = 'config'")
+            #expect(try select.step())
+            return try JSON.parse(select.blob(at: 0))
+        }
+        #expect(config["metadata"] == nil, "the configuration record holds no CSDL")
+        await provider.close()
+
+        // A record as format 3 wrote it (the CSDL inside, no row of its own) opens in place and is moved by the
+        // next configuration write.
+        let path = directory.path + "/northwind"
+        let legacy = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
+        try legacy.withWriter { connection in
+            let select = try connection.prepare("SELECT value FROM meta WHERE name = 'metadata'")
+            #expect(try select.step())
+            var object = try #require(config.objectValue)
+            object.append(.string(String(decoding: select.blob(at: 0), as: UTF8.self)), forKey: "metadata")
+            let update = try connection.prepare("UPDATE meta SET value = ? WHERE name = 'config'")
+            try update.bind(.blob(JSON.serialize(.object(object))), at: 1)
+            _ = try update.step()
+            try connection.execute("DELETE FROM meta WHERE name = 'metadata'")
+            try connection.setUserVersion(3)
+        }
+        legacy.close()
+        let reopened = try await Northwind.provider(server, directory)
+        try await reopened.open()
+        #expect(try await reopened.getAll("Shippers").count == 3)
+        let migrated = try await reopened.openStore()
+        #expect(try migrated.withWriter { try $0.userVersion() } == EntityStore.format)
+        try await reopened.download()
+        #expect(migrated.metadataWrites.withLock { $0 } == 1, "moved to its own row")
+        #expect(try await reopened.get("Orders(10248)")["ShipCity"] == "Reims")
+        await reopened.close()
+    }
 }

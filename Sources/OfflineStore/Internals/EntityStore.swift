@@ -21,9 +21,12 @@ import TechnicalCache
 /// by key, by a column, or through the partial index of flagged rows (`EntityStore+Flagged.swift`).
 final class EntityStore: Sendable {
     /// The format this code writes: 1 was LMDB, 2 is SQLCipher with every entity table found by `"$key"`, 3 adds
-    /// tables whose integer key property is the row ID (``EntityTable/integerKey``). A format-2 store is format 3
-    /// as it is (its tables keep their layout; tables it makes from now on get the new one): open marks it 3.
-    static let format = 3
+    /// tables whose integer key property is the row ID (``EntityTable/integerKey``), 4 keeps the CSDL in a `meta` row
+    /// of its own (`metadata`, written when it changes) instead of inside the configuration record, which the initial
+    /// download writes at every page. A format-2 or -3 store is format 4 as it is (its tables keep their layout;
+    /// tables it makes from now on get the new one; a configuration that holds the CSDL is read as it is and the
+    /// next configuration write moves it): open marks it 4.
+    static let format = 4
     /// The oldest format this code opens in place.
     static let oldestFormat = 2
     static func databasePath(in directory: String) -> String { directory + "/store.db" }
@@ -47,6 +50,9 @@ final class EntityStore: Sendable {
     /// The entity rows written or removed since the store opened (``Changes/put(_:)``, ``Changes/remove(set:key:)``).
     /// What a test proves a write-free merge of unchanged entities with.
     let entityWrites = LockedValue(0)
+    /// The times the CSDL was written since the store opened (``Changes/putConfiguration(_:)``): once per change of
+    /// the service's `$metadata`, not once per page of a download. What a test proves it with.
+    let metadataWrites = LockedValue(0)
 
     /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
     ///
@@ -105,8 +111,8 @@ final class EntityStore: Sendable {
                     try writerConnection.setUserVersion(Self.format)
                 }
             } else if version >= Self.oldestFormat && version < Self.format {
-                // Every format-2 table and catalog row reads as format 3: only the number changes (so that a version
-                // that reads format 2 only refuses the tables made from now on).
+                // Every format-2 or -3 table, catalog row and configuration reads as format 4: only the number changes
+                // (so that a version that reads an older format only refuses what is written from now on).
                 try writerConnection.setUserVersion(Self.format)
             } else if version != Self.format {
                 throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
@@ -202,7 +208,12 @@ final class EntityStore: Sendable {
     private static func configuration(_ connection: SQLCipherConnection) throws -> (StoreConfiguration, StoreCounters)? {
         guard let config = try metaValue("config", connection) else { return nil }
         let counters = try metaValue("counters", connection)
-        return (try StoreConfiguration.decode(config), try counters.map { bytes throws(OfflineODataError) in try StoreCounters.decode(bytes) } ?? StoreCounters())
+        var configuration = try StoreConfiguration.decode(config)
+        // Format 4 keeps the CSDL apart; a record of format 2 or 3 holds it (until its next write).
+        if configuration.metadata.isEmpty, let metadata = try metaValue("metadata", connection) {
+            configuration.metadata = String(decoding: metadata, as: UTF8.self)
+        }
+        return (configuration, try counters.map { bytes throws(OfflineODataError) in try StoreCounters.decode(bytes) } ?? StoreCounters())
     }
 
     /// The record of one entity, tombstones included.
@@ -445,6 +456,13 @@ final class EntityStore: Sendable {
 
         func putConfiguration(_ configuration: StoreConfiguration) throws {
             try putMeta("config", configuration.encoded())
+            // The CSDL (megabytes for some SAP services) is written when it changes, not with every page's
+            // configuration: a comparison reads what is stored, a write would encrypt and log all of it again.
+            let metadata = Array(configuration.metadata.utf8)
+            if try EntityStore.metaValue("metadata", connection) != metadata {
+                try putMeta("metadata", metadata)
+                store.metadataWrites.withLock { $0 += 1 }
+            }
             store.adopt(metadata: configuration.metadata)
             let wanted = try DeclaredIndexes.wanted(configuration.definingQueries, model: try store.currentModel(connection),
                                                     serviceRoot: configuration.serviceRoot)

@@ -133,6 +133,8 @@ struct StoreConfiguration: Sendable, Hashable {
     var definingQueries: [OfflineODataDefiningQuery]
     var downloadComplete: Bool
     var deltaLinks: [String: String]
+    /// The service's CSDL. Not in ``encoded()`` (format 4 stores it in a `meta` row of its own); ``decode(_:)`` reads it
+    /// from a record of format 2 or 3, and leaves it empty otherwise.
     var metadata: String
     var user: String?
     /// Set while the initial download is under way (``downloadComplete`` is false).
@@ -148,7 +150,6 @@ struct StoreConfiguration: Sendable, Hashable {
         }), forKey: "definingQueries")
         object.append(.bool(downloadComplete), forKey: "complete")
         object.append(.object(JSONObject(deltaLinks.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) })), forKey: "deltaLinks")
-        object.append(.string(metadata), forKey: "metadata")
         object.append(user.map(JSONValue.string) ?? .null, forKey: "user")
         if let resume {
             object.append(.object([
