@@ -266,13 +266,16 @@ private struct RedirectingTransport: HTTPTransport {
         #expect(error?.code == .invalidParameters && error?.message.contains("databasePageSize") == true)
     }
 
-    /// A store made with 4 KiB pages whose last commits sit in the write-ahead log of a process that was killed (the
-    /// files copied while it runs), opened with 1,024 given: the attempt with the wrong size must not lose the log.
-    @Test func aKilledWritersLogSurvivesAnOpenThatTriesAnotherPageSizeFirst() async throws {
+    /// A store whose last commit sits only in the write-ahead log of a process that was killed (the files copied while
+    /// it runs), opened with another page size given: the attempt with the wrong size must not lose the log. Both
+    /// ways: a 4 KiB store tried with 1 KiB first, a 1 KiB store tried with 4 KiB first.
+    @Test(arguments: [(made: 4096, given: 1024), (made: 1024, given: 4096)])
+    func aKilledWritersLogSurvivesAnOpenThatTriesAnotherPageSizeFirst(sizes: (made: Int, given: Int)) async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let parameters = Northwind.parameters(directory)
+        var parameters = Northwind.parameters(directory)
+        parameters.databasePageSize = sizes.made
         let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
         try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
         try await provider.open()
@@ -282,15 +285,15 @@ private struct RedirectingTransport: HTTPTransport {
         await provider.close()
         let log = try #require(try FileManager.default.attributesOfItem(atPath: copy.path + "/northwind/store.db-wal")[.size] as? Int)
         #expect(log > 0)
-        var small = Northwind.parameters(copy)
-        small.databasePageSize = 1024
-        let reopened = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: small)
+        var other = Northwind.parameters(copy)
+        other.databasePageSize = sizes.given
+        let reopened = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: other)
         try await reopened.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
         try await reopened.open()
         #expect(try await reopened.getAll("Shippers?$filter=CompanyName%20eq%20'Only%20In%20The%20Log'").count == 1)
         #expect(try await reopened.pendingRequests().count == 1)
         await reopened.close()
-        #expect(try pageSize(of: copy, small) == 4096)
+        #expect(try pageSize(of: copy, other) == sizes.made)
     }
 
     // MARK: The CSDL apart from the configuration (format 4)
