@@ -23,6 +23,7 @@
 // use a new directory after a change of the store's layout), `OFFLINE_BENCH_SQLITE=0` leaves the SQLite side out.
 // Parts 1 and 2 run twice: over a store with the default 4 KiB pages and over one made with `databasePageSize` =
 // `OFFLINE_BENCH_SMALL_PAGE` (default 1024; 0 leaves it out), side by side.
+// `OFFLINE_BENCH_CSDL_KIB` pads the service's `$metadata` to about that size.
 import BenchmarkKit
 import CurlHTTP
 import Foundation
@@ -30,6 +31,20 @@ import ODataCore
 import OfflineStore
 
 let count = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_N"] ?? "") ?? 100_000
+/// `OFFLINE_BENCH_CSDL_KIB` pads the CSDL with entity types no set uses, to about that many KiB (SAP services'
+/// `$metadata` run to megabytes): what the store does with a large CSDL while it downloads.
+let csdlPadding: String = {
+    let kib = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_CSDL_KIB"] ?? "") ?? 0
+    var padding = ""
+    var index = 0
+    while padding.utf8.count < kib * 1024 {
+        index += 1
+        padding += "<EntityType Name=\"Pad\(index)\"><Key><PropertyRef Name=\"ID\"/></Key><Property Name=\"ID\" Type=\"Edm.Int32\" Nullable=\"false\"/>"
+        for property in 0..<20 { padding += "<Property Name=\"Field\(property)\" Type=\"Edm.String\" MaxLength=\"40\"/>" }
+        padding += "</EntityType>\n"
+    }
+    return padding
+}()
 let csdl = """
     <?xml version="1.0" encoding="utf-8"?>
     <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
@@ -46,6 +61,7 @@ let csdl = """
             <Property Name="Region" Type="Edm.String"/>
             <Property Name="Created" Type="Edm.DateTimeOffset"/>
           </EntityType>
+          \(csdlPadding)
           <EntityContainer Name="Container">
             <EntitySet Name="Items" EntityType="Bench.Item"/>
           </EntityContainer>
@@ -264,7 +280,7 @@ func parent() throws {
     print("# OfflineBenchmarks\n")
     print("Machine: \(machineDescription())")
     print("Producer: \(binary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000")
-    print("Entities: \(count) generated Items (8 properties, \(payloadBytes / count) bytes of JSON each); indexes on Price and Category")
+    print("Entities: \(count) generated Items (8 properties, \(payloadBytes / count) bytes of JSON each); indexes on Price and Category; CSDL \(csdl.utf8.count / 1024) KiB")
     // A kept store belongs to its service root: the producer serves it on the same port again.
     let portFile = work + "/port"
     let keptPort = kept == nil ? 0 : Int((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "") ?? 0
