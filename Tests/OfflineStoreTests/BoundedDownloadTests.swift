@@ -2,6 +2,7 @@ import Foundation
 import ODataCore
 import ODataFixtures
 import SQLCipher
+import TechnicalCache
 import Testing
 
 @testable import OfflineStore
@@ -119,4 +120,33 @@ import Testing
         #expect(try await provider.get("Orders(10251)")["ShipCity"] == "Remote City")
         #expect(try Self.stagedRows(store) == 0)
     }
+
+    /// The same against a producer nobody here wrote: mock-sap's GWSAMPLE_BASIC (OData V2: `/Date(…)/`, decimals as
+    /// strings, `__metadata`; no change tracking, so every download reads each set in full). A second download of
+    /// unchanged sets reads them again and writes no entity.
+    @Test func aFullReDownloadFromMockSAPOfUnchangedSetsWritesNoEntity() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try TemporaryDirectory()
+        let parameters = OfflineODataParameters(storeName: "sap", storePath: directory.path, storeEncryptionKey: Northwind.key,
+                                                keyDerivation: .pbkdf2(rounds: 1_000))
+        let provider = try OfflineODataProvider(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), parameters: parameters)
+        for set in ["ProductSet", "BusinessPartnerSet", "SalesOrderSet"] {
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: set, query: set))
+        }
+        try await provider.open()
+        defer { Task { await provider.close() } }
+        let store = try await provider.openStore()
+        let products = try store.recordCount(in: "ProductSet")
+        #expect(products > 0)
+        let asked = try sap.logged(method: "GET", path: "ProductSet").count
+        let writesBefore = store.entityWrites.withLock { $0 }
+        try await provider.download()
+        #expect(try sap.logged(method: "GET", path: "ProductSet").count > asked, "read again in full")
+        let writes = store.entityWrites.withLock { $0 } - writesBefore
+        #expect(writes == 0, "a full re-download of unchanged V2 entities wrote \(writes) rows")
+        #expect(try store.recordCount(in: "ProductSet") == products)
+        #expect(try Self.stagedRows(store) == 0)
+    }
 }
+
