@@ -116,8 +116,7 @@ extension OfflineODataProvider {
                     } else {
                         configuration.resume = resume
                     }
-                    // In the order they came (keys in order go into the key's index in order).
-                    let records = ingest.records.values.sorted { $0.order < $1.order }
+                    let records = ingest.inArrivalOrder
                     let (pageConfiguration, pageCounters) = (configuration, counters)
                     try await store.write { changes in
                         for record in records { try changes.putDownloaded(record) }
@@ -203,7 +202,7 @@ extension OfflineODataProvider {
         try await readPages(query, from: nil) { page in
             var ingest = Ingest(model: self.model)
             for entity in page.entities { _ = try ingest.add(entity, set: page.set, query: query.name) }
-            try await store.stage(ingest.records.values.sorted { $0.order < $1.order }, kind: .full)
+            try await store.stage(ingest.inArrivalOrder, kind: .full)
             if let link = page.deltaLink { deltaLink = link }
         }
         return deltaLink
@@ -222,6 +221,9 @@ struct Ingest {
     let model: ServiceModel
     var records: [String: EntityRecord] = [:]
     var nextOrder: Int64 = 1
+
+    /// The records in the order they came (keys in order go into an index in order).
+    var inArrivalOrder: [EntityRecord] { records.values.sorted { $0.order < $1.order } }
 
     init(model: ServiceModel, nextOrder: Int64 = 1) {
         self.model = model

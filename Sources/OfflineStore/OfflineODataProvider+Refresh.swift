@@ -266,7 +266,7 @@ extension OfflineODataProvider {
                     throw OfflineODataError(.downloadFailed, "link \(position + 1) in the delta answer of GET \(url) (defining query '\(query.name)'): \(error.message)")
                 }
             }
-            try await store.stage(ingest.records.values.sorted { $0.order < $1.order }, kind: .delta, removals: removals, links: links)
+            try await store.stage(ingest.inArrivalOrder, kind: .delta, removals: removals, links: links)
             entities += page.entities.count
             if let link = page.nextLink { next = try absolute(link) }
             if let link = page.deltaLink { deltaLink = link }

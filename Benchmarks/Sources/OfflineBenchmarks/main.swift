@@ -138,19 +138,21 @@ let countFilter = "Category eq 'C3'"  // 5 % of rows
 let smallPage = Int(environment["OFFLINE_BENCH_SMALL_PAGE"] ?? "") ?? 1024
 func storeName(page: Int) -> String { page == 4096 ? "bench" : "bench-\(page)" }
 let storeDirectoryName = storeName(page: databasePageSize)
-func benchParameters(_ work: String) -> OfflineODataParameters {
+/// A child's provider over the store in `OFFLINE_BENCH_WORK`, served from `OFFLINE_BENCH_ROOT`, with the one defining
+/// query (indexes on `Price` and `Category`); not opened.
+func benchProvider() async throws -> (provider: OfflineODataProvider, work: String, serviceRoot: String) {
+    let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
     var parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
     parameters.databasePageSize = databasePageSize
-    return parameters
+    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
+    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    return (provider, work, serviceRoot)
 }
 
 switch role {
 case "download":
     // 1. Initial download: pages of 1000, each committed as it arrives.
-    let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    let parameters = benchParameters(work)
-    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
-    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    let (provider, work, _) = try await benchProvider()
     let cpuStart = cpuSeconds()
     let start = DispatchTime.now().uptimeNanoseconds
     try await provider.open()
@@ -164,10 +166,7 @@ case "download":
 case "redownload":
     // 2b. A full re-download of the downloaded store, after the store's queries (every delta token expired: each page
     //     spooled into the staging table, all applied at the end): its time, client CPU and peak RSS.
-    let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    let parameters = benchParameters(work)
-    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
-    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    let (provider, _, serviceRoot) = try await benchProvider()
     try await provider.open()
     let expired = try await CurlTransport().send(TransportRequest(method: "POST", url: serviceRoot + "$fixture/expire-delta-tokens", headerFields: [:], body: nil))
     precondition((200..<300).contains(expired.status), "expire-delta-tokens: \(expired.status)")
@@ -181,10 +180,7 @@ case "redownload":
     exit(0)
 case "store":
     // 2. The downloaded store, opened again and queried through the public API.
-    let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    let parameters = benchParameters(work)
-    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
-    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    let (provider, _, _) = try await benchProvider()
     var start = DispatchTime.now().uptimeNanoseconds
     try await provider.open()
     report("open() of the existing store (ns)", elapsed(since: start))

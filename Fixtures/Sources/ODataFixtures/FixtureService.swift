@@ -467,14 +467,8 @@ final class FixtureService: Sendable {
             pieces.removeAll { QueryString.name(of: $0) == "$skiptoken" }
         }
         var applied: [String] = []
-        var pageSize = configuration.defaultPageSize
-        if let preferred = preferences["odata.maxpagesize"] {
-            guard let size = Int(preferred), size >= 1 else {
-                throw ServiceFailure.badRequest("odata.maxpagesize must be a positive integer, got '\(preferred)'")
-            }
-            pageSize = min(size, configuration.maximumPageSize)
-            applied.append("odata.maxpagesize=\(pageSize!)")
-        }
+        let (pageSize, honored) = try self.pageSize(preferences)
+        if let honored { applied.append(honored) }
         let page = try collectionPage(
             set: set, members: members, pieces: pieces, offset: offset, pageSize: pageSize, data: data)
         let tracking = preferences["odata.track-changes"] != nil && parent == nil && members == nil
@@ -512,6 +506,17 @@ final class FixtureService: Sendable {
 
     private func deltaToken(_ sequence: Int64) -> String { "\(instanceID)-\(sequence)" }
 
+    /// The page size of a collection or delta answer: `odata.maxpagesize` when the request prefers one (capped by
+    /// `maximumPageSize`, and the preference to report as applied), else `defaultPageSize` (nil: no paging).
+    private func pageSize(_ preferences: Preferences) throws -> (size: Int?, applied: String?) {
+        guard let preferred = preferences["odata.maxpagesize"] else { return (configuration.defaultPageSize, nil) }
+        guard let size = Int(preferred), size >= 1 else {
+            throw ServiceFailure.badRequest("odata.maxpagesize must be a positive integer, got '\(preferred)'")
+        }
+        let honored = min(size, configuration.maximumPageSize)
+        return (honored, "odata.maxpagesize=\(honored)")
+    }
+
     /// The changes of `set` since the request's delta token, paged as a collection is (`defaultPageSize`, or
     /// `odata.maxpagesize`): each next link names the last change the first page saw, so the pages read one state of
     /// the change log; the last page's delta link starts after it.
@@ -536,10 +541,7 @@ final class FixtureService: Sendable {
             }
             (upto, offset) = (last, from)
         }
-        var pageSize = configuration.defaultPageSize
-        if let preferred = Preferences(request.headers)["odata.maxpagesize"], let size = Int(preferred), size >= 1 {
-            pageSize = min(size, configuration.maximumPageSize)
-        }
+        let (pageSize, honored) = try self.pageSize(Preferences(request.headers))
         let type = try data.entityType(of: set)
         var latest: [String: FixtureData.ChangeRecord] = [:]
         var firstChange: [String: FixtureData.ChangeRecord] = [:]
@@ -589,7 +591,7 @@ final class FixtureService: Sendable {
             body.append(.string(serviceRoot + request.path + "?" + next), forKey: "@odata.deltaLink")
         }
         var headers = HTTPFields()
-        headers[.preferenceApplied] = "odata.track-changes"
+        headers[.preferenceApplied] = (["odata.track-changes"] + (honored.map { [$0] } ?? [])).joined(separator: ", ")
         return .json(200, .object(body), headers: headers)
     }
 
