@@ -365,9 +365,17 @@ import Testing
         try await Harness.run { harness in
             let store = try await harness.openStore()
             // A blocking call belongs on a thread of its own, never on Swift's cooperative pool.
-            let response: ODataResponse = try await withCheckedThrowingContinuation { continuation in
-                Thread { continuation.resume(with: Result { try store.executeSynchronously(.get("Customers('ALFKI')")) }) }.start()
+            // The answer crosses back through a lock, which ThreadSanitizer sees (a continuation resumed from a
+            // `Thread` it does not always: it once reported the response's fields as a race).
+            let answer = LockedValue<Result<ODataResponse, any Error>?>(nil)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                Thread {
+                    let result = Result { try store.executeSynchronously(.get("Customers('ALFKI')")) }
+                    answer.withLock { $0 = result }
+                    continuation.resume()
+                }.start()
             }
+            let response = try #require(answer.withLock { $0 }).get()
             #expect(response.statusCode == 200 && !response.isFromCache)
             #expect(store.statistics.cache?.writes == 0)
         }
