@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "OfflineStore",
             dependencies: [
-                "ODataCore", "CurlHTTP", "ODataSession", "SQLCipher", "LMDB", "TechnicalCache", "ODataQuery", "ODataTelemetry",
+                "ODataCore", "CurlHTTP", "ODataSession", "SQLCipher", "TechnicalCache", "ODataQuery", "ODataTelemetry", "ODataTyped",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -149,7 +149,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // The proxy generator: CSDL $metadata (V4, V2) to Swift source for ODataTyped; its tool and command plugin.
         .target(name: "ODataProxyGenerator"),
@@ -202,7 +202,7 @@ let package = Package(
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
-        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "SQLCipher"], exclude: ["Fixtures"]),
+        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher"]),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
         .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),

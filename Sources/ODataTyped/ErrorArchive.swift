@@ -12,54 +12,55 @@ public struct ErrorArchiveEntry: EntityValue {
     /// The type name the offline store gives its entries.
     public static let odataTypeName = "Offline.ErrorArchive"
     /// The key: `RequestID`.
-    public static let keyPropertyNames = ["RequestID"]
+    public static let keyPropertyNames = [CodingKeys.requestID.stringValue]
     /// The offline store's `ErrorArchive` set.
     public static let entitySet = EntitySet<ErrorArchiveEntry>("ErrorArchive")
 
     /// The id of the failed request (its place in the request queue).
     public var requestID: Int64 = 0
     /// The path of `RequestID`.
-    public static let requestID = Property<ErrorArchiveEntry, Int64>("RequestID")
+    public static let requestID = Property<ErrorArchiveEntry, Int64>(CodingKeys.requestID.stringValue)
     /// The HTTP method (`POST`, `PATCH`, `DELETE`…).
     public var requestMethod = ""
     /// The path of `RequestMethod`.
-    public static let requestMethod = Property<ErrorArchiveEntry, String>("RequestMethod")
+    public static let requestMethod = Property<ErrorArchiveEntry, String>(CodingKeys.requestMethod.stringValue)
     /// The request URL, relative to the service root.
     public var requestURL = ""
     /// The path of `RequestURL`.
-    public static let requestURL = Property<ErrorArchiveEntry, String>("RequestURL")
+    public static let requestURL = Property<ErrorArchiveEntry, String>(CodingKeys.requestURL.stringValue)
     /// The request body, if it had one.
     public var requestBody: String?
     /// The path of `RequestBody`.
-    public static let requestBody = Property<ErrorArchiveEntry, String?>("RequestBody")
+    public static let requestBody = Property<ErrorArchiveEntry, String?>(CodingKeys.requestBody.stringValue)
     /// The HTTP status the back end answered with (nil for a transport failure).
     public var httpStatusCode: Int32?
     /// The path of `HTTPStatusCode`.
-    public static let httpStatusCode = Property<ErrorArchiveEntry, Int32?>("HTTPStatusCode")
+    public static let httpStatusCode = Property<ErrorArchiveEntry, Int32?>(CodingKeys.httpStatusCode.stringValue)
     /// The back end's error code.
     public var code: String?
     /// The path of `Code`.
-    public static let code = Property<ErrorArchiveEntry, String?>("Code")
+    public static let code = Property<ErrorArchiveEntry, String?>(CodingKeys.code.stringValue)
     /// The error message.
     public var message = ""
     /// The path of `Message`.
-    public static let message = Property<ErrorArchiveEntry, String>("Message")
+    public static let message = Property<ErrorArchiveEntry, String>(CodingKeys.message.stringValue)
     /// The back end's inner error, as JSON text.
     public var innerError: String?
     /// The path of `InnerError`.
-    public static let innerError = Property<ErrorArchiveEntry, String?>("InnerError")
-    /// Where the failure came from (the back end, or the transport).
+    public static let innerError = Property<ErrorArchiveEntry, String?>(CodingKeys.innerError.stringValue)
+    /// Where the failure came from: `OData` (the back end answered with an error), `Transport`, `Session`
+    /// (refused by the session's rules) or `Dependency` (not sent: the create it depends on failed).
     public var domain: String?
     /// The path of `Domain`.
-    public static let domain = Property<ErrorArchiveEntry, String?>("Domain")
+    public static let domain = Property<ErrorArchiveEntry, String?>(CodingKeys.domain.stringValue)
     /// The custom tag the request was made with.
     public var customTag: String?
     /// The path of `CustomTag`.
-    public static let customTag = Property<ErrorArchiveEntry, String?>("CustomTag")
+    public static let customTag = Property<ErrorArchiveEntry, String?>(CodingKeys.customTag.stringValue)
     /// The affected entity as `Set(key)`.
     public var affectedEntityReference = ""
     /// The path of `AffectedEntityReference`.
-    public static let affectedEntityReference = Property<ErrorArchiveEntry, String>("AffectedEntityReference")
+    public static let affectedEntityReference = Property<ErrorArchiveEntry, String>(CodingKeys.affectedEntityReference.stringValue)
     /// The navigation `AffectedEntity`: load it with `DataService.loadProperty(_:into:)`.
     public static let affectedEntity = AffectedEntityProperty()
     /// Control information and properties this type does not declare.
@@ -71,6 +72,36 @@ public struct ErrorArchiveEntry: EntityValue {
     /// An empty entry.
     public init() {}
 
+    /// An entry with every property given (the offline store writes its entries with this).
+    ///
+    /// - Parameters:
+    ///   - requestID: The failed request's ID.
+    ///   - requestMethod: Its HTTP method.
+    ///   - requestURL: Its URL, relative to the service root.
+    ///   - requestBody: Its body, if any.
+    ///   - httpStatusCode: The back end's status, nil when no answer came.
+    ///   - code: The back end's error code.
+    ///   - message: What went wrong.
+    ///   - innerError: The back end's inner error, as JSON text.
+    ///   - domain: Where the failure came from (see ``domain``).
+    ///   - customTag: The request's custom tag.
+    ///   - affectedEntityReference: The entity the request touched, as `Set(key)`.
+    public init(requestID: Int64, requestMethod: String, requestURL: String, requestBody: String?, httpStatusCode: Int32?,
+                code: String?, message: String, innerError: String?, domain: String?, customTag: String?,
+                affectedEntityReference: String) {
+        self.requestID = requestID
+        self.requestMethod = requestMethod
+        self.requestURL = requestURL
+        self.requestBody = requestBody
+        self.httpStatusCode = httpStatusCode
+        self.code = code
+        self.message = message
+        self.innerError = innerError
+        self.domain = domain
+        self.customTag = customTag
+        self.affectedEntityReference = affectedEntityReference
+    }
+
     /// Reads an entry.
     /// - Parameter reader: the reader.
     /// - Throws: ``DataServiceError`` naming the property that did not fit.
@@ -78,44 +109,50 @@ public struct ErrorArchiveEntry: EntityValue {
         self.init()
         try reader.beginObject(Self.odataTypeName)
         while let name = try reader.nextMember() {
-            switch name {
-            case "RequestID": requestID = try reader.read(Int64.self)
-            case "RequestMethod": requestMethod = try reader.read(String.self)
-            case "RequestURL": requestURL = try reader.read(String.self)
-            case "RequestBody": requestBody = try reader.read(String?.self)
-            case "HTTPStatusCode": httpStatusCode = try reader.read(Int32?.self)
-            case "Code": code = try reader.read(String?.self)
-            case "Message": message = try reader.read(String.self)
-            case "InnerError": innerError = try reader.read(String?.self)
-            case "Domain": domain = try reader.read(String?.self)
-            case "CustomTag": customTag = try reader.read(String?.self)
-            case "AffectedEntityReference": affectedEntityReference = try reader.read(String.self)
-            default: try reader.readOther(name, into: &odata)
+            switch CodingKeys(stringValue: name) {
+            case .requestID: requestID = try reader.read(Int64.self)
+            case .requestMethod: requestMethod = try reader.read(String.self)
+            case .requestURL: requestURL = try reader.read(String.self)
+            case .requestBody: requestBody = try reader.read(String?.self)
+            case .httpStatusCode: httpStatusCode = try reader.read(Int32?.self)
+            case .code: code = try reader.read(String?.self)
+            case .message: message = try reader.read(String.self)
+            case .innerError: innerError = try reader.read(String?.self)
+            case .domain: domain = try reader.read(String?.self)
+            case .customTag: customTag = try reader.read(String?.self)
+            case .affectedEntityReference: affectedEntityReference = try reader.read(String.self)
+            case nil: try reader.readOther(name, into: &odata)
             }
         }
     }
 
-    /// Writes the entry's properties.
+    /// Writes the entry's properties, in the order of ``CodingKeys``.
     /// - Parameter writer: the writer.
     public func write(to writer: inout EntityWriter) {
-        writer.write("RequestID", requestID)
-        writer.write("RequestMethod", requestMethod)
-        writer.write("RequestURL", requestURL)
-        writer.write("RequestBody", requestBody)
-        writer.write("HTTPStatusCode", httpStatusCode)
-        writer.write("Code", code)
-        writer.write("Message", message)
-        writer.write("InnerError", innerError)
-        writer.write("Domain", domain)
-        writer.write("CustomTag", customTag)
-        writer.write("AffectedEntityReference", affectedEntityReference)
+        for column in CodingKeys.allCases {
+            switch column {
+            case .requestID: writer.write(column.stringValue, requestID)
+            case .requestMethod: writer.write(column.stringValue, requestMethod)
+            case .requestURL: writer.write(column.stringValue, requestURL)
+            case .requestBody: writer.write(column.stringValue, requestBody)
+            case .httpStatusCode: writer.write(column.stringValue, httpStatusCode)
+            case .code: writer.write(column.stringValue, code)
+            case .message: writer.write(column.stringValue, message)
+            case .innerError: writer.write(column.stringValue, innerError)
+            case .domain: writer.write(column.stringValue, domain)
+            case .customTag: writer.write(column.stringValue, customTag)
+            case .affectedEntityReference: writer.write(column.stringValue, affectedEntityReference)
+            }
+        }
         writer.writeOther(odata)
     }
 
     /// The key, `ErrorArchive(RequestID)`.
-    public var entityKey: EntityKey { EntityKey(("RequestID", requestID)) }
+    public var entityKey: EntityKey { EntityKey((CodingKeys.requestID.stringValue, requestID)) }
 
-    private enum CodingKeys: String, CodingKey {
+    /// The archive's column names: the one place that spells them (the offline store writes and reads its
+    /// entries through this type, `Codable` uses them, and so do the property paths above).
+    public enum CodingKeys: String, CodingKey, CaseIterable, Sendable {
         case requestID = "RequestID", requestMethod = "RequestMethod", requestURL = "RequestURL", requestBody = "RequestBody"
         case httpStatusCode = "HTTPStatusCode", code = "Code", message = "Message", innerError = "InnerError", domain = "Domain"
         case customTag = "CustomTag", affectedEntityReference = "AffectedEntityReference"

@@ -51,7 +51,8 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         /// The store was written by a newer version of this library, in a format this one does not read; it is
         /// left as it is.
         public static let unsupportedStoreFormat = Code("unsupportedStoreFormat", -10016)
-        /// A store of an earlier format could not be migrated at open; it is left as it was.
+        /// A store of an earlier format could not be migrated at open; it is left as it was. No format needs a
+        /// migration today (the LMDB format of development builds is refused with ``unsupportedStoreFormat``).
         public static let migrationFailed = Code("migrationFailed", -10017)
 
         /// The kind's name, for logs.

@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataTyped
 
 extension OfflineODataProvider {
     private static func bodyObject(_ body: Data?) throws(OfflineODataError) -> JSONObject {
@@ -31,10 +32,8 @@ extension OfflineODataProvider {
     /// succeed, so an upload fails it without sending it.
     static func failedCreates(in store: EntityStore) throws -> [String: Int64] {
         var result: [String: Int64] = [:]
-        for entry in try store.errorEntries() where entry["RequestMethod"]?.stringValue == "POST" {
-            if let reference = entry["AffectedEntityReference"]?.stringValue, let id = entry["RequestID"]?.intValue {
-                result[reference] = id
-            }
+        for entry in try store.errorEntries() where entry.requestMethod == "POST" {
+            result[entry.affectedEntityReference] = entry.requestID
         }
         return result
     }
@@ -268,14 +267,12 @@ extension OfflineODataProvider {
             throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
         }
         let entries = try store.errorEntries()
-        guard let entry = entries.first(where: { $0["RequestID"]?.intValue == id }) else {
+        guard let entry = entries.first(where: { $0.requestID == id }) else {
             throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
         }
-        let others = entries.filter {
-            $0["RequestID"]?.intValue != id && $0["AffectedEntityReference"] == entry["AffectedEntityReference"]
-        }
-        let failedCreate = entry["RequestMethod"]?.stringValue == "POST"
-        let reference = entry["AffectedEntityReference"]?.stringValue ?? ""
+        let others = entries.filter { $0.requestID != id && $0.affectedEntityReference == entry.affectedEntityReference }
+        let failedCreate = entry.requestMethod == "POST"
+        let reference = entry.affectedEntityReference
         let queuedOnEntity = try store.queuedRequests().filter { $0.entity == reference }.map(\.id)
         // The requests queued on a never-created entity cannot succeed and go with the entry.
         let dependents = failedCreate ? queuedOnEntity : []

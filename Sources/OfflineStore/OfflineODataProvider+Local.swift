@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 public import ODataCore
 import ODataQuery
+import ODataTyped
 
 extension OfflineODataProvider {
     /// Executes a request against the local store: reads are answered from it, creates, updates
@@ -106,7 +107,7 @@ extension OfflineODataProvider {
         case .collection(let set, _), .set(let set):
             if let filter = options.filter { try FilterTypes.check(filter, set: set, model: model) }
             // A whole set is answered by the planner; the related entities of a navigation are few and in memory.
-            let answer = { (options: QueryOptions, entitiesNeeded: Bool) throws -> QueryResult in
+            let answer = { (options: QueryOptions, entitiesNeeded: Bool) throws -> ODataQuery.QueryResult in
                 if case .collection(_, let entities) = target { return try LocalQuery.apply(options, to: entities, navigation: query) }
                 return try query.answer(options, set: set, entitiesNeeded: entitiesNeeded)
             }
@@ -170,19 +171,20 @@ extension OfflineODataProvider {
             let entries = try store.errorEntries()
             guard let key = first.key else {
                 guard segments.count == 1 else { throw OfflineODataError(.invalidRequest, "address one ErrorArchive entry before '\(segments[1].name)'") }
-                return .collection(first.name, entries)
+                return .collection(first.name, entries.map { $0.properties(for: .v4) })
             }
-            guard key.count == 1, let id = key[0].value.intValue, key[0].name == nil || key[0].name == "RequestID" else {
-                throw OfflineODataError(.invalidRequest, "an ErrorArchive key is the integer RequestID")
+            let keyName = ErrorArchiveEntry.keyPropertyNames[0]
+            guard key.count == 1, let id = key[0].value.intValue, key[0].name == nil || key[0].name == keyName else {
+                throw OfflineODataError(.invalidRequest, "an ErrorArchive key is the integer \(keyName)")
             }
-            guard let entry = entries.first(where: { $0["RequestID"]?.intValue == id }) else {
-                throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
+            guard let entry = entries.first(where: { $0.requestID == id }) else {
+                throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the \(keyName) \(id)")
             }
-            guard segments.count > 1 else { return .entity(first.name, entry) }
+            guard segments.count > 1 else { return .entity(first.name, entry.properties(for: .v4)) }
             guard segments.count == 2, segments[1].name == "AffectedEntity", segments[1].key == nil else {
                 throw OfflineODataError(.invalidRequest, "ErrorArchive entries have one navigation property, AffectedEntity")
             }
-            guard let reference = entry["AffectedEntityReference"]?.stringValue, let record = try query.record(reference: reference) else {
+            guard let record = try query.record(reference: entry.affectedEntityReference) else {
                 return .nothing
             }
             return .entity(record.set, record.json)

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataSession
+import ODataTyped
 import Tracing
 
 /// The outcome of an ``OfflineODataProvider/upload()``.
@@ -492,23 +493,15 @@ extension OfflineODataProvider {
     /// The store changes for a failed request: ErrorArchive entry, entity in error state (a failed
     /// delete makes it visible again with `isDeleteError`), request dequeued.
     private static func failureStep(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: String) -> UploadStep {
-        var archived = JSONObject()
-        archived.append(.int(entry.id), forKey: "RequestID")
-        archived.append(.string(entry.method), forKey: "RequestMethod")
-        archived.append(.string(entry.url), forKey: "RequestURL")
-        archived.append(entry.body.map(JSONValue.string) ?? .null, forKey: "RequestBody")
-        archived.append(failure.statusCode.map { .int(Int64($0)) } ?? .null, forKey: "HTTPStatusCode")
-        archived.append(failure.serviceError.map { .string($0.code) } ?? .null, forKey: "Code")
-        archived.append(.string(failure.message), forKey: "Message")
-        archived.append(failure.serviceError?.innerError.map { .string(JSON.string($0)) } ?? .null, forKey: "InnerError")
-        archived.append(.string(domain), forKey: "Domain")
-        archived.append(entry.customTag.map(JSONValue.string) ?? .null, forKey: "CustomTag")
-        archived.append(.string(entry.entity), forKey: "AffectedEntityReference")
-        let finalArchive = archived
+        let archived = ErrorArchiveEntry(
+            requestID: entry.id, requestMethod: entry.method, requestURL: entry.url, requestBody: entry.body,
+            httpStatusCode: failure.statusCode.map { Int32(clamping: $0) }, code: failure.serviceError?.code, message: failure.message,
+            innerError: failure.serviceError?.innerError.map(JSON.string), domain: domain, customTag: entry.customTag,
+            affectedEntityReference: entry.entity)
         let set = String(entry.entity.prefix { $0 != "(" })
         let key = String(entry.entity.drop { $0 != "(" })
         return { changes in
-            try changes.archiveError(finalArchive, id: entry.id)
+            try changes.archiveError(archived)
             if var record = try changes.current(set: set, key: key) {
                 record.inErrorState = true
                 if entry.method == "DELETE" {

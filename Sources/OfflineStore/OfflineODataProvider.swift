@@ -83,17 +83,16 @@ public actor OfflineODataProvider {
         session = ServiceSession(serviceRoot: self.serviceRoot, options: parameters.session, transport: instrumentedTransport)
     }
 
-    /// The service root of an existing store, read from its (encrypted) configuration. A store of the
-    /// LMDB format is migrated first, as ``open()`` does.
+    /// The service root of an existing store, read from its (encrypted) configuration.
     ///
     /// - Parameter parameters: The store's name, path and key.
     /// - Returns: The service root, or `nil` when no complete store exists there.
     /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open, `.wrongKey`,
-    ///   `.encryptionMismatch`, `.unsupportedStoreFormat`, `.migrationFailed`, `.storage`.
+    ///   `.encryptionMismatch`, `.unsupportedStoreFormat` (a newer format, or the LMDB format), `.storage`.
     public static func storedServiceRoot(parameters: OfflineODataParameters) throws -> String? {
         try parameters.validate()
-        guard FileManager.default.fileExists(atPath: StoreKeyCheck.path(in: parameters.storeDirectory))
-              || LegacyLMDBStore.exists(in: parameters.storeDirectory) else { return nil }
+        try EntityStore.refuseLMDBFormat(in: parameters.storeDirectory)
+        guard FileManager.default.fileExists(atPath: StoreKeyCheck.path(in: parameters.storeDirectory)) else { return nil }
         let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
         defer { lock.release() }
         let store = try EntityStore.open(directory: parameters.storeDirectory, parameters: parameters)
@@ -153,12 +152,11 @@ public actor OfflineODataProvider {
     /// Opens the store; the first open performs the initial download.
     ///
     /// Opening an open store does nothing. A store whose initial download did not complete is
-    /// wiped and downloaded again. On failure the store is closed and no half-store remains. A store
-    /// written in the earlier LMDB format is migrated into SQLCipher first, its queued requests included.
+    /// wiped and downloaded again. On failure the store is closed and no half-store remains.
     ///
     /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open elsewhere,
     ///   `.wrongKey` (nothing erased), `.encryptionMismatch`, `.serviceRootMismatch`,
-    ///   `.unsupportedStoreFormat` for a store of a newer version, `.migrationFailed` (the old store is left as it was),
+    ///   `.unsupportedStoreFormat` for a store of a newer version or of the unreleased LMDB format (left as it is),
     ///   `.invalidDefiningQuery` when none is given for a new store, `.downloadFailed` or
     ///   `.invalidMetadata` when the initial download fails.
     public func open() async throws {

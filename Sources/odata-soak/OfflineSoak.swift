@@ -5,6 +5,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataFixtures
+import ODataTyped
 import OfflineStore
 import TechnicalCache
 #if canImport(Glibc)
@@ -360,17 +361,17 @@ func drain(_ provider: OfflineODataProvider, figures: Figures) async -> Bool {
 /// - Parameters:
 ///   - archives: Every ErrorArchive entry of every store.
 ///   - initialFax: Each customer's `Fax` before the soak.
-func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], initialFax: [String: JSONValue], figures: Figures) {
+func reconcile(server: FixtureServer, ledger: Ledger, archives: [ErrorArchiveEntry], initialFax: [String: JSONValue], figures: Figures) {
     let intents = ledger.all
     // The ErrorArchive: which changes and entities it holds, and why.
     var archivedValues = Set<String>()
     var archivedTargets = Set<String>()
     var faultTargets = Set<String>()
-    var refusals: [(String, JSONObject)] = []
+    var refusals: [(String, ErrorArchiveEntry)] = []
     let deleteKeys = Dictionary(intents.compactMap { intent in intent.key.map { ($0, intent.target) } }, uniquingKeysWith: { first, _ in first })
     for entry in archives {
-        let url = entry["RequestURL"]?.stringValue ?? ""
-        let body = entry["RequestBody"]?.stringValue.flatMap { try? JSON.parse($0) }
+        let url = entry.requestURL
+        let body = entry.requestBody.flatMap { try? JSON.parse($0) }
         var target = ""
         if url.hasPrefix("Customers('") {
             target = String(url.dropFirst("Customers('".count).prefix { $0 != "'" })
@@ -386,8 +387,8 @@ func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], in
             archivedValues.insert("delete " + marker)
         }
         archivedTargets.insert(target)
-        let status = entry["HTTPStatusCode"]?.intValue ?? 0
-        let domain = entry["Domain"]?.stringValue ?? ""
+        let status = entry.httpStatusCode ?? 0
+        let domain = entry.domain ?? ""
         if domain != "OData" || status == 408 || status == 429 || status >= 500 {
             faultTargets.insert(target)
             figures.add("offline requests archived after faults")
@@ -400,7 +401,7 @@ func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], in
             figures.add("offline follow-ups of a fault archived")
         } else {
             figures.add("offline requests refused (not a fault)")
-            print("odata-soak: refused: \(JSON.string(.object(entry)))")
+            print("odata-soak: refused: \(JSON.string(entry.jsonValue(for: .v4)))")
         }
     }
     func archived(_ intent: Intent) -> Bool {
@@ -501,8 +502,8 @@ func reconcile(server: FixtureServer, ledger: Ledger, archives: [JSONObject], in
     figures.set("offline write faults injected (fired)", writes.reduce(0) { $0 + $1.faulted })
 }
 
-/// Every entry of a store's ErrorArchive.
-func errorArchive(_ provider: OfflineODataProvider) -> [JSONObject] {
-    guard let response = try? provider.read(.get("ErrorArchive")), let value = try? JSON.parse(response.payload) else { return [] }
-    return (value["value"]?.arrayValue ?? []).compactMap(\.objectValue)
+/// Every entry of a store's ErrorArchive, read as a user reads it: a local `GET ErrorArchive`.
+func errorArchive(_ provider: OfflineODataProvider) throws -> [ErrorArchiveEntry] {
+    let value = try JSON.parse(provider.read(.get(ErrorArchiveEntry.entitySet.name)).payload)
+    return try (value["value"]?.arrayValue ?? []).map { try ErrorArchiveEntry.decode(JSON.serialize($0)) }
 }

@@ -12,6 +12,7 @@ import CurlHTTP
 import HTTPTypes
 import ODataCore
 import ODataFixtures
+import ODataTyped
 import OfflineStore
 import OnlineStore
 import Synchronization
@@ -493,10 +494,15 @@ func soak(_ options: Options) async -> Int32 {
         print("odata-soak: the offline child's store did not open after the last kill: \(error)")
         figures.add("store-open failures")
     }
-    var archives: [JSONObject] = []
+    var archives: [ErrorArchiveEntry] = []
     for provider in offline.map(\.provider) + (childStore.map { [$0] } ?? []) {
         if await !drain(provider, figures: figures) { figures.add("offline queues not drained") }
-        archives += errorArchive(provider)
+        do {
+            archives += try errorArchive(provider)
+        } catch {
+            print("odata-soak: an ErrorArchive could not be read: \(error)")
+            figures.add("offline ErrorArchives unreadable")
+        }
         await provider.close()
     }
     reconcile(server: server, ledger: ledger, archives: archives, initialFax: initialFax, figures: figures)
@@ -517,7 +523,7 @@ func soak(_ options: Options) async -> Int32 {
     if figures.value("rss half") == 0 { figures.add("memory growth over the last half") }
     let mustBeZero = ["wrong cache answers", "answers whose ETag names another version", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half",
                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
-                      "offline requests refused (not a fault)", "offline queues not drained"]
+                      "offline requests refused (not a fault)", "offline queues not drained", "offline ErrorArchives unreadable"]
     let informative = ["requests issued", "fresh answers", "cache answers (unrevalidated)", "requests failed (expected under faults)",
                        "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "second process: requests issued", "second process: cache answers",
                        "second process: hits from Redis", "redis tier: writes", "redis tier: failed calls (outage)", "redis outages (injected)", "cache callbacks with an entry", "cache callbacks without an entry", "kills", "executions without a response",

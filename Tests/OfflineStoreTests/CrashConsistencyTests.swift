@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataFixtures
+import ODataTyped
 import SQLCipher
 import TechnicalCache
 import Testing
@@ -354,7 +355,7 @@ struct KillRun {
         let records = try store.everyRecord()
         for record in records { _ = record.json }
         #expect(try store.queuedRequests().map(\.id) == expectedQueue, "\(kind): the request queue")
-        #expect(try store.errorEntriesWithIDs().map(\.id) == expectedErrors, "\(kind): the ErrorArchive")
+        #expect(try store.errorEntries().map(\.requestID) == expectedErrors, "\(kind): the ErrorArchive")
         return Inspection(configuration: try store.configuration()?.0, records: records, indexes: try CrashConsistencyTests.indexNames(store))
     }
 
@@ -542,7 +543,7 @@ struct KillRun {
         await provider.close()
         let store = try EntityStore.open(directory: storeDirectory, parameters: parameters)
         expectedQueue = try store.queuedRequests().map(\.id)
-        expectedErrors = try store.errorEntriesWithIDs().map(\.id)
+        expectedErrors = try store.errorEntries().map(\.requestID)
         store.close()
         #expect(expectedQueue.count == 1 && expectedErrors.count == 1)
 

@@ -1,6 +1,5 @@
 import CurlHTTP
 import Foundation
-import LMDB
 import ODataCore
 import ODataFixtures
 import SQLCipher
@@ -9,165 +8,53 @@ import Testing
 
 @testable import OfflineStore
 
-/// The store in `Fixtures/LMDBStoreV1` (the LMDB format, written by `ilodata` before SQLCipher; see its README).
-private enum LegacyStore {
+/// A store directory of this suite's tests.
+private enum StoreDirectory {
     static let serviceRoot = "http://127.0.0.1:35571/"
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/LMDBStoreV1/data.mdb")
 
-    /// A copy of the fixture store in `directory` (as the store `legacy`), and its parameters.
-    static func copy(into directory: TemporaryDirectory, key: String? = "legacy-passphrase") throws -> OfflineODataParameters {
-        try FileManager.default.createDirectory(atPath: directory.path + "/legacy", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.copyItem(atPath: fixture.path, toPath: directory.path + "/legacy/data.mdb")
-        return OfflineODataParameters(storeName: "legacy", storePath: directory.path, storeEncryptionKey: key, keyDerivation: .pbkdf2(rounds: 1_000))
+    static func parameters(_ directory: TemporaryDirectory) -> OfflineODataParameters {
+        OfflineODataParameters(storeName: "store", storePath: directory.path, storeEncryptionKey: "a passphrase", keyDerivation: .pbkdf2(rounds: 1_000))
     }
 
     static func files(_ directory: TemporaryDirectory) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: directory.path + "/legacy").sorted()
-    }
-
-    static func data(_ directory: TemporaryDirectory) throws -> Data {
-        try Data(contentsOf: URL(fileURLWithPath: directory.path + "/legacy/data.mdb"))
-    }
-}
-
-/// Sends what the provider addresses to the fixture's recorded service root to a live producer instead.
-private struct RedirectingTransport: HTTPTransport {
-    let from: String
-    let to: String
-    let base: CurlTransport
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        var request = request
-        if request.url.hasPrefix(from) { request.url = to + request.url.dropFirst(from.count) }
-        return try await base.send(request)
+        try FileManager.default.contentsOfDirectory(atPath: directory.path + "/store").sorted()
     }
 }
 
 @Suite struct MigrationTests {
-    @Test func aStoreOfTheLMDBFormatIsMigratedAtOpenWithItsQueueAndErrorArchive() async throws {
+    /// The LMDB format (format 1) was written only by development builds before SQLCipher and never released: a
+    /// directory holding one is refused with a typed error that says what to do, and nothing in it changes.
+    @Test func aStoreOfTheUnreleasedLMDBFormatIsRefusedAndLeftAsItIs() async throws {
         let directory = try TemporaryDirectory()
-        let parameters = try LegacyStore.copy(into: directory)
-        #expect(try LegacyStore.files(directory) == ["data.mdb"])
-        let provider = try OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters)
-        try await provider.open()
-        // The LMDB files are gone; the SQLCipher database and its key-check record are there.
-        #expect(try LegacyStore.files(directory).filter { !$0.hasPrefix("store.db-") } == ["keycheck", "store.db"])
-        // Entities with their local changes, the queue and the ErrorArchive came along.
-        #expect(try await provider.getAll("Customers").count == 91)
-        #expect(try await provider.get("Customers('ALFKI')")["City"] == "Hamburg")
-        #expect(try await provider.get("Customers('ANATR')")["City"] == "Berlin")
-        let shippers = try await provider.getAll("Shippers").compactMap { $0["CompanyName"]?.stringValue }
-        #expect(Set(shippers) == ["Speedy Express", "United Package", "Rejected Freight Zq", "Pending Freight Qx"])
-        let pending = try await provider.pendingRequests().map { "\($0.properties["Method"]?.stringValue ?? "") \($0.properties["URL"]?.stringValue ?? "")" }
-        #expect(pending == ["PATCH Customers('ANATR')", "DELETE Shippers(3)", "POST Shippers"])
-        let archive = try await provider.getAll("ErrorArchive")
-        #expect(archive.count == 1)
-        #expect(archive.first?["RequestMethod"] == "POST")
-        #expect(archive.first?["HTTPStatusCode"]?.intValue == 400)
-        #expect(try await provider.get("Shippers(-1)")[EntityRecord.inErrorStateAnnotation] == true)
-        // A change after the migration gets the next request ID (the counters came along).
-        _ = try await provider.execute(.local("PATCH", "Customers('BERGS')", body: #"{"City":"Uppsala Nord"}"#))
-        #expect(try await provider.pendingRequests().last?.properties["RequestID"]?.intValue == 6)
-        await provider.close()
-        // Nothing readable in the files; the next open is a plain open.
-        for needle in ["Alfreds Futterkiste", "Pending Freight Qx", "Uppsala Nord", "Customers"] {
-            #expect(try filesContain(directory.path + "/legacy", needle) == false, "'\(needle)' is readable")
-        }
-        let again = try OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters)
-        try await again.open()
-        #expect(try await again.pendingRequests().count == 4)
-        #expect(try await again.get("Customers('BERGS')")["City"] == "Uppsala Nord")
-        await again.close()
+        let parameters = StoreDirectory.parameters(directory)
+        try FileManager.default.createDirectory(atPath: directory.path + "/store", withIntermediateDirectories: true)
+        let legacy = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try legacy.write(to: URL(fileURLWithPath: directory.path + "/store/data.mdb"))
 
-        // The migrated queue uploads to the back end (addressed at the fixture's recorded root, sent to a live one).
-        let server = try await FixtureServer.start()
-        defer { Task { await server.stop() } }
-        var live = parameters
-        let curl = try CurlTransport()
-        defer { curl.shutdown() }
-        live.transport = RedirectingTransport(from: LegacyStore.serviceRoot, to: server.serviceRoot, base: curl)
-        let uploader = try OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: live)
-        try await uploader.open()
-        let result = try await uploader.upload()
-        // The producer refuses to delete a shipper that orders still reference: that one lands in the ErrorArchive.
-        #expect(result.failed.map(\.url) == ["Shippers(3)"])
-        #expect(result.failed.first?.statusCode == 409)
-        #expect(try await uploader.pendingRequests().isEmpty)
-        #expect(try await uploader.getAll("ErrorArchive").count == 2)
-        await uploader.close()
-        #expect(server.counters.requests(method: "PATCH", path: "Customers('ANATR')") == 1)
-        #expect(server.counters.requests(method: "DELETE", path: "Shippers(3)") == 1)
-        let (status, anatr) = try await Producer.get(server, "Customers('ANATR')")
-        #expect(status == 200 && anatr?["City"] == "Berlin")
-        #expect(server.counters.requests(method: "POST", path: "Shippers") == 1)
-        #expect(server.counters.requests(method: "PATCH", path: "Customers('BERGS')") == 1)
-    }
-
-    @Test func aWrongKeyLeavesTheLMDBStoreAsItWas() async throws {
-        let directory = try TemporaryDirectory()
-        let parameters = try LegacyStore.copy(into: directory, key: "not the passphrase")
-        let before = try LegacyStore.data(directory)
-        let error = await #expect(throws: OfflineODataError.self) {
-            try await OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters).open()
+        let opened = await #expect(throws: OfflineODataError.self) {
+            try await OfflineODataProvider(serviceRoot: StoreDirectory.serviceRoot, parameters: parameters).open()
         }
-        #expect(error?.code == .wrongKey)
-        #expect(try LegacyStore.data(directory) == before)
-        #expect(try LegacyStore.files(directory).filter { $0 != "lock.mdb" } == ["data.mdb"])
-    }
-
-    @Test func aMigrationThatFailsIsATypedErrorAndLeavesTheLMDBStoreAsItWas() async throws {
-        let directory = try TemporaryDirectory()
-        let parameters = try LegacyStore.copy(into: directory)
-        // One sealed entity record is tampered with: it fails authentication when the migration reads it.
-        let environment = try LMDBEnvironment(path: directory.path + "/legacy", options: .init(mapSize: 64 << 20, maxDatabases: 5))
-        try await environment.write { (txn: LMDBTransaction) throws -> Void in
-            let database = try #require(try txn.openDatabase(named: "entities", create: false))
-            let (key, value) = try #require(try txn.withCursor(in: database) { cursor in try cursor.next() })
-            var sealed = value
-            sealed[sealed.count / 2] ^= 0x40
-            try txn.setValue(sealed, forKey: key, in: database)
-        }
-        environment.close()
-        let before = try LegacyStore.data(directory)
-        let error = await #expect(throws: OfflineODataError.self) {
-            try await OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters).open()
-        }
-        #expect(error?.code == .migrationFailed)
-        #expect(error?.message.contains("left as it was") == true)
-        #expect(try LegacyStore.data(directory) == before)
-        #expect(try LegacyStore.files(directory) == ["data.mdb", "lock.mdb"])
-    }
-
-    @Test func aMigrationCommittedBeforeACrashIsFinishedNotRepeated() async throws {
-        let directory = try TemporaryDirectory()
-        let parameters = try LegacyStore.copy(into: directory)
-        let provider = try OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters)
-        try await provider.open()
-        _ = try await provider.execute(.local("PATCH", "Customers('BERGS')", body: #"{"City":"After Migration"}"#))
-        await provider.close()
-        // As if the process had died after the migration's commit, before the LMDB files were removed.
-        try FileManager.default.copyItem(atPath: LegacyStore.fixture.path, toPath: directory.path + "/legacy/data.mdb")
-        let reopened = try OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters)
-        try await reopened.open()
-        #expect(try await reopened.get("Customers('BERGS')")["City"] == "After Migration")
-        #expect(try await reopened.pendingRequests().count == 4)
-        #expect(!(try LegacyStore.files(directory).contains("data.mdb")))
-        await reopened.close()
+        #expect(opened?.code == .unsupportedStoreFormat)
+        #expect(opened?.message.contains("LMDB format") == true)
+        let read = #expect(throws: OfflineODataError.self) { try OfflineODataProvider.storedServiceRoot(parameters: parameters) }
+        #expect(read?.code == .unsupportedStoreFormat)
+        #expect(try StoreDirectory.files(directory) == ["data.mdb"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/store/data.mdb")) == legacy)
     }
 
     @Test func aStoreOfANewerFormatIsRefusedAndLeftAsItIs() async throws {
         let directory = try TemporaryDirectory()
-        let parameters = try LegacyStore.copy(into: directory)
-        let store = try EntityStore.open(directory: directory.path + "/legacy", parameters: parameters)
+        let parameters = StoreDirectory.parameters(directory)
+        let store = try EntityStore.open(directory: directory.path + "/store", parameters: parameters)
         try store.withWriter { connection in try connection.setUserVersion(EntityStore.format + 1) }
         store.close()
-        let before = try Data(contentsOf: URL(fileURLWithPath: EntityStore.databasePath(in: directory.path + "/legacy")))
+        let before = try Data(contentsOf: URL(fileURLWithPath: EntityStore.databasePath(in: directory.path + "/store")))
         let error = await #expect(throws: OfflineODataError.self) {
-            try await OfflineODataProvider(serviceRoot: LegacyStore.serviceRoot, parameters: parameters).open()
+            try await OfflineODataProvider(serviceRoot: StoreDirectory.serviceRoot, parameters: parameters).open()
         }
         #expect(error?.code == .unsupportedStoreFormat)
         #expect(error?.message.contains("format \(EntityStore.format + 1)") == true)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: EntityStore.databasePath(in: directory.path + "/legacy"))) == before)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: EntityStore.databasePath(in: directory.path + "/store"))) == before)
     }
 
     /// A format-2 store (every entity table found by `"$key"`) opens in place: it is marked format 3, its tables keep

@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataTyped
 import SQLCipher
 import Synchronization
 import TechnicalCache
@@ -13,7 +14,8 @@ import TechnicalCache
 /// (``EntityTable``: the key, a column per primitive property, the rest of the record), and the staging table of a
 /// download under way, made when a download first needs it (`EntityStore+Staging.swift`). An entity and its queue
 /// entry are written in one transaction. `PRAGMA user_version` is the format (``format``); a store of a newer
-/// format is refused, a store of the LMDB format is migrated at open (``StoreMigration``).
+/// format is refused, and so is a store of the LMDB format that development builds wrote before SQLCipher
+/// (``refuseLMDBFormat(in:)``; that format was never released).
 ///
 /// Two connections: one writes (transactions serialized by its lock), one reads; with the write-ahead log a
 /// read sees the last commit while a write goes on. Queries read rows through ``select(_:)`` and ``count(_:)``
@@ -30,6 +32,19 @@ final class EntityStore: Sendable {
     /// The oldest format this code opens in place.
     static let oldestFormat = 2
     static func databasePath(in directory: String) -> String { directory + "/store.db" }
+
+    /// Refuses a directory that holds a store of the LMDB format (format 1: `data.mdb`, written by development
+    /// builds before SQLCipher and never released) and no SQLCipher database: it is left as it is, with a
+    /// typed error that says what to do, rather than opened as a new, empty store beside it.
+    ///
+    /// - Parameter directory: The store's directory.
+    /// - Throws: `OfflineODataError.unsupportedStoreFormat`.
+    static func refuseLMDBFormat(in directory: String) throws(OfflineODataError) {
+        let files = FileManager.default
+        guard files.fileExists(atPath: directory + "/data.mdb"), !files.fileExists(atPath: databasePath(in: directory)) else { return }
+        throw OfflineODataError(.unsupportedStoreFormat,
+                                "the store at \(directory) is in the LMDB format of development builds (format 1), which this version does not read; remove the directory and download again")
+    }
 
     let directory: String
     let isEncrypted: Bool
@@ -60,16 +75,14 @@ final class EntityStore: Sendable {
     ///   - directory: The store's directory (created, mode 0700, when missing).
     ///   - parameters: The key and the page cache budget.
     /// - Throws: `OfflineODataError` — `.wrongKey` (nothing is changed), `.encryptionMismatch`,
-    ///   `.unsupportedStoreFormat` for a newer format, `.migrationFailed`, `.storage`.
+    ///   `.unsupportedStoreFormat` for a newer format or the LMDB format, `.storage`.
     static func open(directory: String, parameters: OfflineODataParameters) throws -> EntityStore {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw OfflineODataError(.storage, "cannot create the store directory \(directory): \(error.localizedDescription)")
         }
-        if LegacyLMDBStore.exists(in: directory) {
-            try StoreMigration.migrate(directory: directory, parameters: parameters)
-        }
+        try refuseLMDBFormat(in: directory)
         let secret: Data?
         if let stored = try StoreKeyCheck.read(in: directory) {
             secret = try StoreKeyCheck.open(stored, parameters: parameters, directory: directory)
@@ -257,21 +270,18 @@ final class EntityStore: Sendable {
     }
 
     /// The ErrorArchive entries in request order.
-    func errorEntries() throws -> [JSONObject] {
-        try errorEntriesWithIDs().map(\.entry)
-    }
-
-    /// The ErrorArchive entries and their request IDs, in request order.
-    func errorEntriesWithIDs() throws -> [(id: Int64, entry: JSONObject)] {
+    func errorEntries() throws -> [ErrorArchiveEntry] {
         try reading("the ErrorArchive") { connection in
-            let select = try connection.cachedStatement("SELECT id, entry FROM error_archive ORDER BY id")
+            let select = try connection.cachedStatement("SELECT entry FROM error_archive ORDER BY id")
             defer { select.reset() }
-            var result: [(id: Int64, entry: JSONObject)] = []
+            var result: [ErrorArchiveEntry] = []
             while try select.step() {
-                guard let object = (try? JSON.parse(select.blob(at: 1)))?.objectValue else {
-                    throw OfflineODataError(.storage, "an ErrorArchive record is malformed")
+                let bytes = select.blob(at: 0)
+                do throws(DataServiceError) {
+                    result.append(try ErrorArchiveEntry.decode(bytes))
+                } catch {
+                    throw OfflineODataError(.storage, "an ErrorArchive record is malformed: \(error.message)")
                 }
-                result.append((select.integer(at: 0), object))
             }
             return result
         }
@@ -426,10 +436,10 @@ final class EntityStore: Sendable {
             _ = try delete.step()
         }
 
-        func archiveError(_ entry: JSONObject, id: Int64) throws {
+        func archiveError(_ entry: ErrorArchiveEntry) throws {
             let insert = try connection.cachedStatement("INSERT OR REPLACE INTO error_archive (id, entry) VALUES (?, ?)")
-            try insert.bind(.integer(id), at: 1)
-            try insert.bind(.blob(JSON.serialize(.object(entry))), at: 2)
+            try insert.bind(.integer(entry.requestID), at: 1)
+            try insert.bind(.blob(JSON.serialize(entry.jsonValue(for: .v4))), at: 2)
             _ = try insert.step()
         }
 

@@ -60,18 +60,6 @@ struct EntityRecord: Sendable, Hashable {
     var isVisible: Bool { state != .deleted }
     /// Whether the entity holds local state a download must not overwrite: a change not uploaded, or a failed one.
     var hasLocalState: Bool { state != .downloaded || inErrorState }
-
-    /// Decodes a record of the LMDB format (format 1), for the migration.
-    static func decode(_ bytes: [UInt8]) throws(OfflineODataError) -> EntityRecord {
-        guard let value = try? JSON.parse(bytes), let object = value.objectValue,
-              let set = object["s"]?.stringValue, let key = object["k"]?.stringValue, let order = object["o"]?.intValue,
-              let state = object["st"]?.stringValue.flatMap(EntityState.init(rawValue:)), let entity = object["e"]?.objectValue
-        else { throw OfflineODataError(.storage, "a stored entity record is malformed") }
-        return EntityRecord(set: set, key: key, order: order, state: state, entity: entity,
-                            original: object["g"]?.objectValue, links: object["n"]?.objectValue ?? JSONObject(),
-                            inErrorState: object["er"]?.boolValue ?? false, isDeleteError: object["de"]?.boolValue ?? false,
-                            queries: object["q"]?.arrayValue?.compactMap(\.stringValue) ?? [], needsRefresh: object["rf"]?.boolValue ?? false)
-    }
 }
 
 /// One queued request, as kept in the request queue and shown by the `RequestQueue` entity set.

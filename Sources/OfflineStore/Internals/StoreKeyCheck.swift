@@ -70,8 +70,17 @@ enum StoreKeyCheck {
             passphrase = key
         }
         guard let passphrase else { return (plaintextMarker, nil) }
-        let secret = StoreCipher.randomSecret()
+        let secret = randomSecret()
         return (Array(try KeyEnvelope.seal(secret: secret, passphrase: passphrase, derivation: parameters.keyDerivation).serialized), secret)
+    }
+
+    /// A new store's secret, wrapped in its key-check record: 64 random bytes (the width every store has had;
+    /// the database key is derived from all of them by ``databaseKey(secret:)``).
+    private static func randomSecret() -> Data {
+        var secret = Data()
+        SealingKey.random().withUnsafeBytes { secret.append(contentsOf: $0) }
+        SealingKey.random().withUnsafeBytes { secret.append(contentsOf: $0) }
+        return secret
     }
 
     private static func keyStore(_ parameters: OfflineODataParameters, _ directory: String) -> any KeyStore {
