@@ -183,6 +183,28 @@ import Testing
         #expect(try count(#"SELECT count(*) FROM "entities:Customers" WHERE "$key" = '(''ALFKI'')'"#) == 1)
     }
 
+    /// A stored `$metadata` that no longer parses is a typed error for the write that needs it (a table made
+    /// without its model would have no columns), never a silent "no model"; the store is left as it was.
+    @Test func aStoredMetadataThatDoesNotParseFailsTheWriteThatNeedsIt() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        let path = directory.path + "/northwind"
+        let damaged = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
+        try damaged.writeNow { changes in try changes.putMeta("metadata", Array("<edmx:Edmx>not a document".utf8)) }
+        damaged.close()
+
+        let store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
+        defer { store.close() }
+        let record = EntityRecord(set: "Regions", key: "(1)", order: 1, state: .downloaded, entity: ["RegionID": .int(1)],
+                                  original: nil, links: JSONObject(), inErrorState: false, isDeleteError: false, queries: [],
+                                  needsRefresh: false)
+        let error = #expect(throws: OfflineODataError.self) { try store.writeNow { changes in try changes.put(record) } }
+        #expect(error?.code == .invalidMetadata)
+        #expect(error?.message.contains("$metadata does not parse") == true)
+        #expect(store.table("Regions") == nil)
+    }
+
     @Test func aProcessWhereAnotherSQLiteAnswersRefusesToOpenTheStore() async throws {
         let library = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"
         // Under `make sanitize` the child is instrumented, and a sanitizer runtime must come first in the process:

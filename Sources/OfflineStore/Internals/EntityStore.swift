@@ -506,17 +506,27 @@ final class EntityStore: Sendable {
     }
 
     /// The model new tables are made from: parsed from the CSDL last adopted, or from the stored configuration.
+    ///
+    /// - Returns: The model, or nil when the store holds no configuration yet.
+    /// - Throws: `OfflineODataError.invalidMetadata` when the stored CSDL does not parse (a table made without
+    ///   its model would lose its columns, so the write that needs it fails instead).
     func currentModel(_ connection: SQLCipherConnection) throws -> ServiceModel? {
-        if let (metadata, parsed) = model.withLock({ $0 }) {
+        let metadata: String
+        if let (adopted, parsed) = model.withLock({ $0 }) {
             if let parsed { return parsed }
-            let parsedModel = try? ServiceModel.parse(Data(metadata.utf8))
-            model.withLock { $0 = (metadata, parsedModel) }
-            return parsedModel
+            metadata = adopted
+        } else {
+            guard let (configuration, _) = try Self.configuration(connection) else { return nil }
+            metadata = configuration.metadata
         }
-        guard let (configuration, _) = try Self.configuration(connection) else { return nil }
-        let parsedModel = try? ServiceModel.parse(Data(configuration.metadata.utf8))
-        model.withLock { $0 = (configuration.metadata, parsedModel) }
-        return parsedModel
+        let parsed: ServiceModel
+        do {
+            parsed = try ServiceModel.parse(Data(metadata.utf8))
+        } catch {
+            throw OfflineODataError(.invalidMetadata, "the store's $metadata does not parse: \(error.message)")
+        }
+        model.withLock { $0 = (metadata, parsed) }
+        return parsed
     }
 
     /// Runs `body` in one write transaction and, once it committed, publishes the catalog it changed.
