@@ -1,7 +1,7 @@
 import ODataCore
 import SQLCipher
 
-/// Reads of an entity table by the SQL the planner (`Planning/`) made: rows stepped one at a time, counts.
+/// Reads of an entity table by the SQL the planner (`Query/`) made: rows stepped one at a time, counts.
 struct TableReader {
     let table: EntityTable
     let connection: SQLCipherConnection

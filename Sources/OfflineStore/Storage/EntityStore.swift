@@ -19,7 +19,7 @@ import TechnicalCache
 ///
 /// Two connections: one writes (transactions serialized by its lock), one reads; with the write-ahead log a
 /// read sees the last commit while a write goes on. Queries read rows through ``select(_:)`` and ``count(_:)``
-/// with the SQL the planner (`Planning/`) made. Nothing reads a whole set into memory: sync reads the rows it needs
+/// with the SQL the planner (`Query/`) made. Nothing reads a whole set into memory: sync reads the rows it needs
 /// by key, by a column, or through the partial index of flagged rows (`EntityStore+Flagged.swift`).
 final class EntityStore: Sendable {
     /// The format this code writes: 1 was LMDB, 2 is SQLCipher with every entity table found by `"$key"`, 3 adds
