@@ -33,19 +33,6 @@ final class EntityStore: Sendable {
     static let oldestFormat = 2
     static func databasePath(in directory: String) -> String { directory + "/store.db" }
 
-    /// Refuses a directory that holds a store of the LMDB format (format 1: `data.mdb`, written by development
-    /// builds before SQLCipher and never released) and no SQLCipher database: it is left as it is, with a
-    /// typed error that says what to do, rather than opened as a new, empty store beside it.
-    ///
-    /// - Parameter directory: The store's directory.
-    /// - Throws: `OfflineODataError.unsupportedStoreFormat`.
-    static func refuseLMDBFormat(in directory: String) throws(OfflineODataError) {
-        let files = FileManager.default
-        guard files.fileExists(atPath: directory + "/data.mdb"), !files.fileExists(atPath: databasePath(in: directory)) else { return }
-        throw OfflineODataError(.unsupportedStoreFormat,
-                                "the store at \(directory) is in the LMDB format of development builds (format 1), which this version does not read; remove the directory and download again")
-    }
-
     let directory: String
     let isEncrypted: Bool
     private let writer: LockedValue<SQLCipherConnection?>
@@ -68,35 +55,6 @@ final class EntityStore: Sendable {
     /// The times the CSDL was written since the store opened (``Changes/putConfiguration(_:)``): once per change of
     /// the service's `$metadata`, not once per page of a download. What a test proves it with.
     let metadataWrites = LockedValue(0)
-
-    /// Opens the store in `directory`, creating it or migrating a store of the LMDB format first.
-    ///
-    /// - Parameters:
-    ///   - directory: The store's directory (created, mode 0700, when missing).
-    ///   - parameters: The key and the page cache budget.
-    /// - Throws: `OfflineODataError` — `.wrongKey` (nothing is changed), `.encryptionMismatch`,
-    ///   `.unsupportedStoreFormat` for a newer format or the LMDB format, `.storage`.
-    static func open(directory: String, parameters: OfflineODataParameters) throws -> EntityStore {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw OfflineODataError(.storage, "cannot create the store directory \(directory): \(error.localizedDescription)")
-        }
-        try refuseLMDBFormat(in: directory)
-        let secret: Data?
-        if let stored = try StoreKeyCheck.read(in: directory) {
-            secret = try StoreKeyCheck.open(stored, parameters: parameters, directory: directory)
-        } else {
-            if let size = try? FileManager.default.attributesOfItem(atPath: databasePath(in: directory))[.size] as? Int, size > 0 {
-                throw OfflineODataError(.storage, "the store at \(directory) has lost its key-check record; it cannot be opened")
-            }
-            let (record, created) = try StoreKeyCheck.create(parameters: parameters, directory: directory)
-            try StoreKeyCheck.write(record, in: directory)
-            secret = created
-        }
-        return try EntityStore(directory: directory, secret: secret, cacheBudget: parameters.pageCacheBudget,
-                               pageSize: parameters.databasePageSize)
-    }
 
     /// Opens (creating when new) the database of `directory` with the store's secret. A new database gets pages of
     /// `pageSize` bytes; an existing one keeps the size it was made with (see ``connect(path:key:budget:pageSize:)``).
@@ -141,42 +99,6 @@ final class EntityStore: Sendable {
         }
     }
 
-    /// A connection to the database at `path`.
-    ///
-    /// An encrypted database records its page size nowhere readable, so a new (or empty) file gets `pageSize` and an
-    /// existing one is opened with `pageSize`, then with 4 KiB (every store made before the size was a parameter),
-    /// then with each other size SQLite accepts, until its first page passes SQLCipher's check. A failed attempt reads
-    /// the first page and writes nothing: with a write-ahead log left by a killed process, SQLite refuses to checkpoint
-    /// frames of another page size, and the log stays for the attempt with the right one (a test kills a writer and
-    /// opens its store with another size). A plaintext database records its size; it is opened once.
-    private static func connect(path: String, key: [UInt8]?, budget: Int, pageSize: Int) throws -> SQLCipherConnection {
-        let exists = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) > 0
-        var sizes = [pageSize]
-        if key != nil && exists {
-            for size in [SQLCipherConnection.defaultPageSize] + SQLCipherConnection.pageSizes where !sizes.contains(size) { sizes.append(size) }
-        }
-        for size in sizes {
-            do {
-                return try SQLCipherConnection(path: path, key: key, options: .init(cacheBudget: budget, pageSize: size))
-            } catch let error where error.code == .notADatabase {
-                continue
-            } catch {
-                throw OfflineODataError(.storage, "cannot open the store's database \(path): \(error.message)")
-            }
-        }
-        throw OfflineODataError(.storage, "the store's database \(path) does not open with the key of its key-check record (corrupt, or not this store's)")
-    }
-
-    private static func loadCatalog(_ connection: SQLCipherConnection) throws -> [String: EntityTable] {
-        let select = try connection.prepare("SELECT name, table_name, columns FROM entity_sets")
-        var result: [String: EntityTable] = [:]
-        while try select.step() {
-            let set = select.text(at: 0)
-            result[set] = try EntityTable.decode(set: set, name: select.text(at: 1), columns: select.blob(at: 2))
-        }
-        return result
-    }
-
     /// An `OfflineODataError` for any error: itself when it is one, else `.storage` with what SQLite said.
     static func storageError(_ error: any Error, _ context: String) -> OfflineODataError {
         if let error = error as? OfflineODataError { return error }
@@ -204,102 +126,6 @@ final class EntityStore: Sendable {
 
     /// The tables of every entity set, as committed, by table name.
     func allTables() -> [EntityTable] { tables.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
-
-    // MARK: Reads
-
-    func configuration() throws -> (StoreConfiguration, StoreCounters)? {
-        try reading("the configuration") { connection in try Self.configuration(connection) }
-    }
-
-    private static func metaValue(_ name: String, _ connection: SQLCipherConnection) throws -> [UInt8]? {
-        let select = try connection.cachedStatement("SELECT value FROM meta WHERE name = ?")
-        try select.bind(.text(name), at: 1)
-        defer { select.reset() }
-        return try select.step() ? select.blob(at: 0) : nil
-    }
-
-    private static func configuration(_ connection: SQLCipherConnection) throws -> (StoreConfiguration, StoreCounters)? {
-        guard let config = try metaValue("config", connection) else { return nil }
-        let counters = try metaValue("counters", connection)
-        var configuration = try StoreConfiguration.decode(config)
-        // Format 4 keeps the CSDL apart; a record of format 2 or 3 holds it (until its next write).
-        if configuration.metadata.isEmpty, let metadata = try metaValue("metadata", connection) {
-            configuration.metadata = String(decoding: metadata, as: UTF8.self)
-        }
-        return (configuration, try counters.map { bytes throws(OfflineODataError) in try StoreCounters.decode(bytes) } ?? StoreCounters())
-    }
-
-    /// The record of one entity, tombstones included.
-    func record(set: String, key: String) throws -> EntityRecord? {
-        guard let table = table(set) else { return nil }
-        return try reading("an entity of \(set)") { connection in try Self.record(key: key, table: table, connection) }
-    }
-
-    static func record(key: String, table: EntityTable, _ connection: SQLCipherConnection) throws -> EntityRecord? {
-        let select = try connection.cachedStatement(table.selectKeySQL)
-        try table.bindKey(key, to: select)
-        defer { select.reset() }
-        return try select.step() ? try table.record(from: select) : nil
-    }
-
-    /// The visible records of a set in the natural order (``EntityTable/naturalOrder(key:)``), read whole.
-    func visibleRecords(in set: String, type: ServiceModel.EntityType) throws -> [EntityRecord] {
-        guard let table = table(set) else { return [] }
-        let sql = table.selectSQL + " WHERE \"$state\" <> 'x' ORDER BY " + table.naturalOrder(key: type.key).joined(separator: ", ")
-        return try reading("the entities of \(set)") { connection in
-            let select = try connection.cachedStatement(sql)
-            defer { select.reset() }
-            var result: [EntityRecord] = []
-            while try select.step() { result.append(try table.record(from: select)) }
-            return result
-        }
-    }
-
-    /// The queued requests in queue order.
-    func queuedRequests() throws -> [QueuedRequest] {
-        try reading("the request queue") { connection in try Self.queuedRequests(after: 0, connection) }
-    }
-
-    private static func queuedRequests(after id: Int64, _ connection: SQLCipherConnection) throws -> [QueuedRequest] {
-        let select = try connection.cachedStatement("SELECT request FROM queue WHERE id > ? ORDER BY id")
-        try select.bind(.integer(id), at: 1)
-        defer { select.reset() }
-        var result: [QueuedRequest] = []
-        while try select.step() { result.append(try QueuedRequest.decode(select.blob(at: 0))) }
-        return result
-    }
-
-    /// The ErrorArchive entries in request order.
-    func errorEntries() throws -> [ErrorArchiveEntry] {
-        try reading("the ErrorArchive") { connection in
-            let select = try connection.cachedStatement("SELECT entry FROM error_archive ORDER BY id")
-            defer { select.reset() }
-            var result: [ErrorArchiveEntry] = []
-            while try select.step() {
-                let bytes = select.blob(at: 0)
-                do throws(DataServiceError) {
-                    result.append(try ErrorArchiveEntry.decode(bytes))
-                } catch {
-                    throw OfflineODataError(.storage, "an ErrorArchive record is malformed: \(error.message)")
-                }
-            }
-            return result
-        }
-    }
-
-    func queueCount() throws -> Int {
-        try reading("the request queue") { connection in try Self.count("queue", connection) }
-    }
-
-    func errorCount() throws -> Int {
-        try reading("the ErrorArchive") { connection in try Self.count("error_archive", connection) }
-    }
-
-    private static func count(_ table: String, _ connection: SQLCipherConnection) throws -> Int {
-        let select = try connection.cachedStatement("SELECT count(*) FROM \(table)")
-        defer { select.reset() }
-        return try select.step() ? Int(select.integer(at: 0)) : 0
-    }
 
     // MARK: Writes
 
@@ -564,97 +390,5 @@ final class EntityStore: Sendable {
             defer { reader.noteCommit() }
             return try body(connection)
         }
-    }
-}
-
-/// The reading connection behind a lock its own thread may take again: a query's evaluator, while the query's rows
-/// are being stepped, reads the entities a navigation leads to with the same connection (other statements).
-///
-/// Reads hold one read transaction open from one read to the next (``read(_:)``) for as long as the writing connection
-/// commits nothing (``noteCommit()`` counts its commits): each read sees every commit that ended before it began, as
-/// with a transaction per statement, without taking and releasing SQLite's file and WAL locks for every statement (an
-/// `fcntl` each, and an `fstat`: most of a key lookup's system calls). The store is the only writer of its file (one
-/// open store per path, ``StoreLock``). The writer lets go of the transaction when it begins a transaction and when
-/// it commits, if no read is under way (else the read under way does when it ends), so a held transaction keeps
-/// neither the checkpoint of a commit nor the start over of the write-ahead log from happening for longer than one
-/// read (SQLite starts the log over only when no reader holds a place in it).
-final class ReadingConnection: @unchecked Sendable {
-    private let lock = NSRecursiveLock()
-    private var connection: SQLCipherConnection?
-    /// The writing connection's commits so far.
-    private let commits = Atomic<UInt64>(0)
-    /// ``commits`` when the read transaction held open began; `nil` when none is.
-    private var snapshot: UInt64?
-    /// Reads under way on the thread that holds the lock (a read inside a read).
-    private var depth = 0
-
-    init(_ connection: SQLCipherConnection) {
-        self.connection = connection
-    }
-
-    /// Runs `body` with the connection, outside the read transaction's bookkeeping (for its statement cache; `nil`
-    /// once closed).
-    func withConnection<R>(_ body: (SQLCipherConnection?) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(connection)
-    }
-
-    /// Runs `body` in the read transaction held open, begun again first when the writer committed since it began (or
-    /// in the read under way on this thread): every statement of `body` sees one commit.
-    func read<R>(_ body: (SQLCipherConnection) throws -> R) throws -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
-        if depth == 0 {
-            let current = commits.load(ordering: .acquiring)
-            if snapshot != current || !connection.isInTransaction {
-                endSnapshot(connection)
-                try connection.beginReadTransaction()
-                snapshot = current
-            }
-        }
-        depth += 1
-        defer {
-            depth -= 1
-            if depth == 0 && snapshot != commits.load(ordering: .acquiring) { endSnapshot(connection) }
-        }
-        do {
-            return try body(connection)
-        } catch {
-            // Whatever SQLite did to the transaction, the next read begins a new one.
-            if depth == 1 { endSnapshot(connection) }
-            throw error
-        }
-    }
-
-    /// Counts a commit of the writing connection and lets go of the read transaction held open when no read is under
-    /// way (else the read under way does as it ends).
-    func noteCommit() {
-        commits.wrappingAdd(1, ordering: .releasing)
-        releaseIfIdle()
-    }
-
-    /// Lets go of the read transaction held open when no read is under way (never waits for one), before the writing
-    /// connection begins a transaction: SQLite starts the log over at the beginning of a write only when no reader
-    /// holds a place in it, and checkpoints at a commit only as far as the oldest reader.
-    func releaseIfIdle() {
-        guard lock.try() else { return }
-        defer { lock.unlock() }
-        if depth == 0, let connection { endSnapshot(connection) }
-    }
-
-    private func endSnapshot(_ connection: SQLCipherConnection) {
-        guard snapshot != nil else { return }
-        snapshot = nil
-        connection.endTransaction()
-    }
-
-    func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        if let connection { endSnapshot(connection) }
-        connection?.close()
-        connection = nil
     }
 }
