@@ -85,13 +85,13 @@ let package = Package(
         // The session with a back end, below both stores: authentication, CSRF tokens, cookies, SAP dialect.
         .target(
             name: "ODataSession",
-            dependencies: ["ODataCore", "CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types")]
+            dependencies: ["ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         // Logging, metrics and tracing of both stores and their transport (swift-log, swift-metrics, swift-distributed-tracing).
         .target(
             name: "ODataTelemetry",
             dependencies: [
-                "ODataCore", "CurlHTTP", .product(name: "HTTPTypes", package: "swift-http-types"),
+                "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]

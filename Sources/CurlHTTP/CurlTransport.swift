@@ -1,4 +1,5 @@
 import Foundation
+public import ODataCore
 import Synchronization
 
 /// An HTTP transport over libcurl's multi interface: many concurrent transfers on dedicated event threads,

@@ -1,7 +1,6 @@
-public import CurlHTTP
 import Foundation
 import HTTPTypes
-import ODataCore
+public import ODataCore
 
 /// The session with one OData service, below both stores: authentication, CSRF tokens, session cookies and
 /// the SAP dialect, as SAP Gateway, S/4HANA and CAP ship them.

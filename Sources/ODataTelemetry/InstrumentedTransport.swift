@@ -1,9 +1,8 @@
-public import CurlHTTP
 import CoreMetrics
 import Foundation
 import HTTPTypes
 import Logging
-import ODataCore
+public import ODataCore
 import Tracing
 
 /// An `HTTPTransport` that reports every request it passes on: a client span (HTTP semantic conventions) whose

@@ -1,4 +1,4 @@
-public import CurlHTTP
+public import ODataCore
 public import ODataTelemetry
 public import ODataSession
 public import TechnicalCache

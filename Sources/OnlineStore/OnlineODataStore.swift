@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-public import CurlHTTP
+import CurlHTTP
 public import ODataCore
 public import ODataSession
 public import TechnicalCache

@@ -5,6 +5,7 @@
 // instance cached reaches the other through Redis, and Redis is killed and restarted mid-run.
 import Foundation
 import CurlHTTP
+import ODataCore
 import OnlineStore
 import TechnicalCache
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 @testable import CurlHTTP
+import ODataCore
 
 /// Splits an echoed raw request into request line, header lines and body.
 private func parseEcho(_ data: Data) throws -> (requestLine: String, headers: [String], body: Data) {

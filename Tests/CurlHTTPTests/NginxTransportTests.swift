@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 @testable import CurlHTTP
+import ODataCore
 
 /// CurlTransport against a real nginx on 127.0.0.1 serving static JSON files.
 @Suite(.nginx)

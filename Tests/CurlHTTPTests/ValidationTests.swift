@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 @testable import CurlHTTP
+import ODataCore
 
 /// Bad input gets a typed error naming what was wrong, before any I/O.
 @Suite struct ValidationTests {

@@ -4,6 +4,7 @@
 import AsyncHTTPClient
 import BenchmarkKit
 import CurlHTTP
+import ODataCore
 import Foundation
 import Synchronization
 #if canImport(FoundationNetworking)

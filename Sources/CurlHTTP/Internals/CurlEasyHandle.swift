@@ -1,6 +1,7 @@
 internal import CCurl
 import Foundation
 import HTTPTypes
+import ODataCore
 
 /// One libcurl easy handle with its error buffer, header list and the response being received.
 ///

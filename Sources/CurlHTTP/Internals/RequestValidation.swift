@@ -1,4 +1,5 @@
 import HTTPTypes
+import ODataCore
 
 /// Checks a request before it reaches libcurl, so bad input gets an error naming what was wrong.
 enum RequestValidation {
