@@ -17,6 +17,9 @@ public struct ODataError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let malformedJSON = Code("malformedJSON")
         /// Well-formed JSON that is not an OData payload of the expected shape.
         public static let malformedPayload = Code("malformedPayload")
+        /// A collection payload whose next link (`@odata.nextLink`, V2 `__next`) is there but cannot be read: the
+        /// pages after it cannot be either. A kind of its own so that a reader never takes it for the last page.
+        public static let malformedNextLink = Code("malformedNextLink")
         /// A `$batch` body (multipart or JSON) that cannot be decoded.
         public static let malformedBatch = Code("malformedBatch")
         /// An HTTP message inside a batch part that cannot be parsed.

@@ -154,9 +154,9 @@ public enum ODataPayload {
             }
             if entities.count == results.count {
                 var (nextLink, deltaLink): (String?, String?) = (nil, nil)
-                for (name, member) in root where name.utf8.first == UInt8(ascii: "@") {
-                    switch normalizedAnnotation(String(name.dropFirst())) {
-                    case "odata.nextLink": nextLink = member.stringValue
+                for (name, member) in root {
+                    switch controlName(name) ?? "" {
+                    case "odata.nextLink": nextLink = try link(member, name: name)
                     case "odata.deltaLink": deltaLink = member.stringValue
                     default: break
                     }
@@ -181,18 +181,25 @@ public enum ODataPayload {
             throw ODataError(.malformedPayload, "a collection payload must be a JSON object")
         }
         if let d = root["d"] {
-            // OData V2 (and V1): {"d": {"results": [...], "__next": ..., "__count": "..."}} or {"d": [...]}.
+            // OData V2 (and V1): {"d": {"results": [...], "__next": ..., "__count": "..."}} or {"d": [...]}; the next
+            // link is read wherever a producer puts it: in 'd', in a 'd.results' object wrapping the array once more,
+            // or beside 'd'.
             let results: [JSONValue]
             var set = ODataEntitySet(entities: [])
+            if let next = root["__next"] { set.nextLink = try link(next, name: "__next") }
             switch d {
             case .array(let array):
                 results = array
-            case .object(let object):
+            case .object(var object):
+                if case .object(let wrapper)? = object["results"], case .array? = wrapper["results"] {
+                    if let next = wrapper["__next"] { set.nextLink = try link(next, name: "d.results.__next") }
+                    object["results"] = wrapper["results"]
+                }
                 guard let array = object["results"]?.arrayValue else {
                     throw ODataError(.malformedPayload, "a V2 collection needs 'd.results' to be an array")
                 }
                 results = array
-                set.nextLink = object["__next"]?.stringValue
+                if let next = object["__next"] { set.nextLink = try link(next, name: "d.__next") }
                 set.deltaLink = object["__delta"]?.stringValue
                 set.count = object["__count"].flatMap { $0.stringValue.flatMap { Int($0) } ?? $0.intValue.map { Int($0) } }
             default:
@@ -213,9 +220,9 @@ public enum ODataPayload {
             throw ODataError(.malformedPayload, "a V4 collection needs 'value' to be an array")
         }
         var set = ODataEntitySet(entities: [])
-        for (name, member) in root where name.hasPrefix("@") {
-            switch normalizedAnnotation(String(name.dropFirst())) {
-            case "odata.nextLink": set.nextLink = member.stringValue
+        for (name, member) in root {
+            switch controlName(name) ?? "" {
+            case "odata.nextLink": set.nextLink = try link(member, name: name)
             case "odata.deltaLink": set.deltaLink = member.stringValue
             case "odata.count": set.count = member.intValue.map { Int($0) } ?? member.stringValue.flatMap { Int($0) }
             case "odata.context": set.context = member.stringValue
@@ -378,6 +385,39 @@ public enum ODataPayload {
         if let context { object.append(.string(context), forKey: "@odata.context") }
         for (name, value) in entity.jsonV4 { object.append(value, forKey: name) }
         return JSON.serialize(.object(object))
+    }
+
+    /// The control name of a member of a V4 collection object: `@odata.nextLink`, 4.01's `@nextLink` and the
+    /// unprefixed `odata.nextLink` of JSON Light (OData V3, early V4 producers) all read `odata.nextLink`; nil for a
+    /// member that is no control information.
+    private static func controlName(_ name: String) -> String? {
+        if name.utf8.first == UInt8(ascii: "@") { return normalizedAnnotation(String(name.dropFirst())) }
+        if name == "odata.nextLink" || name == "odata.deltaLink" { return name }
+        return nil
+    }
+
+    /// Reads a next link in any form a producer writes it: a URL string (V4 `@odata.nextLink`, V2 `__next`), or
+    /// an object with a `uri` string (a V2 `__next` written as `__deferred` and `__metadata` are, `{"uri": "…"}`).
+    /// `null` is no next link. Anything else fails: a next link that cannot be read must not end a paged read
+    /// as if it were the last page.
+    ///
+    /// - Parameters:
+    ///   - member: the member's value.
+    ///   - name: the member's name, for the error.
+    /// - Returns: the link, or nil for `null`.
+    /// - Throws: ``ODataError`` `.malformedNextLink` naming the member and what it held.
+    static func link(_ member: JSONValue, name: String) throws(ODataError) -> String? {
+        switch member {
+        case .null:
+            return nil
+        case .string(let text) where !text.isEmpty:
+            return text
+        case .object(let object):
+            if case .string(let uri)? = object["uri"], !uri.isEmpty { return uri }
+            throw ODataError(.malformedNextLink, "the next link '\(name)' is an object without a 'uri' string: \(String(decoding: JSON.serialize(member), as: UTF8.self).prefix(200))")
+        default:
+            throw ODataError(.malformedNextLink, "the next link '\(name)' is neither a URL string nor an object with a 'uri' string: \(String(decoding: JSON.serialize(member), as: UTF8.self).prefix(200))")
+        }
     }
 
     private static func normalizedAnnotation(_ name: String) -> String {

@@ -7,7 +7,7 @@ public import ODataCore
 ///
 /// A session is an `HTTPTransport` that wraps another one. Each request gets the authenticator's header
 /// fields, the session's cookies, a CSRF token when it modifies data, and `sap-client` / `sap-language`
-/// when configured; a `PATCH` goes as the ``SessionOptions/updateMethod`` says. It retries a request at most
+/// when configured; a `PATCH` goes as ``updateMethod`` says. It retries a request at most
 /// once after a `401` (with renewed credentials) and at most once after a `403 X-CSRF-Token: Required` (with a
 /// new token); the back end executed neither of the rejected attempts, so nothing runs twice, and the retry
 /// carries the same headers (the same `Repeatability-Request-ID`).
@@ -33,6 +33,7 @@ public final class ServiceSession: HTTPTransport {
     private let cookies = CookieJar()
     private let counters = LockedValue(SessionStatistics())
     private let csrfField: HTTPField.Name?
+    private let unconfiguredUpdateMethod = LockedValue(UpdateMethod.patch)
 
     /// A fetched token, or the back end's word that it wants none.
     private struct CSRFToken: Sendable, Equatable {
@@ -51,6 +52,18 @@ public final class ServiceSession: HTTPTransport {
         self.base = transport
         csrfField = options.csrf.isEnabled ? HTTPField.Name(options.csrf.headerName) : nil
     }
+
+    /// How a partial update goes when ``SessionOptions/updateMethod`` is not set: ``UpdateMethod/patch`` until the
+    /// session's owner sets another (the offline store makes it ``UpdateMethod/merge`` for a service whose
+    /// `$metadata` is EDMX 1.0, OData V2). An update method set in the options always wins.
+    public var defaultUpdateMethod: UpdateMethod {
+        get { unconfiguredUpdateMethod.withLock { $0 } }
+        set { unconfiguredUpdateMethod.withLock { $0 = newValue } }
+    }
+
+    /// How the session sends a partial update now: ``SessionOptions/updateMethod`` when set, else
+    /// ``defaultUpdateMethod``.
+    public var updateMethod: UpdateMethod { options.configuredUpdateMethod ?? defaultUpdateMethod }
 
     /// What the session has done so far.
     public var statistics: SessionStatistics { counters.withLock { $0 } }
@@ -201,7 +214,7 @@ public final class ServiceSession: HTTPTransport {
             request.url += (request.url.contains("?") ? "&" : "?") + additions.joined(separator: "&")
         }
         if request.method.uppercased() == "PATCH" {
-            switch options.updateMethod {
+            switch updateMethod {
             case .patch: break
             case .merge: request.method = "MERGE"
             case .tunnelledMerge:
@@ -212,13 +225,13 @@ public final class ServiceSession: HTTPTransport {
         return request
     }
 
-    /// A `$batch` with its parts' partial updates sent as ``SessionOptions/updateMethod`` says: `MERGE` for
+    /// A `$batch` with its parts' partial updates sent as ``updateMethod`` says: `MERGE` for
     /// `.merge` and `.tunnelledMerge` alike (a part is never seen by a proxy, so it needs no tunnel).
     ///
     /// - Parameter batch: The batch as a store built it.
     /// - Returns: The batch to encode.
     public func dialect(_ batch: BatchRequest) -> BatchRequest {
-        guard options.updateMethod != .patch else { return batch }
+        guard updateMethod != .patch else { return batch }
         func merged(_ request: ODataRequest) -> ODataRequest {
             guard request.method == .patch, let merge = HTTPRequest.Method("MERGE") else { return request }
             var request = request

@@ -15,9 +15,18 @@ public struct SessionOptions: Sendable {
     /// The logon language (`sap-language`, such as `EN`), added to every request URL that names none. The
     /// default is `nil` (the back end's default).
     public var sapLanguage: String?
-    /// How a partial update (`PATCH`) is sent. The default is ``UpdateMethod/patch``; OData V2 producers that
-    /// refuse `PATCH` want ``UpdateMethod/merge`` or ``UpdateMethod/tunnelledMerge``.
-    public var updateMethod: UpdateMethod = .patch
+    /// How a partial update (`PATCH`) is sent. Not set, it reads ``UpdateMethod/patch`` and the session's
+    /// ``ServiceSession/defaultUpdateMethod`` decides: `PATCH`, unless the session's owner knows the service speaks
+    /// OData V2 (the offline store, from an EDMX 1.0 `$metadata`, makes it ``UpdateMethod/merge``). Set, it is
+    /// used whatever the service: OData V2 producers that refuse `PATCH` want ``UpdateMethod/merge`` or
+    /// ``UpdateMethod/tunnelledMerge``; one that takes `PATCH` can be given ``UpdateMethod/patch``.
+    public var updateMethod: UpdateMethod {
+        get { configuredUpdateMethod ?? .patch }
+        set { configuredUpdateMethod = newValue }
+    }
+    /// The update method set in these options (``updateMethod``, or the initialiser's `updateMethod`), or `nil`
+    /// when none was: the session then sends partial updates as its ``ServiceSession/defaultUpdateMethod`` says.
+    public private(set) var configuredUpdateMethod: UpdateMethod?
 
     /// Creates the default options.
     public init() {}
@@ -29,14 +38,15 @@ public struct SessionOptions: Sendable {
     ///   - csrf: The CSRF policy.
     ///   - sapClient: The SAP client, or `nil`.
     ///   - sapLanguage: The logon language, or `nil`.
-    ///   - updateMethod: How a `PATCH` is sent.
+    ///   - updateMethod: How a `PATCH` is sent; `nil` (the default) leaves it to the session's
+    ///     ``ServiceSession/defaultUpdateMethod``.
     public init(authentication: (any RequestAuthenticator)? = nil, csrf: CSRFPolicy = .automatic,
-                sapClient: String? = nil, sapLanguage: String? = nil, updateMethod: UpdateMethod = .patch) {
+                sapClient: String? = nil, sapLanguage: String? = nil, updateMethod: UpdateMethod? = nil) {
         self.authentication = authentication
         self.csrf = csrf
         self.sapClient = sapClient
         self.sapLanguage = sapLanguage
-        self.updateMethod = updateMethod
+        self.configuredUpdateMethod = updateMethod
     }
 }
 

@@ -25,7 +25,8 @@ public struct QueryResult<E: EntityValue>: Sendable {
     }
 
     /// Reads a collection payload: V4 `{"value": [...], "@odata.count": …, "@odata.nextLink": …}` or V2
-    /// `{"d": {"results": [...], "__count": "…", "__next": …}}` / `{"d": [...]}`, straight into `E`.
+    /// `{"d": {"results": [...], "__count": "…", "__next": …}}` / `{"d": [...]}`, straight into `E`. A next link may be a
+    /// string or an object with a `uri`; one that is neither fails the decoding.
     /// - Parameters:
     ///   - bytes: the payload.
     ///   - entitySet: the set the entities belong to, remembered in their metadata.
@@ -41,12 +42,15 @@ public struct QueryResult<E: EntityValue>: Sendable {
                 case "value":
                     result.entities = try [E].read(from: &reader)
                     sawEntities = true
-                case "@odata.nextLink", "@nextLink": result.nextLink = try reader.readString()
+                case "@odata.nextLink", "@nextLink", "odata.nextLink": result.nextLink = try readNextLink(&reader)
                 case "@odata.deltaLink", "@deltaLink": result.deltaLink = try reader.readString()
                 case "@odata.count", "@count": result.totalCount = try readCount(&reader)
                 case "d":
                     try readV2(&reader, into: &result)
                     sawEntities = true
+                case "__next":  // beside `d`; one inside `d` wins
+                    let link = try readNextLink(&reader)
+                    if result.nextLink == nil { result.nextLink = link }
                 default: try reader.skipValue()
                 }
             }
@@ -71,13 +75,36 @@ public struct QueryResult<E: EntityValue>: Sendable {
             case "results":
                 result.entities = try [E].read(from: &reader)
                 sawResults = true
-            case "__next": result.nextLink = try reader.readString()
+            case "__next": result.nextLink = try readNextLink(&reader)
             case "__delta": result.deltaLink = try reader.readString()
             case "__count": result.totalCount = try readCount(&reader)
             default: try reader.skipValue()
             }
         }
         guard sawResults else { throw reader.mismatch("expected 'results' in a V2 collection") }
+    }
+
+    /// A next link in any form a producer writes it: a URL string, or an object with a `uri` string (a V2
+    /// `__next` written as `__deferred` is); `null` is none. Anything else fails, so that a page is never taken
+    /// for the last one because its next link could not be read.
+    private static func readNextLink(_ reader: inout EntityReader) throws(DataServiceError) -> String? {
+        switch try reader.peek() {
+        case .null:
+            try reader.skipValue()
+            return nil
+        case .object:
+            try reader.beginObject("next link")
+            var uri: String?
+            while let name = try reader.nextMember() {
+                if name == "uri", try reader.peek() == .string { uri = try reader.readString() } else { try reader.skipValue() }
+            }
+            guard let uri, !uri.isEmpty else { throw reader.mismatch("expected a next link object with a 'uri' string") }
+            return uri
+        default:
+            let link = try reader.readString()
+            guard !link.isEmpty else { throw reader.mismatch("expected a next link, found an empty string") }
+            return link
+        }
     }
 
     private static func readCount(_ reader: inout EntityReader) throws(DataServiceError) -> Int {

@@ -55,6 +55,11 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         /// migration today (the LMDB format of development builds is refused with ``unsupportedStoreFormat``).
         public static let migrationFailed = Code("migrationFailed", -10017)
 
+        /// A page of a download names a next page in a form that cannot be read (`"__next": 42`, `{"uri": 7}`, a
+        /// link that is no URL): the download fails rather than end the set early, and applies nothing.
+        /// ``OfflineODataError/entitySet`` and ``OfflineODataError/page`` say where.
+        public static let invalidNextLink = Code("invalidNextLink", -10018)
+
         /// The kind's name, for logs.
         public var description: String { name }
     }
@@ -67,6 +72,11 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     public let previousUser: String?
     /// The back end's HTTP status when the error is its answer (a download that was refused), else nil.
     public let httpStatus: Int?
+    /// The entity set a download was reading, for ``Code/invalidNextLink``; else nil.
+    public let entitySet: String?
+    /// The page (from 1, counted from where the read began) whose next link could not be read, for
+    /// ``Code/invalidNextLink``; else nil.
+    public let page: Int?
 
     /// Creates an error.
     ///
@@ -75,11 +85,16 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     ///   - message: What was wrong.
     ///   - previousUser: The previous user, for ``Code/userSwitchUploadFailed``.
     ///   - httpStatus: The back end's HTTP status, when the error is its answer.
-    public init(_ code: Code, _ message: String, previousUser: String? = nil, httpStatus: Int? = nil) {
+    ///   - entitySet: The entity set a download was reading, for ``Code/invalidNextLink``.
+    ///   - page: The page whose next link could not be read, for ``Code/invalidNextLink``.
+    public init(_ code: Code, _ message: String, previousUser: String? = nil, httpStatus: Int? = nil,
+                entitySet: String? = nil, page: Int? = nil) {
         self.code = code
         self.message = message
         self.previousUser = previousUser
         self.httpStatus = httpStatus
+        self.entitySet = entitySet
+        self.page = page
     }
 
     /// `code (number): message`.

@@ -66,8 +66,10 @@ public struct OfflineODataParameters: Sendable {
     public var telemetry = Telemetry()
     /// The session with the back end: authentication (basic, bearer, custom), CSRF tokens, session cookies
     /// and the SAP dialect (`sap-client`, `sap-language`, `MERGE`). The default is `SessionOptions()`: no
-    /// authentication, a CSRF token fetched before the first upload, cookies kept in memory. The
-    /// authenticator is the current user's; a previous user's requests (``forceUploadOnUserSwitch``) go in a
+    /// authentication, a CSRF token fetched before the first upload, cookies kept in memory, and updates sent as
+    /// `MERGE` to a service whose `$metadata` is EDMX 1.0 (OData V2), as `PATCH` to any other; a
+    /// ``SessionOptions/updateMethod`` set here is used whatever the service (`.patch` for a V2 back end that
+    /// takes it). The authenticator is the current user's; a previous user's requests (``forceUploadOnUserSwitch``) go in a
     /// session of their own with ``credentials`` of that user.
     public var session: SessionOptions = SessionOptions()
     /// How often an upload re-sends a request after a transport failure, 408, 429 or 5xx before it

@@ -45,7 +45,7 @@ public actor OfflineODataProvider {
     private var lock: StoreLock?
     var configuration: StoreConfiguration?
     var counters = StoreCounters()
-    var model = ServiceModel()
+    var model = ServiceModel() { didSet { session.defaultUpdateMethod = model.isV2 ? .merge : .patch } }  // V2 (EDMX 1.0): MERGE unless the parameters say
     /// The user whose credentials back-end requests carry instead of the current user's (during
     /// the upload of a previous user's requests at open).
     var credentialsUser: String?
@@ -223,6 +223,7 @@ public actor OfflineODataProvider {
             var previousOptions = parameters.session
             previousOptions.authentication = nil  // the previous user's credentials are `credentials[previous]`
             previousUserSession = ServiceSession(serviceRoot: serviceRoot, options: previousOptions, transport: instrumentedTransport)
+            previousUserSession?.defaultUpdateMethod = session.defaultUpdateMethod
             defer {
                 credentialsUser = nil
                 previousUserSession?.endSession()

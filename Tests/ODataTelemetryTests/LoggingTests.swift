@@ -55,7 +55,7 @@ import Testing
         try await provider.open()
         _ = try await provider.execute(ODataRequest(method: .post, resourcePath: "ProductSet", body: Self.product("ZZ-OFFLINE")))
         _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "ProductSet('HT-1000')", body: Data(#"{"Name":"Renamed in a payload"}"#.utf8)))
-        _ = try sap.admin("POST", "faults", json: #"{"match":"ProductSet","method":"PATCH","scenario":"precondition"}"#)
+        _ = try sap.admin("POST", "faults", json: #"{"match":"ProductSet","method":"MERGE","scenario":"precondition"}"#)  // a V2 service: MERGE
         let result = try await provider.upload()
         #expect(result.failed.map(\.statusCode) == [412])
         await provider.close()

@@ -53,6 +53,30 @@ import Testing
         #expect(written["GrossAmount"] == "1137.64" && written["CreatedAt"] == "/Date(1700000000000)/")
     }
 
+    /// A next link in every form producers write it; one that is there but cannot be read fails the decoding.
+    @Test(arguments: [
+        #"{"value":[{"SalesOrderID":"1"}],"@odata.nextLink":"SalesOrderSet?$skiptoken='C007'"}"#,
+        #"{"value":[{"SalesOrderID":"1"}],"odata.nextLink":"SalesOrderSet?$skiptoken='C007'"}"#,
+        #"{"d":{"results":[{"SalesOrderID":"1"}],"__next":"SalesOrderSet?$skiptoken='C007'"}}"#,
+        #"{"d":{"results":[{"SalesOrderID":"1"}],"__next":{"uri":"SalesOrderSet?$skiptoken='C007'"}}}"#,
+        #"{"d":[{"SalesOrderID":"1"}],"__next":{"uri":"SalesOrderSet?$skiptoken='C007'"}}"#,
+    ])
+    func everyFormOfNextLinkIsRead(payload: String) throws {
+        let result = try QueryResult<SalesOrder>.decode(Data(payload.utf8))
+        #expect(result.nextLink == "SalesOrderSet?$skiptoken='C007'")
+        #expect(result.entities.map(\.salesOrderID) == ["1"])
+    }
+
+    @Test(arguments: [
+        #"{"d":{"results":[],"__next":42}}"#,
+        #"{"d":{"results":[],"__next":{"uri":7}}}"#,
+        #"{"d":{"results":[],"__next":""}}"#,
+        #"{"value":[],"@odata.nextLink":{"href":"x"}}"#,
+    ])
+    func aNextLinkThatCannotBeReadFails(payload: String) {
+        #expect(throws: DataServiceError.self) { try QueryResult<SalesOrder>.decode(Data(payload.utf8)) }
+    }
+
     @Test func singleEntityV4AndV2() throws {
         let v4 = try NorthwindProxies.Product.decode(Data(#"{"ProductID":1,"ProductName":"Chai","Discontinued":false,"UnitPrice":18}"#.utf8))
         #expect(v4.productID == 1 && v4.productName == "Chai" && v4.unitPrice == 18 && v4.discontinued == false)

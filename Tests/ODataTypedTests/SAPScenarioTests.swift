@@ -162,7 +162,8 @@ import Testing
         let provider = try await makeStore(.offline, sap, directory) as! OfflineODataProvider
         defer { Task { await provider.close() } }
         let service = GWSampleBasicService(provider: provider)
-        _ = try sap.admin("POST", "faults", json: #"{"match":"BusinessPartnerSet","method":"PATCH","scenario":"precondition"}"#)
+        // The offline store sends an update to this V2 service as MERGE (its $metadata is EDMX 1.0).
+        _ = try sap.admin("POST", "faults", json: #"{"match":"BusinessPartnerSet","method":"MERGE","scenario":"precondition"}"#)
 
         let partner = try #require(try await service.fetchBusinessPartnerSet(matching: DataQuery().orderBy(BusinessPartner.businessPartnerID).top(1)).first)
         _ = try await service.updateBusinessPartner(partner) { $0.phoneNumber = "+49 30 1234" }

@@ -24,6 +24,11 @@ public struct FixtureConfiguration: Sendable {
     /// How delta answers identify changed and removed entities. The default is
     /// ``DeltaIdentification/keyProperties``.
     public var deltaIdentification: DeltaIdentification = .keyProperties
+    /// The OData version the producer speaks. The default is ``ProtocolVersion/v4``.
+    public var protocolVersion: ProtocolVersion = .v4
+    /// How a V2 collection page writes its next link, at start (``FixtureServer/v2NextLink`` changes it while the
+    /// server runs). The default is ``V2NextLink/string``.
+    public var v2NextLink: V2NextLink = .string
 
     /// How a delta answer identifies its members: each is a form the OData JSON Format allows (4.01 §15.3 and
     /// §15.4), and clients must read them all.

@@ -102,6 +102,12 @@ public final class FixtureServer: Sendable {
     /// The model served at `$metadata`.
     public var model: ServiceModel { service.model }
 
+    /// How V2 collection pages write `__next` from now on (with ``FixtureConfiguration/ProtocolVersion/v2``).
+    public var v2NextLink: FixtureConfiguration.V2NextLink {
+        get { service.v2NextLink.withLock { $0 } }
+        set { service.v2NextLink.withLock { $0 = newValue } }
+    }
+
     /// Forgets all request counts.
     public func resetCounters() { service.counters.reset() }
 

@@ -30,12 +30,17 @@ final class FixtureService: Sendable {
     let instanceID: String
     private let state: LockedValue<State>
     private let root = LockedValue<String>("http://127.0.0.1/")
+    /// How V2 collection pages write `__next` now (``FixtureConfiguration/v2NextLink`` at start).
+    let v2NextLink: LockedValue<FixtureConfiguration.V2NextLink>
+    /// Whether the producer speaks V2 (``FixtureConfiguration/protocolVersion``).
+    var isV2: Bool { configuration.protocolVersion == .v2 }
 
     init(configuration: FixtureConfiguration, data: FixtureData) {
         self.configuration = configuration
         self.initialData = data
         self.state = LockedValue(State(data: data))
         self.instanceID = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+        self.v2NextLink = LockedValue(configuration.v2NextLink)
     }
 
     var model: ServiceModel { initialData.model }
@@ -142,7 +147,7 @@ final class FixtureService: Sendable {
                 return serviceDocument()
             case "$metadata":
                 guard request.method == "GET" else { throw methodNotAllowed(request) }
-                var response = OutgoingResponse(status: 200, body: Array(model.csdl.utf8))
+                var response = OutgoingResponse(status: 200, body: Array((isV2 ? model.edmx1 : model.csdl).utf8))
                 response.headers[.contentType] = "application/xml"
                 return response
             case "$batch":
@@ -317,6 +322,8 @@ final class FixtureService: Sendable {
             return try read(target, request: request, state: &state)
         case "POST":
             return try create(in: target, request: request, state: &state)
+        case "PATCH" where isV2:
+            throw ServiceFailure(400, "MethodNotAllowed", "Method not allowed: PATCH not supported here")
         case "PATCH", "MERGE", "PUT":
             return try update(target, request: request, replace: request.method == "PUT", state: &state)
         case "DELETE":
@@ -360,6 +367,7 @@ final class FixtureService: Sendable {
             var body = JSONObject()
             body.append(.string(serviceRoot + "$metadata#\(set)/$entity"), forKey: "@odata.context")
             for (name, value) in entity { body.append(value, forKey: name) }
+            if isV2 { body = ["d": .object(V2Envelope.entity(body))] }
             return .json(200, .object(body), headers: headers)
         case .absent:
             return OutgoingResponse(status: 204)
@@ -471,7 +479,7 @@ final class FixtureService: Sendable {
         if let honored { applied.append(honored) }
         let page = try collectionPage(
             set: set, members: members, pieces: pieces, offset: offset, pageSize: pageSize, data: data)
-        let tracking = preferences["odata.track-changes"] != nil && parent == nil && members == nil
+        let tracking = preferences["odata.track-changes"] != nil && parent == nil && members == nil && !isV2
 
         var body = JSONObject()
         body.append(.string(serviceRoot + "$metadata#\(set)"), forKey: "@odata.context")
@@ -487,6 +495,7 @@ final class FixtureService: Sendable {
             body.append(.string(base + "?" + next), forKey: "@odata.deltaLink")
         }
         if tracking { applied.append("odata.track-changes") }
+        if isV2 { body = V2Envelope.collection(body, nextLink: v2NextLink.withLock { $0 }) }
 
         var response = OutgoingResponse.json(200, .object(body))
         let etag = ETag.payload(response.body)

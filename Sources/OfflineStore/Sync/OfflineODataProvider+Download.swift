@@ -1,6 +1,4 @@
 import Foundation
-import CurlHTTP
-import HTTPTypes
 import ODataCore
 
 extension OfflineODataProvider {
@@ -23,7 +21,8 @@ extension OfflineODataProvider {
     /// - Parameter names: The defining queries to download, by name; `nil` for all of them.
     /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` while an upload or download runs,
     ///   `.invalidDefiningQuery` for an unknown name,
-    ///   `.downloadFailed` when the back end cannot be read, `.storage`.
+    ///   `.downloadFailed` when the back end cannot be read, `.invalidNextLink` naming the entity set and the page
+    ///   whose next link cannot be read (nothing is applied), `.storage`.
     public func download(definingQueries names: [String]? = nil) async throws {
         let store = try openStore()
         guard var configuration else { throw OfflineODataError(.notOpen, "the offline store is not open") }
@@ -209,44 +208,19 @@ extension OfflineODataProvider {
     ///
     /// - Returns: The new delta link, if the back end gave one.
     /// - Throws: `DeltaExpired` for a 410 (the caller reads in full), `OfflineODataError.downloadFailed` otherwise —
-    ///   for a member that cannot be read, naming the entity set, its position and what is missing.
+    ///   for a member that cannot be read, naming the entity set, its position and what is missing; `.invalidNextLink`
+    ///   naming the entity set and the page whose next link cannot be read.
     func deltaRead(_ query: OfflineODataDefiningQuery, link: String, store: EntityStore) async throws -> String? {
-        let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
-        guard let set = try Ingest(model: model).targetSet(of: parsed.path), model.entityType(ofSet: set) != nil else {
-            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
-        }
-        var next: String? = try absolute(link)
         var deltaLink: String?
-        var entities = 0
-        var bytes = 0
-        while let url = next {
-            next = nil
-            var headers = backEndHeaders()
-            headers[HTTPField.Name("Prefer")!] = "odata.track-changes"
-            let response: TransportResponse
-            do {
-                response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
-            } catch {
-                throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)")
-            }
-            if response.status == 410 { throw DeltaExpired() }
-            guard response.status == 200 else {
-                let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
-                throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)")
-            }
-            bytes += response.body.count
-            let page: ODataEntitySet
-            do { page = try ODataPayload.decodeEntitySet(response.body) } catch {
-                throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the delta answer of GET \(url) is not an OData payload: \(error.message)")
-            }
-            var ingest = Ingest(model: model)
+        try await readPages(query, .delta(link: link)) { page in
+            var ingest = Ingest(model: self.model)
             var removals: [EntityStore.StagedRemoval] = []
             var links: [EntityStore.StagedLink] = []
-            for (position, entity) in page.entities.enumerated() {
-                let memberSet = entity.contextEntitySet.flatMap { model.entitySets[$0] == nil ? nil : $0 } ?? set
+            for (position, entity) in page.changes.entities.enumerated() {
+                let memberSet = entity.contextEntitySet.flatMap { self.model.entitySets[$0] == nil ? nil : $0 } ?? page.set
                 let identity: EntityID
-                do { identity = try identify(entity, set: memberSet) } catch {
-                    throw OfflineODataError(.downloadFailed, "entity \(position + 1) of '\(memberSet)' in the delta answer of GET \(url) (defining query '\(query.name)'): \(error.message)")
+                do throws(OfflineODataError) { identity = try self.identify(entity, set: memberSet) } catch {
+                    throw OfflineODataError(.downloadFailed, "entity \(position + 1) of '\(memberSet)' in the delta answer of GET \(page.url) (defining query '\(query.name)'): \(error.message)")
                 }
                 if entity.isRemoved {
                     removals.append(EntityStore.StagedRemoval(query: query.name, set: identity.set, key: identity.key))
@@ -256,21 +230,34 @@ extension OfflineODataProvider {
                     _ = try ingest.add(object, set: identity.set, query: query.name)
                 }
             }
-            for (position, change) in page.links.enumerated() {
-                do {
-                    let source = try EntityID.resolve(change.source, serviceRoot: serviceRoot, model: model)
-                    let target = try change.target.map { target throws(OfflineODataError) in try EntityID.resolve(target, serviceRoot: serviceRoot, model: model) }
+            for (position, change) in page.changes.links.enumerated() {
+                do throws(OfflineODataError) {
+                    let source = try EntityID.resolve(change.source, serviceRoot: self.serviceRoot, model: self.model)
+                    let target = try change.target.map { target throws(OfflineODataError) in try EntityID.resolve(target, serviceRoot: self.serviceRoot, model: self.model) }
                     links.append(EntityStore.StagedLink(query: query.name, set: source.set, key: source.key, relationship: change.relationship,
                                                         target: target?.reference, isRemoved: change.isRemoved))
                 } catch {
-                    throw OfflineODataError(.downloadFailed, "link \(position + 1) in the delta answer of GET \(url) (defining query '\(query.name)'): \(error.message)")
+                    throw OfflineODataError(.downloadFailed, "link \(position + 1) in the delta answer of GET \(page.url) (defining query '\(query.name)'): \(error.message)")
                 }
             }
             try await store.stage(ingest.inArrivalOrder, kind: .delta, removals: removals, links: links)
-            entities += page.entities.count
-            if let link = page.nextLink { next = try absolute(link) }
             if let link = page.deltaLink { deltaLink = link }
-            reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
+        }
+        return deltaLink
+    }
+
+    /// Reads one defining query completely, spooling each page into the download's staging table as it
+    /// arrives (``EntityStore/stage(_:kind:removals:links:)``: a download writes the entity tables only
+    /// when every answer is in; memory holds one page).
+    ///
+    /// - Returns: The delta link the back end gave, if any.
+    func fullRead(_ query: OfflineODataDefiningQuery, store: EntityStore) async throws -> String? {
+        var deltaLink: String?
+        try await readPages(query, .full(from: nil)) { page in
+            var ingest = Ingest(model: self.model)
+            for entity in page.entities { _ = try ingest.add(entity, set: page.set, query: query.name) }
+            try await store.stage(ingest.inArrivalOrder, kind: .full)
+            if let link = page.deltaLink { deltaLink = link }
         }
         return deltaLink
     }
@@ -292,5 +279,3 @@ extension OfflineODataProvider {
     }
 }
 
-/// A delta link the back end no longer knows (410 Gone).
-struct DeltaExpired: Error {}
