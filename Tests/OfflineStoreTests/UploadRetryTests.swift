@@ -109,7 +109,7 @@ struct UploadRetryTests {
         #expect(result.failed.map(\.requestID).count == 2)
         #expect(result.failed.first?.statusCode == 201)
         #expect(result.failed.first?.message.contains("keeps its temporary key") == true)
-        #expect(server.counters.totalRequests == 1, "the change on the unknown entity is not sent")
+        #expect(server.counters.requests(method: "PATCH", path: "Orders(\(temporary))") == 0, "the change on the unknown entity is not sent")
         let archive = try await provider.getAll("ErrorArchive?$orderby=RequestID")
         #expect(archive.map { $0["Domain"] ?? .null } == ["OData", "Dependency"])
         #expect(try await provider.get("Orders(\(temporary))")["ShipCity"] == "Lübeck")

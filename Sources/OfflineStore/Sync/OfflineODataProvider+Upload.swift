@@ -158,7 +158,9 @@ extension OfflineODataProvider {
     func uploadRequest(_ entry: QueuedRequest) -> TransportRequest {
         var fields = backEndHeaders()
         Self.addOwnHeaders(of: entry, to: &fields)
-        return TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+        var request = TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+        request.freshConnection = UploadMachine.needsFreshConnection([entry.method], repeatable: parameters.enableRepeatableRequests)
+        return request
     }
 
     /// A queued request's own headers: `Content-Type` for a body, `If-Match`, `Repeatability-*`.
@@ -254,7 +256,8 @@ extension OfflineODataProvider {
         for (name, value) in queuedHeaders() {
             if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
         }
-        let request = TransportRequest(method: "POST", url: serviceRoot + "$batch", headerFields: fields, body: encoded.body)
+        var request = TransportRequest(method: "POST", url: serviceRoot + "$batch", headerFields: fields, body: encoded.body)
+        request.freshConnection = UploadMachine.needsFreshConnection(group.map(\.method), repeatable: parameters.enableRepeatableRequests)
         let response: TransportResponse
         do {
             response = try await transport().send(request)
