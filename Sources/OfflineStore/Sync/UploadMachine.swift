@@ -149,7 +149,6 @@ struct UploadMachine {
 
     /// The result so far.
     var currentResult: OfflineODataUploadResult { result }
-
     // MARK: Events
 
     /// The queued requests read for the last ``Action/readQueue(after:)``.
@@ -221,7 +220,7 @@ struct UploadMachine {
 
     // MARK: Actions
 
-    /// The next thing to do, or `nil` while an event is awaited or once finished.
+    /// The next thing to do, or `nil` while an event is due or once finished.
     mutating func next() -> Action? {
         switch state {
         case .readingQueue:
@@ -359,10 +358,8 @@ struct UploadMachine {
         switch answer {
         case .failure(.session(_, let status, let description)):
             fail(entry, statusCode: status, serviceError: nil, message: "session error: \(description)", domain: .session)
-        case .failure(.transport(_, let description)):
+        case .failure(.transport(_, let description)), .failure(.unreadableBatchAnswer(let description)):
             fail(entry, statusCode: nil, serviceError: nil, message: "transport error: \(description)" + caveat, domain: .transport)
-        case .failure(.unreadableBatchAnswer(let description)):
-            fail(entry, statusCode: nil, serviceError: nil, message: "transport error: \(description)", domain: .transport)
         case .reply(let reply) where (200..<300).contains(reply.status):
             if entry.method == "POST" {
                 if Self.createdEntity(reply) == nil && configuration.keyMadeLocally(entry) {
@@ -388,8 +385,7 @@ struct UploadMachine {
         }
     }
 
-    private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String,
-                               domain: UploadFailureDomain) {
+    private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
         let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
         pending.append(.failed(entry, failure, domain))
         if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
