@@ -13,6 +13,11 @@ public struct TransportRequest: Sendable, Hashable {
     public var headerFields: HTTPFields
     /// The request body, or `nil` for a request without one.
     public var body: Data?
+    /// Whether the request goes out on a new connection rather than a reused one. libcurl sends a request again,
+    /// on its own, when a reused connection closes before any byte of the answer arrived — the back end may have
+    /// executed it by then. On a new connection it does not: set this for a request that must not be executed
+    /// twice (`CURLOPT_FRESH_CONNECT`). The default is `false`.
+    public var freshConnection = false
 
     /// Creates a request.
     ///

@@ -73,7 +73,10 @@ public struct OfflineODataParameters: Sendable {
     /// session of their own with ``credentials`` of that user.
     public var session: SessionOptions = SessionOptions()
     /// How often an upload re-sends a request after a transport failure, 408, 429 or 5xx before it
-    /// reports the failure. The default is `3`.
+    /// reports the failure. Without ``enableRepeatableRequests``, a request that is not idempotent
+    /// (`POST`, `PATCH`, `MERGE`) is re-sent only after a failure that proves the back end never got
+    /// it (connection refused, a host name that does not resolve); otherwise its report and its
+    /// ErrorArchive entry say the back end may have executed it. The default is `3`.
     public var uploadRetries: Int = 3
     /// The pause before the first re-send; it doubles for each further one. The default is 100 ms.
     public var uploadRetryDelay: Duration = .milliseconds(100)

@@ -19,23 +19,12 @@ extension OfflineODataProvider {
 
     /// `If-Match` with the entity's ETag as the back end last gave it (downloaded, or answered to
     /// an earlier uploaded change of ours), for updates and deletes.
-    private func ifMatch(_ record: EntityRecord) -> JSONObject {
+    private nonisolated static func ifMatch(_ record: EntityRecord) -> JSONObject {
         var headers = JSONObject()
         if let etag = record.entity["@odata.etag"]?.stringValue ?? record.original?["@odata.etag"]?.stringValue {
             headers.append(.string(etag), forKey: "If-Match")
         }
         return headers
-    }
-
-    /// The entities whose create failed in an earlier upload and is still in the ErrorArchive, with
-    /// that request's ID: a request on such an entity (it still has its temporary key) cannot
-    /// succeed, so an upload fails it without sending it.
-    static func failedCreates(in store: EntityStore) throws -> [String: Int64] {
-        var result: [String: Int64] = [:]
-        for entry in try store.errorEntries() where entry.requestMethod == "POST" {
-            result[entry.affectedEntityReference] = entry.requestID
-        }
-        return result
     }
 
     /// After an accepted update of an entity, the later queued requests on that entity that carry
@@ -54,28 +43,33 @@ extension OfflineODataProvider {
         }
     }
 
-    /// Queues the request of one local change and commits the changed entity, the request and the
-    /// counters in one transaction, so a crash keeps both or neither.
-    private func queueChange(_ record: EntityRecord, method: String, url: String, body: Data?, headers: JSONObject,
-                             customTag: String?, counters: StoreCounters, store: EntityStore) async throws {
-        var counters = counters
+    /// A record lookup inside a write transaction (``EntityStore/Changes/current(set:key:)``).
+    typealias Lookup = (_ set: String, _ key: String) throws -> EntityRecord?
+
+    /// Queues the request of one local change and writes the changed entity, the request and the counters in the
+    /// transaction that read them (so a crash keeps both or neither, and no other change comes in between).
+    private nonisolated func queueChange(_ record: EntityRecord, method: String, url: String, body: Data?, headers: JSONObject,
+                                         customTag: String?, changes: EntityStore.Changes) throws -> StoreCounters {
+        var counters = try changes.currentCounters()
         let request = QueuedRequest(id: counters.nextRequestID, method: method, url: url,
                                     body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
                                     headers: queuedHeaders(headers), entity: record.reference, createdAt: Self.timestamp())
         counters.nextRequestID += 1
-        let finalCounters = counters
-        try await store.write { changes in
-            try changes.put(record)
-            try changes.enqueue(request)
-            try changes.putCounters(finalCounters)
-        }
-        self.counters = finalCounters
+        try changes.put(record)
+        try changes.enqueue(request)
+        try changes.putCounters(counters)
+        return counters
+    }
+
+    /// Keeps the counters a local change wrote (the newest, should changes end out of order).
+    private func noteCounters(_ written: StoreCounters) {
+        if written.nextRequestID > counters.nextRequestID { counters = written }
     }
 
     /// The headers every queued request carries; with repeatable requests a
     /// `Repeatability-Request-ID` and `Repeatability-First-Sent`, stored before the first send so
     /// that a re-send after a lost answer carries the same ones.
-    func queuedHeaders(_ headers: JSONObject = JSONObject()) -> JSONObject {
+    nonisolated func queuedHeaders(_ headers: JSONObject = JSONObject()) -> JSONObject {
         var headers = headers
         if parameters.enableRepeatableRequests {
             headers.append(.string(UUID().uuidString.lowercased()), forKey: "Repeatability-Request-ID")
@@ -90,7 +84,8 @@ extension OfflineODataProvider {
 
     /// Checks a body's members against the entity type and turns `Nav@odata.bind` into
     /// foreign-key values. Returns the structural properties.
-    private func properties(of body: JSONObject, set: String, type: ServiceModel.EntityType) throws(OfflineODataError) -> JSONObject {
+    private nonisolated func properties(of body: JSONObject, set: String, type: ServiceModel.EntityType, model: ServiceModel,
+                                        lookup: Lookup) throws -> JSONObject {
         var properties = JSONObject()
         for (name, value) in body {
             if name.hasPrefix("@") { continue }
@@ -110,7 +105,7 @@ extension OfflineODataProvider {
                     throw OfflineODataError(.invalidRequest, "'\(reference)' is not an entity of \(targetSet)")
                 }
                 let canonical = try CanonicalKey.render(predicate: key, type: targetType, set: targetSet)
-                guard let store, let target = try? store.record(set: targetSet, key: canonical), target.isVisible else {
+                guard let target = try lookup(targetSet, canonical), target.isVisible else {
                     throw OfflineODataError(.entityNotFound, "\(targetSet)\(canonical) (bound by '\(name)') is not in the local store")
                 }
                 for (property, referenced) in navigation.constraints { properties[property] = target.entity[referenced] ?? .null }
@@ -129,7 +124,8 @@ extension OfflineODataProvider {
     }
 
     /// The target of a change: an entity set, or one entity, possibly reached by navigation.
-    private func changeTarget(_ parsed: ParsedQuery, store: EntityStore) throws -> (set: String, record: EntityRecord?, parent: (EntityRecord, String)?) {
+    private nonisolated func changeTarget(_ parsed: ParsedQuery, store: EntityStore, model: ServiceModel,
+                                          lookup: Lookup) throws -> (set: String, record: EntityRecord?, parent: (EntityRecord, String)?) {
         let segments = parsed.path.segments
         guard let first = segments.first, let type = model.entityType(ofSet: first.name) else {
             if segments.first?.name == LocalQuery.requestQueueSet {
@@ -143,7 +139,7 @@ extension OfflineODataProvider {
             return (first.name, nil, nil)
         }
         let canonical = try CanonicalKey.render(predicate: key, type: type, set: first.name)
-        guard let record = try store.record(set: first.name, key: canonical), record.isVisible else {
+        guard let record = try lookup(first.name, canonical), record.isVisible else {
             throw OfflineODataError(.entityNotFound, "\(first.name)\(canonical) is not in the local store")
         }
         guard segments.count == 2 else { return (first.name, record, nil) }
@@ -167,18 +163,33 @@ extension OfflineODataProvider {
     }
 
     func create(_ parsed: ParsedQuery, body: Data?, customTag: String?, store: EntityStore) async throws -> ODataResponse {
-        let target = try changeTarget(parsed, store: store)
+        let model = self.model
+        let (record, counters) = try await store.write { changes in
+            try self.createChange(parsed, body: body, customTag: customTag, model: model, store: store, changes: changes)
+        }
+        noteCounters(counters)
+        var payload = JSONObject()
+        payload.append(.string(serviceRoot + "$metadata#" + record.set + "/$entity"), forKey: "@odata.context")
+        for (name, value) in LocalQuery.json(record) { payload.append(value, forKey: name) }
+        return Self.jsonResponse(.object(payload), status: 201)
+    }
+
+    /// A create, decided and written in one transaction.
+    private nonisolated func createChange(_ parsed: ParsedQuery, body: Data?, customTag: String?, model: ServiceModel, store: EntityStore,
+                                          changes: EntityStore.Changes) throws -> (EntityRecord, StoreCounters) {
+        let lookup: Lookup = { try changes.current(set: $0, key: $1) }
+        let target = try changeTarget(parsed, store: store, model: model, lookup: lookup)
         guard target.record == nil else { throw OfflineODataError(.invalidRequest, "POST creates in a collection; '\(parsed.rawPath)' is one entity") }
         let set = target.set
         guard let type = model.entityType(ofSet: set) else { throw OfflineODataError(.invalidRequest, "unknown set \(set)") }
         let object = try Self.bodyObject(body)
-        var properties = try properties(of: object, set: set, type: type)
+        var properties = try properties(of: object, set: set, type: type, model: model, lookup: lookup)
         // Creating through a collection navigation sets the foreign key to the parent.
         if let (parent, navigationName) = target.parent, let parentType = model.entityType(ofSet: parent.set),
            let partnerName = parentType.navigation[navigationName]?.partner, let partner = type.navigation[partnerName] {
             for (property, referenced) in partner.constraints { properties[property] = parent.entity[referenced] ?? .null }
         }
-        var counters = self.counters
+        var counters = try changes.currentCounters()
         for name in type.key where properties[name] == nil || properties[name]?.isNull == true {
             let temporary = counters.nextTemporaryKey
             counters.nextTemporaryKey += 1
@@ -197,28 +208,38 @@ extension OfflineODataProvider {
         var ordered = JSONObject()
         for name in type.propertyOrder { if let value = properties[name] { ordered.append(value, forKey: name) } }
         let key = try CanonicalKey.render(ordered, type: type)
-        let existing = try store.record(set: set, key: key)
+        let existing = try changes.current(set: set, key: key)
         if let existing, existing.isVisible {
             throw OfflineODataError(.entityExists, "\(set)\(key) exists already in the local store")
         }
         let record = EntityRecord(set: set, key: key, order: counters.nextOrder, state: .created, entity: ordered,
                                   original: existing?.original, links: JSONObject())
         counters.nextOrder += 1
-        try await queueChange(record, method: "POST", url: parsed.relativeURL(), body: body, headers: JSONObject(),
-                              customTag: customTag, counters: counters, store: store)
-        var payload = JSONObject()
-        payload.append(.string(serviceRoot + "$metadata#" + set + "/$entity"), forKey: "@odata.context")
-        for (name, value) in LocalQuery.json(record) { payload.append(value, forKey: name) }
-        return Self.jsonResponse(.object(payload), status: 201)
+        try changes.putCounters(counters)
+        let written = try queueChange(record, method: "POST", url: parsed.relativeURL(), body: body, headers: JSONObject(),
+                                      customTag: customTag, changes: changes)
+        return (record, written)
     }
 
     func update(_ parsed: ParsedQuery, body: Data?, replace: Bool, customTag: String?, store: EntityStore) async throws -> ODataResponse {
-        let target = try changeTarget(parsed, store: store)
+        let model = self.model
+        let counters = try await store.write { changes in
+            try self.updateChange(parsed, body: body, replace: replace, customTag: customTag, model: model, store: store, changes: changes)
+        }
+        noteCounters(counters)
+        return ODataResponse(statusCode: 204)
+    }
+
+    /// An update, decided and written in one transaction.
+    private nonisolated func updateChange(_ parsed: ParsedQuery, body: Data?, replace: Bool, customTag: String?, model: ServiceModel,
+                                          store: EntityStore, changes: EntityStore.Changes) throws -> StoreCounters {
+        let lookup: Lookup = { try changes.current(set: $0, key: $1) }
+        let target = try changeTarget(parsed, store: store, model: model, lookup: lookup)
         guard var record = target.record, let type = model.entityType(ofSet: target.set) else {
             throw OfflineODataError(.invalidRequest, "\(replace ? "PUT" : "PATCH") needs one entity; '\(parsed.rawPath)' is a collection")
         }
         let object = try Self.bodyObject(body)
-        let properties = try properties(of: object, set: target.set, type: type)
+        let properties = try properties(of: object, set: target.set, type: type, model: model, lookup: lookup)
         for name in type.key {
             if let value = properties[name], value != record.entity[name] {
                 throw OfflineODataError(.invalidRequest, "the key property '\(name)' of \(record.reference) cannot change")
@@ -235,24 +256,27 @@ extension OfflineODataProvider {
             record.state = .updated
         }
         record.entity = entity
-        try await queueChange(record, method: replace ? "PUT" : "PATCH", url: PercentEncoding.encodePath(record.reference), body: body,
-                              headers: ifMatch(record), customTag: customTag, counters: self.counters, store: store)
-        return ODataResponse(statusCode: 204)
+        return try queueChange(record, method: replace ? "PUT" : "PATCH", url: PercentEncoding.encodePath(record.reference), body: body,
+                               headers: Self.ifMatch(record), customTag: customTag, changes: changes)
     }
 
     func delete(_ parsed: ParsedQuery, customTag: String?, store: EntityStore) async throws -> ODataResponse {
         if let first = parsed.path.segments.first, first.name == LocalQuery.errorArchiveSet {
             return try await deleteErrorEntry(parsed, store: store)
         }
-        let target = try changeTarget(parsed, store: store)
-        guard var record = target.record else {
-            throw OfflineODataError(.invalidRequest, "DELETE needs one entity; '\(parsed.rawPath)' is a collection")
+        let model = self.model
+        let counters = try await store.write { changes in
+            let target = try self.changeTarget(parsed, store: store, model: model, lookup: { try changes.current(set: $0, key: $1) })
+            guard var record = target.record else {
+                throw OfflineODataError(.invalidRequest, "DELETE needs one entity; '\(parsed.rawPath)' is a collection")
+            }
+            if record.state == .downloaded { record.original = record.entity }
+            let headers = Self.ifMatch(record)
+            record.state = .deleted
+            return try self.queueChange(record, method: "DELETE", url: PercentEncoding.encodePath(record.reference), body: nil,
+                                        headers: headers, customTag: customTag, changes: changes)
         }
-        if record.state == .downloaded { record.original = record.entity }
-        let headers = ifMatch(record)
-        record.state = .deleted
-        try await queueChange(record, method: "DELETE", url: PercentEncoding.encodePath(record.reference), body: nil,
-                              headers: headers, customTag: customTag, counters: self.counters, store: store)
+        noteCounters(counters)
         return ODataResponse(statusCode: 204)
     }
 
@@ -266,46 +290,35 @@ extension OfflineODataProvider {
         guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
             throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
         }
-        let entries = try store.errorEntries()
-        guard let entry = entries.first(where: { $0.requestID == id }) else {
-            throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
-        }
-        let others = entries.filter { $0.requestID != id && $0.affectedEntityReference == entry.affectedEntityReference }
-        let failedCreate = entry.requestMethod == "POST"
-        let reference = entry.affectedEntityReference
-        let queuedOnEntity = try store.queuedRequests().filter { $0.entity == reference }.map(\.id)
-        // The requests queued on a never-created entity cannot succeed and go with the entry.
-        let dependents = failedCreate ? queuedOnEntity : []
-        var record: EntityRecord?
-        var neverCreated = false
-        if let open = reference.firstIndex(of: "("),
-           var touched = try store.record(set: String(reference[..<open]), key: String(reference[open...])), others.isEmpty {
+        try await store.write { changes in
+            let entries = try changes.errorEntries()
+            guard let entry = entries.first(where: { $0.requestID == id }) else {
+                throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
+            }
+            let others = entries.filter { $0.requestID != id && $0.affectedEntityReference == entry.affectedEntityReference }
+            let failedCreate = entry.requestMethod == "POST"
+            let reference = entry.affectedEntityReference
+            let queuedOnEntity = try changes.queuedRequests(after: 0).filter { $0.entity == reference }.map(\.id)
+            try changes.removeError(id)
+            // The requests queued on a never-created entity cannot succeed and go with the entry.
+            if failedCreate { for dependent in queuedOnEntity { try changes.dequeue(dependent) } }
+            guard let open = reference.firstIndex(of: "("), others.isEmpty,
+                  var touched = try changes.current(set: String(reference[..<open]), key: String(reference[open...])) else { return }
             touched.inErrorState = false
             touched.isDeleteError = false
             if failedCreate || queuedOnEntity.isEmpty {
                 // Nothing left to upload for it: a local-only entity goes, another one is given
                 // up to its downloaded state and read again by the next download.
-                neverCreated = touched.state == .created
+                if touched.state == .created {
+                    try changes.remove(set: touched.set, key: touched.key)
+                    return
+                }
                 if let original = touched.original { touched.entity = original }
                 touched.state = .downloaded
                 touched.original = nil
                 touched.needsRefresh = true
             }
-            record = touched
-        }
-        let finalRecord = record
-        let finalDependents = dependents
-        let removeRecord = neverCreated
-        try await store.write { changes in
-            try changes.removeError(id)
-            for dependent in finalDependents { try changes.dequeue(dependent) }
-            if let finalRecord {
-                if removeRecord {
-                    try changes.remove(set: finalRecord.set, key: finalRecord.key)
-                } else {
-                    try changes.put(finalRecord)
-                }
-            }
+            try changes.put(touched)
         }
         return ODataResponse(statusCode: 204)
     }

@@ -27,10 +27,8 @@ extension OfflineODataProvider {
         default:
             break
         }
-        // A change reads the store, then writes it: one at a time, never between an upload's
-        // reading and writing of the same records.
-        await enterChangeGate()
-        defer { leaveChangeGate() }
+        // A change reads what it depends on inside its write transaction (see `queueChange`), so changes
+        // and an upload's steps never interleave between a read and its write.
         switch request.method {
         case .post:
             return try await create(parsed, body: request.body, customTag: request.customTag, store: store)

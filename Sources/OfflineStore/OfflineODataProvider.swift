@@ -54,10 +54,6 @@ public actor OfflineODataProvider {
     private var previousUserSession: ServiceSession?
     /// The open store and its model, for reads that do not enter the actor.
     nonisolated let readSnapshot = ReadSnapshot()
-    /// Whether a step that reads the store and then writes it (a local change, applying an upload
-    /// answer) runs; such a step awaits between its read and its write, so two must not interleave.
-    private var changeGateBusy = false
-    private var changeGateWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Creates a provider; nothing is opened or sent until ``open()``.
     ///
@@ -254,23 +250,6 @@ public actor OfflineODataProvider {
         configuration = nil
     }
 
-    /// Waits until no other read-then-write step runs, then holds the gate; pair with ``leaveChangeGate()``.
-    func enterChangeGate() async {
-        if changeGateBusy {
-            await withCheckedContinuation { changeGateWaiters.append($0) }
-        }
-        changeGateBusy = true
-    }
-
-    /// Releases the gate to the next waiting step, in arrival order.
-    func leaveChangeGate() {
-        if changeGateWaiters.isEmpty {
-            changeGateBusy = false
-        } else {
-            changeGateWaiters.removeFirst().resume()
-        }
-    }
-
     func setState(_ newState: OfflineODataStoreState) {
         state = newState
         delegate?.offlineODataProvider(self, didChangeState: newState)
@@ -341,10 +320,8 @@ public actor OfflineODataProvider {
     /// - Throws: `OfflineODataError.notOpen` on a closed store, `.storage` when the store cannot be written.
     public func cancelPendingRequests() async throws {
         let store = try openStore()
-        await enterChangeGate(); defer { leaveChangeGate() }
-        let touched = try store.locallyChangedRecords()
         try await store.write { changes in
-            for var record in touched {
+            for var record in try changes.locallyChangedRecords() {
                 if let original = record.original {
                     record.entity = original
                     record.original = nil

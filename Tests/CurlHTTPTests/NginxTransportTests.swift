@@ -24,6 +24,25 @@ struct NginxTransportTests {
         #expect(response.metrics.totalTime > .zero)
     }
 
+    /// A request with `freshConnection` opens a new connection where it could have reused one (libcurl re-sends a
+    /// request on its own only after a reused connection died).
+    @Test func aFreshConnectionIsNotReused() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.eventLoopCount = 1
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let first = try await transport.send(TransportRequest(url: server.url("small.json")))
+        let reused = try await transport.send(TransportRequest(url: server.url("small.json")))
+        var request = TransportRequest(url: server.url("small.json"))
+        request.freshConnection = true
+        let fresh = try await transport.send(request)
+        #expect(first.metrics.newConnections == 1)
+        #expect(reused.metrics.connectionReused && reused.metrics.newConnections == 0)
+        #expect(!fresh.metrics.connectionReused && fresh.metrics.newConnections == 1)
+        #expect(fresh.status == 200)
+    }
+
     @Test func largeBodyWithoutCompressionArrivesWhole() async throws {
         let server = try nginx()
         var configuration = CurlConfiguration()

@@ -80,6 +80,21 @@ private let json = ["Content-Type": "application/json"]
         }
     }
 
+    @Test(arguments: [500, 503, 400])
+    func executedThenFailedAnswersTheStatusAfterExecuting(status: Int) async throws {
+        try await withServer { server in
+            try server.faults.add(FaultRule(.executeThenFail(status: status), method: "POST", path: "Customers", times: 1))
+            let failed = try await Curl.run(
+                "POST", server.serviceRoot + "Customers", headers: json, body: #"{"CustomerID":"FAIL1","CompanyName":"x"}"#)
+            #expect(failed.status == status)
+            #expect(failed.text.contains("FailedAfterExecution"))
+            #expect(server.counters.executions(method: "POST", path: "Customers") == 1)
+            #expect(server.counters.entry(method: "POST", path: "Customers")?.faulted == 1)
+            #expect(try await Curl.run(server.serviceRoot + "Customers('FAIL1')").status == 200)
+            #expect(throws: FixtureError.self) { try server.faults.add(FaultRule(.executeThenFail(status: 700))) }
+        }
+    }
+
     @Test func truncatedBody() async throws {
         try await withServer { server in
             try server.faults.add(FaultRule(.truncateBody(afterBytes: 100), method: "GET", path: "Customers"))

@@ -124,7 +124,8 @@ import Testing
         _ = try server.faults.add(FaultRule(.latency(.milliseconds(400)), method: "POST", path: "$batch", times: 1))
         server.resetCounters()
         let uploader = Task { try await provider.upload() }
-        try await Task.sleep(for: .milliseconds(150))
+        // The `$batch` is on its way once the producer received it (it answers 400 ms later).
+        try await waitFor("the $batch reached the producer") { server.counters.requests(method: "POST", path: "$batch") >= 1 }
         _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"Fax":"during"}"#))
         let first = try await uploader.value
         let second = try await provider.upload()
@@ -188,7 +189,10 @@ import Testing
         _ = try server.faults.add(FaultRule(.slowBody(chunkSize: 1, interval: .milliseconds(50)), method: "POST", path: "$batch", times: 1))
         server.resetCounters()
         let stopped = Task { try await provider.upload() }
-        try await Task.sleep(for: .milliseconds(400))
+        // Stop once the producer executed the batch (its answer trickles in for seconds).
+        try await waitFor("the producer executed the batch") {
+            customers.allSatisfy { server.counters.executions(method: "PATCH", path: "Customers('\($0)')") == 1 }
+        }
         stopped.cancel()
         _ = try? await stopped.value
         #expect(customers.map { server.counters.executions(method: "PATCH", path: "Customers('\($0)')") } == [1, 1, 1],
@@ -200,5 +204,18 @@ import Testing
         #expect(resumed.failed.isEmpty, "\(resumed.failed.map(\.message))")
         #expect(customers.map { server.counters.executions(method: "PATCH", path: "Customers('\($0)')") } == [1, 1, 1])
         await provider.close()
+    }
+}
+
+/// Waits for an event elsewhere (a producer counter), checking it every millisecond; fails after 60 s, never
+/// goes on after a fixed time.
+func waitFor(_ what: String, _ happened: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while !happened() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("timed out waiting: \(what)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(1))
     }
 }

@@ -101,13 +101,15 @@ struct ControlEndpoint {
             action = .dropConnection
         case "executeThenDrop":
             action = .executeThenDropConnection
+        case "executeThenFail":
+            action = .executeThenFail(status: try required("status"))
         case "truncate":
             action = .truncateBody(afterBytes: try required("bytes"))
         case "slowBody":
             action = .slowBody(chunkSize: try required("chunkSize"), interval: .milliseconds(try required("intervalMilliseconds")))
         case let other:
             throw ServiceFailure.badRequest(
-                "action must be latency, fail, drop, executeThenDrop, truncate or slowBody, got \(other ?? "nothing")")
+                "action must be latency, fail, drop, executeThenDrop, executeThenFail, truncate or slowBody, got \(other ?? "nothing")")
         }
         return FaultRule(
             action, method: object["method"]?.stringValue, path: object["path"]?.stringValue,
@@ -130,6 +132,9 @@ struct ControlEndpoint {
             object["action"] = "drop"
         case .executeThenDropConnection:
             object["action"] = "executeThenDrop"
+        case .executeThenFail(let status):
+            object["action"] = "executeThenFail"
+            object["status"] = .int(Int64(status))
         case .truncateBody(let bytes):
             object["action"] = "truncate"
             object["bytes"] = .int(Int64(bytes))

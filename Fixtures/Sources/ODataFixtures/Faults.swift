@@ -12,6 +12,9 @@ public enum FaultAction: Sendable, Hashable {
     case dropConnection
     /// Executes the request, then closes the connection without a response (a lost acknowledgement).
     case executeThenDropConnection
+    /// Executes the request, then answers with this status and an OData error body instead of its
+    /// own answer (a back end that fails after it committed).
+    case executeThenFail(status: Int)
     /// Executes the request and sends the full headers (with the real `Content-Length`) but
     /// only this many body bytes, then closes the connection.
     case truncateBody(afterBytes: Int)
@@ -117,7 +120,7 @@ public final class FaultInjector: Sendable {
         }
         if let times = rule.times, times < 1 { throw FixtureError(.invalidArgument, "times must be at least 1 or nil") }
         switch rule.action {
-        case .fail(let status, _, _) where !(100...599).contains(status):
+        case .fail(let status, _, _) where !(100...599).contains(status), .executeThenFail(let status) where !(100...599).contains(status):
             throw FixtureError(.invalidArgument, "a failure status must be within 100...599, got \(status)")
         case .truncateBody(let bytes) where bytes < 0:
             throw FixtureError(.invalidArgument, "truncateBody needs a byte count of 0 or more")

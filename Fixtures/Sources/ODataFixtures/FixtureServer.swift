@@ -227,6 +227,10 @@ struct FixtureResponder: HTTPResponder {
             service.counters.recordFaulted(method: method, path: countedPath)
             try? await context.channel.close()
             throw ConnectionDropped()
+        case .executeThenFail(let status):
+            _ = service.handle(incoming)
+            service.counters.recordFaulted(method: method, path: countedPath)
+            return Self.response(.error(ServiceFailure(status, "FailedAfterExecution", "the request was executed, then the back end failed")))
         case .truncateBody(let keep):
             let outgoing = service.handle(incoming)
             service.counters.recordFaulted(method: method, path: countedPath)

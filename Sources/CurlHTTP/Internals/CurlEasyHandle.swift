@@ -59,6 +59,9 @@ final class CurlEasyHandle {
         try set(CURLOPT_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_TCP_KEEPALIVE, 1)
+        // > CURLOPT_FRESH_CONNECT … make the next transfer use a new (fresh) connection by force instead of trying
+        // > to reuse an existing one. (libcurl re-sends a request by itself only after a reused connection died.)
+        if request.freshConnection { try set(CURLOPT_FRESH_CONNECT, 1) }
         // A 64 KiB receive buffer (libcurl's default is 16 KiB): fewer reads and callbacks for larger bodies.
         // Best effort: libcurl 7.88 refuses to resize (CURLE_BAD_FUNCTION_ARGUMENT) while a reused handle
         // still holds the buffer of an earlier transfer, which then serves as it is.

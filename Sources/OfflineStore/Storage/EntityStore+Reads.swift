@@ -70,20 +70,23 @@ extension EntityStore {
 
     /// The ErrorArchive entries in request order.
     func errorEntries() throws -> [ErrorArchiveEntry] {
-        try reading("the ErrorArchive") { connection in
-            let select = try connection.cachedStatement("SELECT entry FROM error_archive ORDER BY id")
-            defer { select.reset() }
-            var result: [ErrorArchiveEntry] = []
-            while try select.step() {
-                let bytes = select.blob(at: 0)
-                do throws(DataServiceError) {
-                    result.append(try ErrorArchiveEntry.decode(bytes))
-                } catch {
-                    throw OfflineODataError(.storage, "an ErrorArchive record is malformed: \(error.message)")
-                }
+        try reading("the ErrorArchive") { connection in try Self.errorEntries(connection) }
+    }
+
+    /// The ErrorArchive entries in request order, read with `connection` (the reader's, or a write transaction's).
+    static func errorEntries(_ connection: SQLCipherConnection) throws -> [ErrorArchiveEntry] {
+        let select = try connection.cachedStatement("SELECT entry FROM error_archive ORDER BY id")
+        defer { select.reset() }
+        var result: [ErrorArchiveEntry] = []
+        while try select.step() {
+            let bytes = select.blob(at: 0)
+            do throws(DataServiceError) {
+                result.append(try ErrorArchiveEntry.decode(bytes))
+            } catch {
+                throw OfflineODataError(.storage, "an ErrorArchive record is malformed: \(error.message)")
             }
-            return result
         }
+        return result
     }
 
     func queueCount() throws -> Int {

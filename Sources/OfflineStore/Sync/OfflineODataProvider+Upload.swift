@@ -1,0 +1,304 @@
+import CurlHTTP
+import Foundation
+import HTTPTypes
+import Logging
+import ODataCore
+import ODataTyped
+import ODataSession
+import ODataTelemetry
+import Tracing
+
+/// The outcome of an ``OfflineODataProvider/upload()``.
+public struct OfflineODataUploadResult: Sendable, Hashable {
+    /// Requests sent to the back end.
+    public var sent: Int
+    /// Requests the back end accepted.
+    public var succeeded: Int
+    /// Requests that failed (also in the `ErrorArchive`), in queue order.
+    public var failed: [OfflineODataFailedRequest]
+
+    /// Creates a result.
+    ///
+    /// - Parameters:
+    ///   - sent: Requests sent.
+    ///   - succeeded: Requests accepted.
+    ///   - failed: Requests that failed.
+    public init(sent: Int = 0, succeeded: Int = 0, failed: [OfflineODataFailedRequest] = []) {
+        self.sent = sent
+        self.succeeded = succeeded
+        self.failed = failed
+    }
+}
+
+/// One request the next upload would send (see ``OfflineODataProvider/pendingUpload()``).
+public struct OfflineODataPlannedRequest: Sendable, Hashable {
+    /// The queued request's ID.
+    public var requestID: Int64
+    /// The HTTP method.
+    public var method: String
+    /// The absolute URL.
+    public var url: String
+    /// The headers by lower-case name (credentials left out).
+    public var headers: [String: String]
+    /// The JSON body, if any.
+    public var body: String?
+}
+
+extension OfflineODataProvider {
+    /// Sends every queued request to the back end in order: one by one, or with
+    /// ``OfflineODataUploadMode/batch(maxRequestsPerBatch:)`` consecutive requests in `$batch`
+    /// bodies, each request its own change set; every outcome goes through the same steps in
+    /// both modes (see ``OfflineODataParameters/uploadMode``). A failing request
+    /// never stops the upload: it is reported once to the delegate, written to the `ErrorArchive`,
+    /// and its entity goes into error state (a failed delete makes the entity visible again with
+    /// `isDeleteError`). A request on an entity whose create failed is not sent and fails too.
+    /// When a create succeeds, the server's key replaces the temporary key in the store and in
+    /// every later queued request. A failure that may be re-sent (transport, 408, 429, 5xx) is
+    /// re-sent up to ``OfflineODataParameters/uploadRetries`` times; without
+    /// ``OfflineODataParameters/enableRepeatableRequests``, a request that is not idempotent
+    /// (`POST`, `PATCH`, `MERGE`) only when the failure proves the back end never got it, else its
+    /// report says the back end may have executed it.
+    ///
+    /// - Returns: How many requests were sent, accepted and failed.
+    /// - Throws: `OfflineODataError.notOpen`, `.invalidRequest` when an upload already runs,
+    ///   `.storage` when the store cannot be written (the request then stays queued).
+    public func upload() async throws -> OfflineODataUploadResult {
+        let store = try openStore()
+        guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }
+        setState(.uploading)
+        defer { setState(.open) }
+        return try await reported(.upload) {
+            let result = try await uploadQueue(store: store)
+            reportUploaded(result)
+            return result
+        }
+    }
+
+    /// Performs what the ``UploadMachine`` asks, and tells it what happened.
+    private func uploadQueue(store: EntityStore) async throws -> OfflineODataUploadResult {
+        let model = self.model
+        let configuration = UploadMachine.Configuration(
+            batchLimit: { if case .batch(let limit) = parameters.uploadMode { limit } else { nil } }(),
+            retries: parameters.uploadRetries, retryDelay: parameters.uploadRetryDelay,
+            repeatable: parameters.enableRepeatableRequests,
+            keyMadeLocally: { entry in Self.keyMadeLocally(entry, model: model) })
+        var machine = UploadMachine(configuration: configuration, failedCreates: try Self.failedCreates(in: store))
+        while let action = machine.next() {
+            switch action {
+            case .readQueue(let after):
+                machine.queueRead(try store.queuedRequests().filter { $0.id > after })
+            case .send(let entry, let delay):
+                guard await pause(delay) else { machine.cancel(); continue }
+                do {
+                    machine.answered(try await sendOnce(uploadRequest(entry)))
+                } catch {
+                    machine.cancel()  // stopped by the caller: the request stays queued, with its repeatability headers
+                }
+            case .sendBatch(let group, let delay):
+                guard await pause(delay) else { machine.cancel(); continue }
+                do {
+                    machine.batchAnswered(try await sendBatch(group))
+                } catch {
+                    machine.cancel()
+                }
+            case .commit(let outcomes):
+                try await commit(outcomes, model: model, machine: &machine, store: store)
+            case .reportProgress(let progress):
+                reportUploadProgress(progress)
+            case .finish(let result):
+                return result
+            case .stopped:
+                throw CancellationError()
+            }
+        }
+        return machine.currentResult
+    }
+
+    /// Waits before a re-send. - Returns: `false` when the caller stopped the upload.
+    private func pause(_ delay: Duration?) async -> Bool {
+        if let delay {
+            do { try await Task.sleep(for: delay) } catch { return false }
+        }
+        return !Task.isCancelled
+    }
+
+    /// Applies outcomes in one transaction, then reports their failures; tells the machine.
+    private func commit(_ outcomes: [UploadMachine.Outcome], model: ServiceModel, machine: inout UploadMachine, store: EntityStore) async throws {
+        if outcomes.count == 1, case .created(let entry, let reply) = outcomes[0] {
+            let changed = try await store.write { changes in try UploadSteps.created(entry, reply: reply, model: model, changes: changes) }
+            if changed.keyUnreadable {
+                // The back end's key values make no key: the entity keeps the local one (told, not silent).
+                parameters.telemetry.logger.warning("offline create answered with a key that makes no key; the local key is kept", metadata: [
+                    "request_id": .stringConvertible(entry.id), "store": .string(parameters.storeName),
+                ])
+            }
+            machine.committed(keyChanged: changed.keyChanged)
+            return
+        }
+        let steps = outcomes.map { UploadSteps.step($0, model: model) }
+        try await store.write { changes in for step in steps { try step(changes) } }
+        machine.committed()
+        for case .failed(let entry, let failure, let domain) in outcomes {
+            spanEvent("request failed", ["odata.request_id": .int64(entry.id), "http.request.method": .string(entry.method), "odata.domain": .string(domain.rawValue)])
+            reportFailure(failure)
+        }
+    }
+
+    /// Whether a create's key was made up locally (a key property absent from its body): only the back end's answer
+    /// can tell the real one.
+    static func keyMadeLocally(_ entry: QueuedRequest, model: ServiceModel) -> Bool {
+        guard let type = model.entityType(ofSet: UploadSteps.split(entry.entity).set) else { return true }
+        // A body that is not an object gives no key (the local change refused such a body; a migrated queue may hold one).
+        let body = entry.body.flatMap { (try? JSON.parse(Array($0.utf8)))?.objectValue } ?? JSONObject()
+        return type.key.contains { body[$0] == nil || body[$0]?.isNull == true }
+    }
+
+    /// The HTTP request an upload sends for a queued request: method, URL under the service root,
+    /// the back end's headers and credentials, the request's own headers (`If-Match`,
+    /// `Repeatability-*`) and its body.
+    func uploadRequest(_ entry: QueuedRequest) -> TransportRequest {
+        var fields = backEndHeaders()
+        Self.addOwnHeaders(of: entry, to: &fields)
+        var request = TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+        request.freshConnection = UploadMachine.needsFreshConnection([entry.method], repeatable: parameters.enableRepeatableRequests)
+        return request
+    }
+
+    /// A queued request's own headers: `Content-Type` for a body, `If-Match`, `Repeatability-*`.
+    private static func addOwnHeaders(of entry: QueuedRequest, to fields: inout HTTPFields) {
+        if entry.body != nil { fields[.contentType] = "application/json" }
+        for (name, value) in entry.headers {
+            if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
+        }
+    }
+
+    /// The queued requests that go into one `$batch` (``UploadMachine/batchGroup(_:limit:failedCreates:)``).
+    static func batchGroup(_ entries: ArraySlice<QueuedRequest>, limit: Int, failedCreates: [String: Int64]) -> [QueuedRequest] {
+        UploadMachine.batchGroup(entries, limit: limit, failedCreates: failedCreates)
+    }
+
+    /// A dry run: exactly the requests the next upload would send, in order, without sending
+    /// anything. A request on an entity created locally is shown with the temporary key; the
+    /// upload puts the server's key in once the create is accepted.
+    ///
+    /// - Returns: Per queued request its ID, method, absolute URL, headers (credentials are left out) and body.
+    /// - Throws: `OfflineODataError.notOpen`, `.storage` for an unreadable record.
+    public func pendingUpload() throws -> [OfflineODataPlannedRequest] {
+        let credentialNames = Set((parameters.credentials[credentialsUser ?? parameters.currentUser ?? ""] ?? [:]).keys.map { $0.lowercased() })
+        return try openStore().queuedRequests().map { entry in
+            let request = uploadRequest(entry)
+            var headers: [String: String] = [:]
+            for field in request.headerFields where !credentialNames.contains(field.name.canonicalName) {
+                headers[field.name.canonicalName] = field.value
+            }
+            return OfflineODataPlannedRequest(requestID: entry.id, method: entry.method, url: request.url, headers: headers, body: entry.body)
+        }
+    }
+
+    /// Sends a request once; the machine decides about re-sends.
+    ///
+    /// - Returns: The answer, or the failure classified for the machine's rules.
+    /// - Throws: `CancellationError` when the caller stopped the upload.
+    private func sendOnce(_ request: TransportRequest) async throws -> UploadAnswer {
+        do {
+            let response = try await transport().send(request)
+            return .reply(UploadReply(status: response.status, etag: response.headerFields[.eTag], body: response.body))
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw CancellationError() }
+            return .failure(Self.classify(error))
+        }
+    }
+
+    /// A transport or session error as the machine sees it: a `CurlError` of kind `connectFailed`
+    /// (`CURLE_COULDNT_CONNECT`) or `couldNotResolveHost` (`CURLE_COULDNT_RESOLVE_HOST`/`_PROXY`) proves the
+    /// back end never got the request; any other may come after it was executed.
+    static func classify(_ error: any Error) -> UploadSendFailure {
+        if let error = error as? SessionError {
+            return .session(retryable: error.isRetryable, statusCode: error.statusCode, description: "\(error)")
+        }
+        if let error = error as? CurlError {
+            return .transport(neverReached: error.kind == .connectFailed || error.kind == .couldNotResolveHost, description: "\(error)")
+        }
+        return .transport(neverReached: false, description: "\(error)")
+    }
+
+    /// Sends queued requests in one `$batch` POST, each in its own change set (Content-ID = request
+    /// ID), so one failure never rolls back another. Each request's answer is returned by request ID;
+    /// a `$batch` with no usable answer as a whole (transport error, error status) is returned whole:
+    /// the machine re-sends it by the rules of a single request (a `$batch` holding a request that is
+    /// not idempotent counts as one), or gives its failure to every request in it.
+    private func sendBatch(_ group: [QueuedRequest]) async throws -> UploadMachine.BatchAnswer {
+        spanEvent("$batch", ["odata.batch.parts": .int64(Int64(group.count)), "odata.request_id.first": .int64(group[0].id)])
+        var parts: [BatchRequest.Part] = []
+        for entry in group {
+            var fields = HTTPFields()
+            Self.addOwnHeaders(of: entry, to: &fields)
+            let pieces = entry.url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            let query = pieces.count > 1 ? pieces[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
+            let request = ODataRequest(
+                method: HTTPRequest.Method(entry.method) ?? .post, resourcePath: String(pieces[0]), queryOptions: query,
+                headerFields: fields, body: entry.body.map { Data($0.utf8) })
+            parts.append(.changeSet([BatchRequest.ChangeSetRequest(contentID: String(entry.id), request: request)]))
+        }
+        var answers: [Int64: UploadAnswer] = [:]
+        func failAll(_ description: String) -> UploadMachine.BatchAnswer {
+            .parts(Dictionary(uniqueKeysWithValues: group.map { ($0.id, .failure(.unreadableBatchAnswer(description))) }))
+        }
+        let encoded: (body: Data, contentType: String)
+        do {
+            encoded = try MultipartBatch.encode(session.dialect(BatchRequest(parts: parts)))
+        } catch {
+            return failAll("\(error)")
+        }
+        var fields = backEndHeaders(accept: "multipart/mixed")
+        fields[.contentType] = encoded.contentType
+        // With repeatable requests the `$batch` itself gets its own `Repeatability-*` headers
+        // (the parts keep theirs), so a re-send after a lost answer is not executed again.
+        for (name, value) in queuedHeaders() {
+            if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
+        }
+        var request = TransportRequest(method: "POST", url: serviceRoot + "$batch", headerFields: fields, body: encoded.body)
+        request.freshConnection = UploadMachine.needsFreshConnection(group.map(\.method), repeatable: parameters.enableRepeatableRequests)
+        let response: TransportResponse
+        do {
+            response = try await transport().send(request)
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw CancellationError() }
+            return .whole(.failure(Self.classify(error)))
+        }
+        guard (200..<300).contains(response.status) else {
+            return .whole(.reply(UploadReply(status: response.status, etag: response.headerFields[.eTag], body: response.body)))
+        }
+        let decoded: BatchResponse
+        do {
+            decoded = try MultipartBatch.decodeResponse(response.body, contentType: response.headerFields[.contentType] ?? "")
+        } catch {
+            return failAll("the $batch answer cannot be read: \(error)")
+        }
+        for (position, part) in decoded.parts.enumerated() {
+            let members: [(contentID: String?, response: ODataResponse)]
+            switch part {
+            case .response(let member, let contentID): members = [(contentID, member)]
+            case .changeSet(let list): members = list
+            }
+            for member in members {
+                let id = member.contentID.flatMap { Int64($0) } ?? (position < group.count ? group[position].id : nil)
+                guard let id, group.contains(where: { $0.id == id }) else { continue }
+                answers[id] = .reply(UploadReply(
+                    status: member.response.statusCode, etag: member.response.headerFields[.eTag], body: member.response.payload))
+            }
+        }
+        return .parts(answers)
+    }
+
+    /// The entities whose create failed in an earlier upload and is still in the ErrorArchive, with
+    /// that request's ID: a request on such an entity (it still has its temporary key) cannot
+    /// succeed, so an upload fails it without sending it.
+    static func failedCreates(in store: EntityStore) throws -> [String: Int64] {
+        var result: [String: Int64] = [:]
+        for entry in try store.errorEntries() where entry.requestMethod == "POST" {
+            result[entry.affectedEntityReference] = entry.requestID
+        }
+        return result
+    }
+}

@@ -1,0 +1,400 @@
+import Foundation
+import ODataCore
+
+/// One HTTP answer to an uploaded request (or to a `$batch` part): what the upload's rules look at.
+struct UploadReply: Sendable, Hashable {
+    /// The HTTP status.
+    var status: Int
+    /// The `ETag` header, if any.
+    var etag: String?
+    /// The body.
+    var body: Data
+}
+
+/// Why a request (or a `$batch`) got no HTTP answer.
+enum UploadSendFailure: Sendable, Hashable {
+    /// The session did not send it (a CSRF token it could not fetch, or one the back end keeps rejecting):
+    /// never executed. `retryable` is the session's word on whether a later try may succeed.
+    case session(retryable: Bool, statusCode: Int?, description: String)
+    /// The transport failed. `neverReached` when the failure proves the back end never got the request
+    /// (connection refused, a name that does not resolve); otherwise it may have executed it.
+    case transport(neverReached: Bool, description: String)
+    /// A `$batch` answer that gives no readable outcome for the request.
+    case unreadableBatchAnswer(String)
+}
+
+/// The outcome of one send: an answer, or no answer.
+enum UploadAnswer: Sendable, Hashable {
+    /// The back end answered.
+    case reply(UploadReply)
+    /// No answer came.
+    case failure(UploadSendFailure)
+}
+
+/// Where a failed request's failure comes from, as the ErrorArchive's `Domain` column names it.
+enum UploadFailureDomain: String, Sendable, Hashable, CaseIterable {
+    /// The back end answered with an error status (or an accepted create gave no usable entity).
+    case oData = "OData"
+    /// Not sent: it depends on a create that failed.
+    case dependency = "Dependency"
+    /// The session refused to send it.
+    case session = "Session"
+    /// No answer came.
+    case transport = "Transport"
+}
+
+/// The upload's rules as a value: which request goes next, one by one or in a `$batch`, which failure is
+/// re-sent, how each answer changes the store, when the queue must be read again, progress and the result.
+///
+/// The owner (``OfflineODataProvider``) performs the actions ``next()`` returns and feeds back what happened
+/// (``queueRead(_:)``, ``answered(_:)``, ``batchAnswered(_:)``, ``committed(keyChanged:)``, ``cancel()``).
+/// Nothing here waits, sends or writes: every transition is tested without a server (`UploadMachineTests`).
+struct UploadMachine {
+    /// The settings that decide the rules.
+    struct Configuration {
+        /// Requests per `$batch`; `nil` sends one by one.
+        var batchLimit: Int?
+        /// How often one request (or `$batch`) is re-sent.
+        var retries: Int
+        /// The pause before the first re-send; it doubles for each further one.
+        var retryDelay: Duration
+        /// Whether requests carry `Repeatability-*` headers (a re-send is then never executed twice).
+        var repeatable: Bool
+        /// Whether a create's key was made up locally, so only the back end's answer can tell the real one.
+        var keyMadeLocally: @Sendable (QueuedRequest) -> Bool = { _ in true }
+    }
+
+    /// A settled request's store change, applied in a ``Action/commit(_:)`` transaction.
+    enum Outcome: Sendable, Equatable {
+        /// An accepted update or delete; `laterInSnapshot` when a later request of the snapshot is on the same
+        /// entity (its `If-Match` gets this answer's ETag); `snapshotEnd` is the snapshot's last request ID.
+        case accepted(QueuedRequest, UploadReply, laterInSnapshot: Bool, snapshotEnd: Int64)
+        /// An accepted create: the back end's key and ETag replace the local ones (committed alone).
+        case created(QueuedRequest, UploadReply)
+        /// A failed request, archived with its domain.
+        case failed(QueuedRequest, OfflineODataFailedRequest, UploadFailureDomain)
+    }
+
+    /// What the owner does next.
+    enum Action: Sendable, Equatable {
+        /// Read the queued requests with an ID above this one, then call ``queueRead(_:)``.
+        case readQueue(after: Int64)
+        /// Send one request (after this pause, for a re-send), then call ``answered(_:)``.
+        case send(QueuedRequest, after: Duration?)
+        /// Send these requests in one `$batch`, each its own change set, then call ``batchAnswered(_:)``.
+        case sendBatch([QueuedRequest], after: Duration?)
+        /// Apply these outcomes in one transaction, report their failures, then call ``committed(keyChanged:)``.
+        case commit([Outcome])
+        /// Tell the delegate.
+        case reportProgress(OfflineODataUploadProgress)
+        /// The upload is over.
+        case finish(OfflineODataUploadResult)
+        /// The caller stopped the upload: what was answered is committed, the rest stays queued.
+        case stopped
+    }
+
+    /// What a `$batch` brought back.
+    enum BatchAnswer: Sendable, Hashable {
+        /// No usable answer for the `$batch` as a whole (a transport failure, or an error status).
+        case whole(UploadAnswer)
+        /// The answer of each request, by request ID.
+        case parts([Int64: UploadAnswer])
+    }
+
+    private enum State {
+        /// Walking the snapshot.
+        case stepping
+        /// A ``Action/readQueue(after:)`` is out.
+        case readingQueue
+        /// A send is out; `attempt` counts re-sends.
+        case sending(QueuedRequest, attempt: Int)
+        /// A `$batch` is out.
+        case sendingBatch([QueuedRequest], attempt: Int)
+        /// A re-send is due.
+        case resending(QueuedRequest, attempt: Int)
+        /// A `$batch` re-send is due.
+        case resendingBatch([QueuedRequest], attempt: Int)
+        /// A commit is out; a create's commit may change later requests (read the queue again).
+        case committing(create: Bool)
+        /// Done.
+        case finished
+    }
+
+    let configuration: Configuration
+    private var state = State.readingQueue
+    private var started = false
+    private var snapshot: [QueuedRequest] = []
+    private var index = 0
+    /// Answers of a `$batch` already received, for requests still to settle.
+    private var prefetched: [Int64: UploadAnswer] = [:]
+    private var reread = false
+    private var pending: [Outcome] = []
+    private var failedCreates: [String: Int64]
+    private var result = OfflineODataUploadResult()
+    private var settled = 0
+    private var total = 0
+    private var lastID: Int64 = 0
+    private var progressDue = false
+    private var cancelled = false
+    /// Requests whose failure was not re-sent only because they are not idempotent.
+    private var notResent: Set<Int64> = []
+
+    /// - Parameters:
+    ///   - configuration: The rules' settings.
+    ///   - failedCreates: Entities whose create failed in an earlier upload (still archived), with that request's ID.
+    init(configuration: Configuration, failedCreates: [String: Int64] = [:]) {
+        self.configuration = configuration
+        self.failedCreates = failedCreates
+    }
+
+    /// The result so far.
+    var currentResult: OfflineODataUploadResult { result }
+    // MARK: Events
+
+    /// The queued requests read for the last ``Action/readQueue(after:)``.
+    mutating func queueRead(_ entries: [QueuedRequest]) {
+        guard case .readingQueue = state else { return }
+        snapshot = entries.filter { $0.id > lastID }
+        index = 0
+        reread = false
+        total = max(total, settled + snapshot.count)
+        state = .stepping
+    }
+
+    /// The answer to the last ``Action/send(_:after:)``.
+    mutating func answered(_ answer: UploadAnswer) {
+        guard case .sending(let entry, let attempt) = state else { return }
+        if attempt < configuration.retries, Self.retryable(answer, methods: [entry.method], repeatable: configuration.repeatable) {
+            state = .resending(entry, attempt: attempt + 1)
+            return
+        }
+        if notResendable(answer, methods: [entry.method]) { notResent.insert(entry.id) }
+        state = .stepping
+        settle(entry, answer)
+    }
+
+    /// The answer to the last ``Action/sendBatch(_:after:)``.
+    mutating func batchAnswered(_ answer: BatchAnswer) {
+        guard case .sendingBatch(let group, let attempt) = state, let first = group.first else { return }
+        switch answer {
+        case .whole(let whole):
+            let methods = group.map(\.method)
+            if attempt < configuration.retries, Self.retryable(whole, methods: methods, repeatable: configuration.repeatable) {
+                state = .resendingBatch(group, attempt: attempt + 1)
+                return
+            }
+            if notResendable(whole, methods: methods) { notResent.formUnion(group.map(\.id)) }
+            for entry in group { prefetched[entry.id] = whole }
+        case .parts(let parts):
+            for entry in group {
+                prefetched[entry.id] = parts[entry.id] ?? .failure(.unreadableBatchAnswer("the $batch answer has no part for request \(entry.id)"))
+            }
+        }
+        state = .stepping
+        // The first request of the `$batch` settles now (it was counted as sent); the others in their turn.
+        if let answer = prefetched.removeValue(forKey: first.id) { settle(first, answer) }
+    }
+
+    /// Whether a failure that would be re-sent is not, because of the rule for requests that are not idempotent:
+    /// its report says the back end may have executed it.
+    private func notResendable(_ answer: UploadAnswer, methods: [String]) -> Bool {
+        Self.retryable(answer, methods: methods, repeatable: true) && !Self.retryable(answer, methods: methods, repeatable: configuration.repeatable)
+    }
+
+    /// The last ``Action/commit(_:)`` is written; `keyChanged` when a create's key replaced the temporary one
+    /// in later requests (they are read again).
+    mutating func committed(keyChanged: Bool = false) {
+        guard case .committing(let create) = state else { return }
+        if create && keyChanged { reread = true }
+        state = .stepping
+    }
+
+    /// The caller stopped the upload: nothing more is sent; answers already received are still applied.
+    mutating func cancel() {
+        cancelled = true
+        switch state {
+        case .sending, .sendingBatch, .resending, .resendingBatch: state = .stepping
+        default: break
+        }
+    }
+
+    // MARK: Actions
+
+    /// The next thing to do, or `nil` while an event is due or once finished.
+    mutating func next() -> Action? {
+        switch state {
+        case .readingQueue:
+            guard !started else { return nil }
+            started = true
+            return .readQueue(after: 0)
+        case .sending, .sendingBatch, .committing, .finished:
+            return nil
+        case .resending(let entry, let attempt):
+            state = .sending(entry, attempt: attempt)
+            return .send(entry, after: delay(attempt))
+        case .resendingBatch(let group, let attempt):
+            state = .sendingBatch(group, attempt: attempt)
+            return .sendBatch(group, after: delay(attempt))
+        case .stepping:
+            return step()
+        }
+    }
+
+    private func delay(_ attempt: Int) -> Duration {
+        configuration.retryDelay * (1 << min(attempt - 1, 30))
+    }
+
+    private mutating func step() -> Action? {
+        while true {
+            if prefetched.isEmpty, !pending.isEmpty { return commitPending() }
+            if cancelled && prefetched.isEmpty {
+                state = .finished
+                return .stopped
+            }
+            if index >= snapshot.count || (reread && prefetched.isEmpty) {
+                if snapshot.isEmpty {
+                    if progressDue { return progress() }
+                    state = .finished
+                    return .finish(result)
+                }
+                state = .readingQueue
+                snapshot = []
+                return .readQueue(after: lastID)
+            }
+            if progressDue { return progress() }
+            let entry = snapshot[index]
+            index += 1
+            settled += 1
+            lastID = entry.id
+            progressDue = true
+            if let failedID = failedCreates[entry.entity] {
+                fail(entry, statusCode: nil, serviceError: nil,
+                     message: "not sent: the request \(failedID) that created \(entry.entity) failed", domain: .dependency)
+                continue
+            }
+            if let answer = prefetched.removeValue(forKey: entry.id) {
+                result.sent += 1
+                settle(entry, answer)
+                continue
+            }
+            result.sent += 1
+            if let limit = configuration.batchLimit, case let group = Self.batchGroup(snapshot[(index - 1)...], limit: limit, failedCreates: failedCreates),
+               group.count > 1 {
+                state = .sendingBatch(group, attempt: 0)
+                return .sendBatch(group, after: nil)
+            }
+            state = .sending(entry, attempt: 0)
+            return .send(entry, after: nil)
+        }
+    }
+
+    private mutating func progress() -> Action {
+        progressDue = false
+        return .reportProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
+    }
+
+    /// Commits the outcomes not committed yet, up to the first create; a create commits alone.
+    private mutating func commitPending() -> Action {
+        let createAt = pending.firstIndex { if case .created = $0 { true } else { false } }
+        let count = createAt == 0 ? 1 : (createAt ?? pending.count)
+        let outcomes = Array(pending.prefix(count))
+        pending.removeFirst(count)
+        state = .committing(create: createAt == 0)
+        return .commit(outcomes)
+    }
+
+    // MARK: Rules
+
+    /// Whether HTTP promises that sending `method` twice does what sending it once does. `PATCH` and `MERGE`
+    /// apply a change relative to the entity (and a `POST` creates): not idempotent.
+    static func isIdempotent(_ method: String) -> Bool {
+        ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(method.uppercased())
+    }
+
+    /// Whether a request (a `$batch` of `methods`) must go out on a new connection: the transport re-sends a
+    /// request by itself after a reused connection died before any answer, which the rule below forbids for one
+    /// that is not idempotent without repeatable requests.
+    static func needsFreshConnection(_ methods: [String], repeatable: Bool) -> Bool {
+        !repeatable && !methods.allSatisfy(isIdempotent)
+    }
+
+    /// Whether a failure may be re-sent: a transport failure, 408, 429 or 5xx, or a token the session could not
+    /// fetch. Without `repeatable`, a request that is not idempotent (a `$batch` holding one) is re-sent only when
+    /// the failure proves the back end never got it.
+    static func retryable(_ answer: UploadAnswer, methods: [String], repeatable: Bool) -> Bool {
+        let safe = repeatable || methods.allSatisfy(isIdempotent)
+        switch answer {
+        case .reply(let reply):
+            return safe && (reply.status == 408 || reply.status == 429 || (500..<600).contains(reply.status))
+        case .failure(.session(let retryable, _, _)):
+            return retryable  // the request was not sent
+        case .failure(.transport(let neverReached, _)):
+            return neverReached || safe
+        case .failure(.unreadableBatchAnswer):
+            return false
+        }
+    }
+
+    /// The queued requests that go into one `$batch`, starting with the first of `entries`: at most `limit`, none
+    /// on an entity whose create failed, and the batch ends after a create or a request followed by another on the
+    /// same entity (that one waits for the new key or ETag).
+    static func batchGroup(_ entries: ArraySlice<QueuedRequest>, limit: Int, failedCreates: [String: Int64]) -> [QueuedRequest] {
+        var group: [QueuedRequest] = []
+        for entry in entries {
+            guard group.count < limit, failedCreates[entry.entity] == nil else { break }
+            group.append(entry)
+            if entry.method == "POST" || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
+        }
+        return group
+    }
+
+    /// What an accepted create's answer holds, or `nil` when it is not a readable entity.
+    static func createdEntity(_ reply: UploadReply) -> JSONObject? {
+        (try? JSON.parse(reply.body))?.objectValue
+    }
+
+    private mutating func settle(_ entry: QueuedRequest, _ answer: UploadAnswer) {
+        let caveat = notResent.remove(entry.id) != nil ? "; not re-sent (\(entry.method) is not idempotent and repeatable requests are off): the back end may have executed it" : ""
+        switch answer {
+        case .failure(.session(_, let status, let description)):
+            fail(entry, statusCode: status, serviceError: nil, message: "session error: \(description)", domain: .session)
+        case .failure(.transport(_, let description)), .failure(.unreadableBatchAnswer(let description)):
+            fail(entry, statusCode: nil, serviceError: nil, message: "transport error: \(description)" + caveat, domain: .transport)
+        case .reply(let reply) where (200..<300).contains(reply.status):
+            if entry.method == "POST" {
+                if Self.createdEntity(reply) == nil && configuration.keyMadeLocally(entry) {
+                    fail(entry, statusCode: reply.status, serviceError: nil, message:
+                        "the back end accepted the create (HTTP \(reply.status)) but its answer is not a readable entity, so the key it gave "
+                        + "\(entry.entity) is unknown: the entity keeps its temporary key; delete this entry and download to get the back end's copy",
+                         domain: .oData)
+                    return
+                }
+                result.succeeded += 1
+                // A create is the last request of its `$batch`; its key may change every later request, so it
+                // commits alone (``commitPending()``).
+                pending.append(.created(entry, reply))
+            } else {
+                result.succeeded += 1
+                let later = snapshot[index...].contains { $0.entity == entry.entity }
+                pending.append(.accepted(entry, reply, laterInSnapshot: later, snapshotEnd: snapshot.last?.id ?? entry.id))
+                if later { reread = true }
+            }
+        case .reply(let reply):
+            let serviceError = ODataServiceError.parse(reply.body, statusCode: reply.status)
+            fail(entry, statusCode: reply.status, serviceError: serviceError, message: serviceError.message + caveat, domain: .oData)
+        }
+    }
+
+    private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
+        let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
+        pending.append(.failed(entry, failure, domain))
+        if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+        result.failed.append(failure)
+    }
+
+    /// The one place a failed request's report is made.
+    static func failedRequest(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String) -> OfflineODataFailedRequest {
+        OfflineODataFailedRequest(requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
+                                  statusCode: statusCode, serviceError: serviceError, message: message, affectedEntity: entry.entity)
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import ODataCore
+import ODataTyped
+
+/// One settled request's changes to the store, run inside a write transaction: every read that decides what is
+/// written happens in that transaction, so a local change made meanwhile is seen, never overwritten.
+typealias UploadStep = @Sendable (EntityStore.Changes) throws -> Void
+
+/// The store changes of the upload's outcomes (``UploadMachine/Outcome``).
+enum UploadSteps {
+    /// The step of one outcome. An accepted create's step returns nothing here: see ``created(_:reply:model:changes:)``.
+    static func step(_ outcome: UploadMachine.Outcome, model: ServiceModel) -> UploadStep {
+        switch outcome {
+        case .accepted(let entry, let reply, let laterInSnapshot, let snapshotEnd):
+            return accepted(entry, etag: reply.etag, laterInSnapshot: laterInSnapshot, snapshotEnd: snapshotEnd)
+        case .created(let entry, let reply):
+            return { changes in _ = try created(entry, reply: reply, model: model, changes: changes) }
+        case .failed(let entry, let failure, let domain):
+            return failed(entry, failure, domain: domain)
+        }
+    }
+
+    /// An accepted update or delete. An update's new ETag goes to the later queued requests on the entity.
+    ///
+    /// - Parameters:
+    ///   - laterInSnapshot: Whether a later request of the upload's queue snapshot is on the same entity.
+    ///   - snapshotEnd: The last request ID of that snapshot; requests queued after it are looked up in the transaction.
+    static func accepted(_ entry: QueuedRequest, etag: String?, laterInSnapshot: Bool, snapshotEnd: Int64) -> UploadStep {
+        let (set, key) = split(entry.entity)
+        return { changes in
+            let laterOnEntity = try laterInSnapshot || changes.queuedRequests(after: snapshotEnd).contains { $0.entity == entry.entity }
+            if var record = try changes.current(set: set, key: key) {
+                if entry.method == "DELETE" {
+                    if !laterOnEntity && record.state == .deleted { try changes.remove(set: record.set, key: record.key) }
+                } else {
+                    if let etag { record.entity["@odata.etag"] = .string(etag) }
+                    if laterOnEntity {
+                        for updated in OfflineODataProvider.withNewETag(try changes.queuedRequests(after: entry.id), after: entry, etag: etag) {
+                            try changes.enqueue(updated)
+                        }
+                    }
+                    if !laterOnEntity && record.state != .deleted && !record.inErrorState {
+                        record.state = .downloaded
+                        record.original = nil
+                    }
+                    try changes.put(record)
+                }
+            }
+            try changes.dequeue(entry.id)
+        }
+    }
+
+    /// A failed request: ErrorArchive entry, entity in error state (a failed delete makes it visible again with
+    /// `isDeleteError`), request dequeued.
+    static func failed(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: UploadFailureDomain) -> UploadStep {
+        let archived = archiveRecord(for: entry, failure: failure, domain: domain.rawValue)
+        let (set, key) = split(entry.entity)
+        return { changes in
+            try changes.archiveError(archived)
+            if var record = try changes.current(set: set, key: key) {
+                record.inErrorState = true
+                if entry.method == "DELETE" {
+                    record.isDeleteError = true
+                    if record.state == .deleted { record.state = record.original == nil ? .created : .updated }
+                }
+                try changes.put(record)
+            }
+            try changes.dequeue(entry.id)
+        }
+    }
+
+    /// The ErrorArchive entry of a failed request.
+    static func archiveRecord(for entry: QueuedRequest, failure: OfflineODataFailedRequest, domain: String) -> ErrorArchiveEntry {
+        ErrorArchiveEntry(
+            requestID: entry.id, requestMethod: entry.method, requestURL: entry.url, requestBody: entry.body,
+            httpStatusCode: failure.statusCode.map { Int32(clamping: $0) }, code: failure.serviceError?.code, message: failure.message,
+            innerError: failure.serviceError?.innerError.map(JSON.string), domain: domain, customTag: entry.customTag,
+            affectedEntityReference: entry.entity)
+    }
+
+    /// `Set(key)` split into the set and the key.
+    static func split(_ reference: String) -> (set: String, key: String) {
+        (String(reference.prefix { $0 != "(" }), String(reference.drop { $0 != "(" }))
+    }
+
+    /// An accepted create, in one transaction that reads what it changes: the server's key and ETag replace the
+    /// local ones, and a changed key goes into every later queued request and into the foreign keys that held
+    /// the temporary value.
+    ///
+    /// - Returns: Whether later queued requests were rewritten with a new key (the upload reads the queue again), and
+    ///   whether the back end's key values made no key (the local key was kept).
+    static func created(_ entry: QueuedRequest, reply: UploadReply, model: ServiceModel,
+                        changes: EntityStore.Changes) throws -> (keyChanged: Bool, keyUnreadable: Bool) {
+        let later = try changes.queuedRequests(after: entry.id)
+        let laterOnEntity = later.contains { $0.entity == entry.entity }
+        let (set, key) = split(entry.entity)
+        guard var record = try changes.current(set: set, key: key), let type = model.entityType(ofSet: record.set) else {
+            try changes.dequeue(entry.id)
+            return (false, false)
+        }
+        var serverEntity = JSONObject()
+        // An answer that is not an entity reaches here only when the key was not made locally (the machine archives
+        // the others): the key stays, and so does the rest of the local entity.
+        if let object = UploadMachine.createdEntity(reply) {
+            for (name, value) in object where !name.contains("@") && type.propertyTypes[name] != nil { serverEntity[name] = value }
+            if let bodyETag = object["@odata.etag"] { serverEntity["@odata.etag"] = bodyETag }
+        }
+        var entity = record.entity
+        let oldEntity = record.entity
+        for name in type.key { if let value = serverEntity[name] { entity[name] = value } }
+        if let tag = reply.etag ?? serverEntity["@odata.etag"]?.stringValue { entity["@odata.etag"] = .string(tag) }
+        // A key value of the server's that makes no key keeps the local key, and is told (`keyUnreadable`).
+        let newKey: String
+        var keyUnreadable = false
+        do { newKey = try CanonicalKey.render(entity, type: type) } catch {
+            newKey = record.key
+            for name in type.key { entity[name] = oldEntity[name] }
+            keyUnreadable = true
+        }
+        let oldReference = record.reference
+        let oldKey = record.key
+        record.key = newKey
+        record.entity = entity
+        if record.state != .deleted { record.state = laterOnEntity ? .updated : .downloaded }
+        record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
+        let newReference = record.reference
+        var rewritten = later.map { renamed($0, from: oldReference, to: newReference) }
+        if oldKey != newKey {
+            var changedKeys: [String: (JSONValue, JSONValue)] = [:]
+            for name in type.key {
+                if let old = oldEntity[name], let new = entity[name], old != new { changedKeys[name] = (old, new) }
+            }
+            let dependents = try ForeignKeys.rewritten(to: record.set, changedKeys: changedKeys, model: model, changes: changes, queued: rewritten)
+            rewritten = dependents.queued
+            try changes.remove(set: record.set, key: oldKey)
+            for old in dependents.movedFrom { try changes.remove(set: old.set, key: old.key) }
+            try changes.put(record)
+            for dependent in dependents.records { try changes.put(dependent) }
+        } else {
+            try changes.put(record)
+        }
+        for updated in rewritten where later.first(where: { $0.id == updated.id }) != updated { try changes.enqueue(updated) }
+        try changes.dequeue(entry.id)
+        return (oldReference != newReference, keyUnreadable)
+    }
+
+    /// A queued request on `old` (or under its URL) moved to `new`.
+    static func renamed(_ entry: QueuedRequest, from old: String, to new: String) -> QueuedRequest {
+        var entry = entry
+        if entry.entity == old { entry.entity = new }
+        let encodedOld = PercentEncoding.encodePath(old)
+        if entry.url == encodedOld || entry.url.hasPrefix(encodedOld + "/") {
+            entry.url = PercentEncoding.encodePath(new) + entry.url.dropFirst(encodedOld.count)
+        }
+        return entry
+    }
+}
