@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataQuery
 import ODataTyped
 
 extension OfflineODataProvider {
@@ -105,7 +106,7 @@ extension OfflineODataProvider {
                 guard !navigation.constraints.isEmpty, let targetSet = model.targetSet(from: set, navigation: navigationName),
                       let targetType = model.entityType(ofSet: targetSet)
                 else { throw OfflineODataError(.invalidRequest, "'\(navigationName)' has no referential constraint to bind locally") }
-                let path = try LocalPath.parse(reference.hasPrefix(serviceRoot) ? String(reference.dropFirst(serviceRoot.count)) : reference)
+                let path = try LocalRequest.path(reference.hasPrefix(serviceRoot) ? String(reference.dropFirst(serviceRoot.count)) : reference)
                 guard path.segments.count == 1, path.segments[0].name == targetSet, let key = path.segments[0].key else {
                     throw OfflineODataError(.invalidRequest, "'\(reference)' is not an entity of \(targetSet)")
                 }
@@ -129,7 +130,7 @@ extension OfflineODataProvider {
     }
 
     /// The target of a change: an entity set, or one entity, possibly reached by navigation.
-    private func changeTarget(_ parsed: ParsedQuery, store: EntityStore) throws -> (set: String, record: EntityRecord?, parent: (EntityRecord, String)?) {
+    private func changeTarget(_ parsed: LocalRequest, store: EntityStore) throws -> (set: String, record: EntityRecord?, parent: (EntityRecord, String)?) {
         let segments = parsed.path.segments
         guard let first = segments.first, let type = model.entityType(ofSet: first.name) else {
             if segments.first?.name == LocalQuery.requestQueueSet {
@@ -166,7 +167,7 @@ extension OfflineODataProvider {
         return (related.set, single, nil)
     }
 
-    func create(_ parsed: ParsedQuery, body: Data?, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+    func create(_ parsed: LocalRequest, body: Data?, customTag: String?, store: EntityStore) async throws -> ODataResponse {
         let target = try changeTarget(parsed, store: store)
         guard target.record == nil else { throw OfflineODataError(.invalidRequest, "POST creates in a collection; '\(parsed.rawPath)' is one entity") }
         let set = target.set
@@ -212,7 +213,7 @@ extension OfflineODataProvider {
         return Self.jsonResponse(.object(payload), status: 201)
     }
 
-    func update(_ parsed: ParsedQuery, body: Data?, replace: Bool, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+    func update(_ parsed: LocalRequest, body: Data?, replace: Bool, customTag: String?, store: EntityStore) async throws -> ODataResponse {
         let target = try changeTarget(parsed, store: store)
         guard var record = target.record, let type = model.entityType(ofSet: target.set) else {
             throw OfflineODataError(.invalidRequest, "\(replace ? "PUT" : "PATCH") needs one entity; '\(parsed.rawPath)' is a collection")
@@ -240,7 +241,7 @@ extension OfflineODataProvider {
         return ODataResponse(statusCode: 204)
     }
 
-    func delete(_ parsed: ParsedQuery, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+    func delete(_ parsed: LocalRequest, customTag: String?, store: EntityStore) async throws -> ODataResponse {
         if let first = parsed.path.segments.first, first.name == LocalQuery.errorArchiveSet {
             return try await deleteErrorEntry(parsed, store: store)
         }
@@ -261,9 +262,9 @@ extension OfflineODataProvider {
     /// entity with no request left in the queue is given up: one that never reached the back end
     /// goes; another returns to its downloaded state and the next download reads it again — so a
     /// 412 is repaired by deleting the entry, downloading, and making the change again.
-    private func deleteErrorEntry(_ parsed: ParsedQuery, store: EntityStore) async throws -> ODataResponse {
+    private func deleteErrorEntry(_ parsed: LocalRequest, store: EntityStore) async throws -> ODataResponse {
         let segments = parsed.path.segments
-        guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
+        guard segments.count == 1, let key = segments[0].key?.parts, key.count == 1, let id = key[0].value.intValue else {
             throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
         }
         let entries = try store.errorEntries()

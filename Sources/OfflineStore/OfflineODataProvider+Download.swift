@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataQuery
 
 extension OfflineODataProvider {
     /// The headers every back-end request carries: `Accept`, the parameters' headers, and the
@@ -160,7 +161,7 @@ extension OfflineODataProvider {
         _ query: OfflineODataDefiningQuery, from next: String?, entities: Int = 0, bytes: Int = 0,
         _ body: (DownloadedPage) async throws -> Void
     ) async throws {
-        let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
+        let parsed = try LocalRequest(query.query, serviceRoot: serviceRoot)
         guard let set = try Ingest(model: model).targetSet(of: parsed.path) else {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
         }
@@ -231,7 +232,7 @@ struct Ingest {
     }
 
     /// The entity set a defining query's path leads to.
-    func targetSet(of path: LocalPath) throws -> String? {
+    func targetSet(of path: ResourcePath) throws -> String? {
         guard let first = path.segments.first, model.entitySets[first.name] != nil else { return nil }
         var set = first.name
         for segment in path.segments.dropFirst() {

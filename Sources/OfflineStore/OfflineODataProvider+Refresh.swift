@@ -211,7 +211,7 @@ extension OfflineODataProvider {
     /// - Throws: `DeltaExpired` for a 410 (the caller reads in full), `OfflineODataError.downloadFailed` otherwise —
     ///   for a member that cannot be read, naming the entity set, its position and what is missing.
     func deltaRead(_ query: OfflineODataDefiningQuery, link: String, store: EntityStore) async throws -> String? {
-        let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
+        let parsed = try LocalRequest(query.query, serviceRoot: serviceRoot)
         guard let set = try Ingest(model: model).targetSet(of: parsed.path), model.entityType(ofSet: set) != nil else {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
         }
