@@ -90,7 +90,9 @@ struct LocalRequest: Sendable, Hashable {
     /// encoded as a URL path would be, `%XX` sequences kept, then decoded once — a `%` that starts no `%XX` is data.
     /// - Throws: `OfflineODataError.invalidRequest` naming the offending piece.
     static func path(_ text: String) throws(OfflineODataError) -> ResourcePath {
-        do { return try ResourcePath.parse(PercentEncoding.encodePath(text)) } catch {
+        // Without a `%` there is nothing to decode (the usual key lookup: no copy).
+        let encoded = text.utf8.contains(UInt8(ascii: "%")) ? PercentEncoding.encodePath(text) : text
+        do { return try ResourcePath.parse(encoded) } catch {
             throw invalid(error, "the resource path '\(text)'")
         }
     }
