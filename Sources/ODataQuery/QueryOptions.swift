@@ -81,8 +81,7 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
             throw ODataError(.invalidQueryOption, "unencoded '#' in the query (it starts the fragment)", offset: offset)
         }
         var pairs: [(name: String, value: String)] = []
-        for part in query.split(separator: "&", omittingEmptySubsequences: true) {
-            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        for pieces in split(query) {
             let name = try decode(String(pieces[0]), option: String(pieces[0]))
             var rawValue = pieces.count > 1 ? String(pieces[1]) : ""
             if ["$expand", "$select"].contains(name.lowercased()) {
@@ -99,6 +98,31 @@ public struct QueryOptions: Sendable, Hashable, CustomStringConvertible {
             pairs.append((name, value))
         }
         return try build(pairs, nested: false, baseOffsets: nil)
+    }
+
+    /// The `name=value` pairs of a URL query, in order, names and values percent-decoded as RFC 3986 says
+    /// (`+` stays a plus), without interpreting them: what ``parse(_:)`` reads before it checks the options.
+    ///
+    /// A piece without `=` has an empty value; empty pieces (`a=1&&b=2`) are skipped.
+    /// - Parameter rawQuery: the query, with or without the leading `?`.
+    /// - Returns: the pairs as written, repeated names included.
+    /// - Throws: ``ODataError`` `.invalidQueryOption` for a bad `%` sequence or text that is not UTF-8.
+    public static func decodedPairs(_ rawQuery: String) throws(ODataError) -> [(name: String, value: String)] {
+        var query = Substring(rawQuery)
+        if query.hasPrefix("?") { query = query.dropFirst() }
+        var pairs: [(name: String, value: String)] = []
+        for pieces in split(query) {
+            let name = try decode(String(pieces[0]), option: String(pieces[0]))
+            pairs.append((name, pieces.count > 1 ? try decode(String(pieces[1]), option: name) : ""))
+        }
+        return pairs
+    }
+
+    /// The `&`-separated pieces of a query, each split at its first `=`, still percent-encoded.
+    static func split(_ query: Substring) -> [[Substring]] {
+        query.split(separator: "&", omittingEmptySubsequences: true).map {
+            $0.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        }
     }
 
     static func decode(_ text: String, option: String) throws(ODataError) -> String {

@@ -80,6 +80,11 @@ public enum KeyPredicate: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses a key predicate's inside, without the parentheses (`'ALFKI'`, `OrderID=1,ProductID=2`).
+    ///
+    /// Values are JSON values: numbers (OData V2's `12L`, `1.5M`, `1.5D`, `1.5F` included), booleans and strings.
+    /// GUIDs, dates, times of day, date-times and durations — bare or as `guid'…'`, `datetime'…'`,
+    /// `datetimeoffset'…'`, `time'…'`, `duration'…'` — are strings holding the text as written, without the
+    /// prefix and quotes: a key is compared as the producer wrote it, not normalised.
     /// - Parameter text: the text between the parentheses, percent-decoded.
     /// - Returns: the predicate.
     /// - Throws: ``ODataError`` `.invalidKey` with the offset of what was wrong.
@@ -100,7 +105,12 @@ public enum KeyPredicate: Sendable, Hashable, CustomStringConvertible {
             case .decimal(let t): return Double(t).map(JSONValue.double) ?? .string(t)
             case .double(let d): return .double(d)
             case .string(let s): return .string(s)
-            case .guid(let t), .date(let t), .timeOfDay(let t), .dateTimeOffset(let t), .duration(let t): return .string(t)
+            case .guid, .date, .timeOfDay, .dateTimeOffset, .duration:
+                // A key names an entity: these keep the text as written (`guid'…'` keeps its case,
+                // V2's `datetime'…'` and `time'PT13H'` their spelling), without the type prefix and quotes.
+                let written = lexer.text(token.start..<token.end)
+                guard let quote = written.firstIndex(of: "'"), written.hasSuffix("'") else { return .string(written) }
+                return .string(String(written[written.index(after: quote)...].dropLast()))
             case .binary(let t): return .string(t)
             case .enumMember(_, let v): return .string(v)
             case .geo, .json: throw fail("expected a primitive key value", token.start)
@@ -294,8 +304,16 @@ public struct ResourcePath: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// RFC 3986 percent-decoding (`+` stays a plus: OData URLs are not form-encoded).
-enum PercentDecoding {
-    static func decode(_ text: String) throws(ODataError) -> [UInt8] {
+///
+/// ```swift
+/// try PercentDecoding.decodeString("Date%20gt%202024-03-01T10:00:00+01:00")  // "Date gt 2024-03-01T10:00:00+01:00"
+/// ```
+public enum PercentDecoding {
+    /// Decodes every `%XX` into its byte; every other byte, `+` included, stays as it is.
+    /// - Parameter text: percent-encoded text.
+    /// - Returns: the decoded bytes.
+    /// - Throws: ``ODataError`` `.invalidQueryOption` with the offset of a `%` not followed by two hex digits.
+    public static func decode(_ text: String) throws(ODataError) -> [UInt8] {
         let bytes = Array(text.utf8)
         var result: [UInt8] = []
         result.reserveCapacity(bytes.count)
@@ -316,7 +334,11 @@ enum PercentDecoding {
         return result
     }
 
-    static func decodeString(_ text: String) throws(ODataError) -> String {
+    /// Decodes as ``decode(_:)`` does and reads the bytes as UTF-8.
+    /// - Parameter text: percent-encoded text.
+    /// - Returns: the decoded text.
+    /// - Throws: ``ODataError`` `.invalidQueryOption` for a bad `%` sequence or bytes that are not UTF-8.
+    public static func decodeString(_ text: String) throws(ODataError) -> String {
         let bytes = try decode(text)
         guard let string = String(validating: bytes, as: UTF8.self) else {
             throw ODataError(.invalidQueryOption, "percent-decoded text is not valid UTF-8", offset: 0)

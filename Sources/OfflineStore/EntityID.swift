@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataQuery
 
 /// An entity-id as a payload carries it (`@id`, `@odata.id`, the `id` of an OData 4.0 deleted entity, V2
 /// `__metadata.uri`), resolved to the entity set and key it names through the service's `$metadata` — never
@@ -49,8 +50,8 @@ struct EntityID: Sendable, Hashable {
             text = String(text.dropFirst(normalizedRoot.count))
         }
         guard !text.isEmpty else { throw failure("names no entity") }
-        let path: LocalPath
-        do { path = try LocalPath.parse(text) } catch {
+        let path: ResourcePath
+        do { path = try LocalRequest.path(text) } catch {
             throw failure("is not a resource path: \(error.message)")
         }
         guard let first = path.segments.first, model.entitySets[first.name] != nil else {
@@ -70,11 +71,12 @@ struct EntityID: Sendable, Hashable {
             throw failure("does not fit the key of '\(set)': \(error.message)")
         }
         var values: [(String, JSONValue)] = []
-        if predicate.count == 1, predicate[0].name == nil {
-            values = [(type.key[0], CanonicalKey.coerce(predicate[0].value, type: type.propertyTypes[type.key[0]]))]
-        } else {
+        switch predicate {
+        case .single(let value):
+            values = [(type.key[0], CanonicalKey.coerce(value, type: type.propertyTypes[type.key[0]]))]
+        case .named(let parts):
             for name in type.key {
-                if let match = predicate.first(where: { $0.name == name }) {
+                if let match = parts.first(where: { $0.name == name }) {
                     values.append((name, CanonicalKey.coerce(match.value, type: type.propertyTypes[name])))
                 }
             }

@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataQuery
 import ODataTyped
 
 extension OfflineODataProvider {
@@ -100,7 +101,7 @@ extension OfflineODataProvider {
                 guard !navigation.constraints.isEmpty, let targetSet = model.targetSet(from: set, navigation: navigationName),
                       let targetType = model.entityType(ofSet: targetSet)
                 else { throw OfflineODataError(.invalidRequest, "'\(navigationName)' has no referential constraint to bind locally") }
-                let path = try LocalPath.parse(reference.hasPrefix(serviceRoot) ? String(reference.dropFirst(serviceRoot.count)) : reference)
+                let path = try LocalRequest.path(reference.hasPrefix(serviceRoot) ? String(reference.dropFirst(serviceRoot.count)) : reference)
                 guard path.segments.count == 1, path.segments[0].name == targetSet, let key = path.segments[0].key else {
                     throw OfflineODataError(.invalidRequest, "'\(reference)' is not an entity of \(targetSet)")
                 }
@@ -124,7 +125,7 @@ extension OfflineODataProvider {
     }
 
     /// The target of a change: an entity set, or one entity, possibly reached by navigation.
-    private nonisolated func changeTarget(_ parsed: ParsedQuery, store: EntityStore, model: ServiceModel,
+    private nonisolated func changeTarget(_ parsed: LocalRequest, store: EntityStore, model: ServiceModel,
                                           lookup: Lookup) throws -> (set: String, record: EntityRecord?, parent: (EntityRecord, String)?) {
         let segments = parsed.path.segments
         guard let first = segments.first, let type = model.entityType(ofSet: first.name) else {
@@ -162,7 +163,7 @@ extension OfflineODataProvider {
         return (related.set, single, nil)
     }
 
-    func create(_ parsed: ParsedQuery, body: Data?, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+    func create(_ parsed: LocalRequest, body: Data?, customTag: String?, store: EntityStore) async throws -> ODataResponse {
         let model = self.model
         let (record, counters) = try await store.write { changes in
             try self.createChange(parsed, body: body, customTag: customTag, model: model, store: store, changes: changes)
@@ -175,7 +176,7 @@ extension OfflineODataProvider {
     }
 
     /// A create, decided and written in one transaction.
-    private nonisolated func createChange(_ parsed: ParsedQuery, body: Data?, customTag: String?, model: ServiceModel, store: EntityStore,
+    private nonisolated func createChange(_ parsed: LocalRequest, body: Data?, customTag: String?, model: ServiceModel, store: EntityStore,
                                           changes: EntityStore.Changes) throws -> (EntityRecord, StoreCounters) {
         let lookup: Lookup = { try changes.current(set: $0, key: $1) }
         let target = try changeTarget(parsed, store: store, model: model, lookup: lookup)
@@ -221,7 +222,7 @@ extension OfflineODataProvider {
         return (record, written)
     }
 
-    func update(_ parsed: ParsedQuery, body: Data?, replace: Bool, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+    func update(_ parsed: LocalRequest, body: Data?, replace: Bool, customTag: String?, store: EntityStore) async throws -> ODataResponse {
         let model = self.model
         let counters = try await store.write { changes in
             try self.updateChange(parsed, body: body, replace: replace, customTag: customTag, model: model, store: store, changes: changes)
@@ -231,7 +232,7 @@ extension OfflineODataProvider {
     }
 
     /// An update, decided and written in one transaction.
-    private nonisolated func updateChange(_ parsed: ParsedQuery, body: Data?, replace: Bool, customTag: String?, model: ServiceModel,
+    private nonisolated func updateChange(_ parsed: LocalRequest, body: Data?, replace: Bool, customTag: String?, model: ServiceModel,
                                           store: EntityStore, changes: EntityStore.Changes) throws -> StoreCounters {
         let lookup: Lookup = { try changes.current(set: $0, key: $1) }
         let target = try changeTarget(parsed, store: store, model: model, lookup: lookup)
@@ -260,7 +261,7 @@ extension OfflineODataProvider {
                                headers: Self.ifMatch(record), customTag: customTag, changes: changes)
     }
 
-    func delete(_ parsed: ParsedQuery, customTag: String?, store: EntityStore) async throws -> ODataResponse {
+    func delete(_ parsed: LocalRequest, customTag: String?, store: EntityStore) async throws -> ODataResponse {
         if let first = parsed.path.segments.first, first.name == LocalQuery.errorArchiveSet {
             return try await deleteErrorEntry(parsed, store: store)
         }
@@ -285,9 +286,9 @@ extension OfflineODataProvider {
     /// entity with no request left in the queue is given up: one that never reached the back end
     /// goes; another returns to its downloaded state and the next download reads it again — so a
     /// 412 is repaired by deleting the entry, downloading, and making the change again.
-    private func deleteErrorEntry(_ parsed: ParsedQuery, store: EntityStore) async throws -> ODataResponse {
+    private func deleteErrorEntry(_ parsed: LocalRequest, store: EntityStore) async throws -> ODataResponse {
         let segments = parsed.path.segments
-        guard segments.count == 1, let key = segments[0].key, key.count == 1, let id = key[0].value.intValue else {
+        guard segments.count == 1, let key = segments[0].key?.parts, key.count == 1, let id = key[0].value.intValue else {
             throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
         }
         try await store.write { changes in

@@ -20,7 +20,7 @@ extension OfflineODataProvider {
     ///   `.entityNotFound`, `.entityExists`, `.storage`.
     public func execute(_ request: ODataRequest) async throws -> ODataResponse {
         let store = try openStore()
-        let parsed = try ParsedQuery(request: request)
+        let parsed = try LocalRequest(request: request)
         switch request.method {
         case .get:
             return try read(parsed, store: store, model: model)
@@ -48,7 +48,7 @@ extension OfflineODataProvider {
     /// - Throws: As ``execute(_:)``; `.invalidRequest` for a link that is not under the service root.
     public func execute(nextLink: String) async throws -> ODataResponse {
         let store = try openStore()
-        return try read(try ParsedQuery(nextLink, serviceRoot: serviceRoot), store: store, model: model)
+        return try read(try LocalRequest(nextLink, serviceRoot: serviceRoot), store: store, model: model)
     }
 
     // MARK: Reads
@@ -73,10 +73,10 @@ extension OfflineODataProvider {
             throw OfflineODataError(.invalidRequest, "read(_:) runs GET requests; use execute(_:) for \(request.method.rawValue)")
         }
         guard let (store, model) = readSnapshot.current else { throw OfflineODataError(.notOpen, "the offline store is not open") }
-        return try read(try ParsedQuery(request: request), store: store, model: model)
+        return try read(try LocalRequest(request: request), store: store, model: model)
     }
 
-    private nonisolated func read(_ parsed: ParsedQuery, store: EntityStore, model: ServiceModel) throws -> ODataResponse {
+    private nonisolated func read(_ parsed: LocalRequest, store: EntityStore, model: ServiceModel) throws -> ODataResponse {
         let query = LocalQuery(store: store, model: model)
         var segments = parsed.path.segments
         let countOnly = segments.last?.name == "$count"
@@ -150,13 +150,13 @@ extension OfflineODataProvider {
         }
     }
 
-    private nonisolated func resolve(_ segments: [LocalPath.Segment], query: LocalQuery, store: EntityStore) throws -> Target {
+    private nonisolated func resolve(_ segments: [ResourcePath.Segment], query: LocalQuery, store: EntityStore) throws -> Target {
         let model = query.model
         let first = segments[0]
         if first.name == LocalQuery.requestQueueSet {
             let entries = try store.queuedRequests().map { $0.jsonObject() }
             guard segments.count <= 1 else { throw OfflineODataError(.invalidRequest, "RequestQueue has no navigation properties") }
-            guard let key = first.key else { return .collection(first.name, entries) }
+            guard let key = first.key?.parts else { return .collection(first.name, entries) }
             guard key.count == 1, let id = key[0].value.intValue, key[0].name == nil || key[0].name == "RequestID" else {
                 throw OfflineODataError(.invalidRequest, "a RequestQueue key is the integer RequestID")
             }
@@ -167,7 +167,7 @@ extension OfflineODataProvider {
         }
         if first.name == LocalQuery.errorArchiveSet {
             let entries = try store.errorEntries()
-            guard let key = first.key else {
+            guard let key = first.key?.parts else {
                 guard segments.count == 1 else { throw OfflineODataError(.invalidRequest, "address one ErrorArchive entry before '\(segments[1].name)'") }
                 return .collection(first.name, entries.map { $0.properties(for: .v4) })
             }

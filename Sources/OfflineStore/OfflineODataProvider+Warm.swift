@@ -1,4 +1,5 @@
 import ODataCore
+import ODataQuery
 
 extension OfflineODataProvider {
     /// Runs, once at open, a filtered read, a key lookup and an ordered read of one entity set through the same code
@@ -24,7 +25,7 @@ extension OfflineODataProvider {
         guard let store else { return nil }
         let stored = Set(store.storedSets())
         for query in definingQueryList {
-            if let parsed = try? ParsedQuery(query.query, serviceRoot: serviceRoot), let first = parsed.path.segments.first?.name,
+            if let parsed = try? LocalRequest(query.query, serviceRoot: serviceRoot), let first = parsed.path.segments.first?.name,
                stored.contains(first) {
                 return first
             }

@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import ODataQuery
 import ODataTelemetry
 import Synchronization
 public import ODataCore
@@ -112,14 +113,14 @@ public actor OfflineODataProvider {
             throw OfflineODataError(.invalidDefiningQuery, "a defining query named '\(definingQuery.name)' exists already")
         }
         do {
-            _ = try ParsedQuery(definingQuery.query, serviceRoot: serviceRoot, checkDefiningQuery: true)
+            _ = try LocalRequest(definingQuery.query, serviceRoot: serviceRoot, checkDefiningQuery: true)
         } catch {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': \(error.message)")
         }
         for property in definingQuery.indexes where property.isEmpty || !property.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': the index '\(property)' is not a property name")
         }
-        if let model = store.map({ _ in self.model }), let set = try? ParsedQuery(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,
+        if let model = store.map({ _ in self.model }), let set = try? LocalRequest(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,
            model.entitySets[set] == nil {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': '\(set)' is not an entity set of the service")
         }

@@ -168,7 +168,7 @@ import Testing
         ("Customers?$filter=Country eq", "Country eq"),
         ("Customers?$top=-1", "$top"),
         ("Customers?$bogus=1", "$bogus"),
-        ("Customers('ALFKI'", "unclosed"),
+        ("Customers('ALFKI'", "unterminated key predicate"),
         ("Customers?$count=true", "$count"),
     ])
     func malformedDefiningQueriesAreRefusedByName(query: String, mention: String) async throws {

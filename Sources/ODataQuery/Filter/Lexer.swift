@@ -412,18 +412,21 @@ struct Lexer {
     private mutating func typedLiteral(prefix: String, start: Int) throws(ODataError) -> Literal {
         let quoteAt = position
         let body = try scanString()
-        switch prefix {
+        // The ABNF's quoted prefixes are case-insensitive (RFC 5234), as OData V2 producers write them (`DateTime'…'`);
+        // an enum type's qualified name is not.
+        let word = prefix.contains(".") ? prefix : prefix.lowercased()
+        switch word {
         case "duration":
             guard let nanos = Temporal.duration(body) else { throw error("invalid duration literal", at: quoteAt + 1) }
             return .duration(Temporal.renderDuration(nanos))
-        case "binary", "X", "x":
-            guard let canonical = Lexer.canonicalBinary(body, hex: prefix != "binary") else {
+        case "binary", "x":
+            guard let canonical = Lexer.canonicalBinary(body, hex: word != "binary") else {
                 throw error("invalid binary literal", at: quoteAt + 1)
             }
             return .binary(canonical)
         case "geography", "geometry":
-            guard !body.isEmpty else { throw error("empty \(prefix) literal", at: quoteAt + 1) }
-            return .geo(kind: prefix, text: body)
+            guard !body.isEmpty else { throw error("empty \(word) literal", at: quoteAt + 1) }
+            return .geo(kind: word, text: body)
         case "guid":
             guard Temporal.parseWhole(body, { s in Lexer.isGUID(&s) }) == true else {
                 throw error("invalid GUID literal", at: quoteAt + 1)
@@ -434,13 +437,13 @@ struct Lexer {
             return .date(Temporal.renderDate(day))
         case "datetimeoffset", "datetime":
             // OData V2's `datetime'2025-08-08T00:00:00'` has no offset: an instant in UTC (as `/Date(…)/` is).
-            guard let dto = Temporal.dateTimeOffset(body) ?? (prefix == "datetime" ? Temporal.dateTimeOffset(body + "Z") : nil) else {
+            guard let dto = Temporal.dateTimeOffset(body) ?? (word == "datetime" ? Temporal.dateTimeOffset(body + "Z") : nil) else {
                 throw error("invalid date-time literal", at: quoteAt + 1)
             }
             return .dateTimeOffset(dto.text)
         case "time", "timeofday":
             // V2 writes a time of day as a duration, `time'PT13H20M'`.
-            if prefix == "time", body.hasPrefix("PT"), let nanos = Temporal.duration(body), nanos >= 0, nanos < 86_400_000_000_000 {
+            if word == "time", body.hasPrefix("PT"), let nanos = Temporal.duration(body), nanos >= 0, nanos < 86_400_000_000_000 {
                 return .timeOfDay(Temporal.renderTimeOfDay(nanos))
             }
             guard let time = Temporal.timeOfDay(body) else { throw error("invalid time-of-day literal", at: quoteAt + 1) }

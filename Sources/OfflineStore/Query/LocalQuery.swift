@@ -32,7 +32,7 @@ struct LocalQuery: NavigationResolver {
     /// Checks a `$filter` value's syntax (for defining queries).
     static func checkFilter(_ text: String) throws(OfflineODataError) {
         do { _ = try FilterExpression.parse(text) } catch {
-            throw OfflineODataError(.invalidRequest, "$filter '\(text)' is malformed: \(error.message)")
+            throw LocalRequest.invalid(error, "$filter '\(text)'")
         }
     }
 
@@ -40,11 +40,11 @@ struct LocalQuery: NavigationResolver {
     ///
     /// OData V2's `$inlinecount=allpages` is read as `$count=true` (the count comes back as `@odata.count`) and
     /// `$inlinecount=none` as no count; any other value is refused.
-    static func options(_ options: [ParsedQuery.Option]) throws(OfflineODataError) -> QueryOptions {
+    static func options(_ options: [LocalRequest.Option]) throws(OfflineODataError) -> QueryOptions {
         var options = options.filter { $0.name != "$skiptoken" }
         if let index = options.firstIndex(where: { $0.name == "$inlinecount" }) {
             switch options[index].value {
-            case "allpages": options[index] = ParsedQuery.Option(name: "$count", value: "true")
+            case "allpages": options[index] = LocalRequest.Option(name: "$count", value: "true")
             case "none": options.remove(at: index)
             default: throw OfflineODataError(.invalidRequest, "$inlinecount must be 'allpages' or 'none', got '\(options[index].value)'")
             }
@@ -53,7 +53,7 @@ struct LocalQuery: NavigationResolver {
             .map { PercentEncoding.encodeQueryName($0.name) + "=" + PercentEncoding.encodeQueryValue($0.value) }
             .joined(separator: "&")
         do { return try QueryOptions.parse(raw) } catch {
-            throw OfflineODataError(.invalidRequest, "a query option is malformed: \(error.message)")
+            throw LocalRequest.invalid(error, "a query option")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ODataQuery
 
 /// The secondary indexes the defining queries declare (``OfflineODataDefiningQuery/indexes``), by entity set.
 enum DeclaredIndexes {
@@ -15,7 +16,7 @@ enum DeclaredIndexes {
         guard let model else { return [:] }
         var result: [String: [String]] = [:]
         for query in queries where !query.indexes.isEmpty {
-            guard let segments = try? ParsedQuery(query.query, serviceRoot: serviceRoot).path.segments, var set = segments.first?.name else { continue }
+            guard let segments = try? LocalRequest(query.query, serviceRoot: serviceRoot).path.segments, var set = segments.first?.name else { continue }
             for segment in segments.dropFirst() {
                 guard let next = model.targetSet(from: set, navigation: segment.name) else { break }
                 set = next

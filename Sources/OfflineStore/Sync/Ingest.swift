@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataQuery
 
 /// Collects downloaded entities into records: properties apart from navigation properties,
 /// `$expand`ed entities stored in their own sets, and links kept for navigation.
@@ -17,7 +18,7 @@ struct Ingest {
     }
 
     /// The entity set a defining query's path leads to.
-    func targetSet(of path: LocalPath) throws -> String? {
+    func targetSet(of path: ResourcePath) throws -> String? {
         guard let first = path.segments.first, model.entitySets[first.name] != nil else { return nil }
         var set = first.name
         for segment in path.segments.dropFirst() {

@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataQuery
 
 extension OfflineODataProvider {
     /// What a paged read reads.
@@ -54,7 +55,7 @@ extension OfflineODataProvider {
         _ query: OfflineODataDefiningQuery, _ read: PagedRead, entities: Int = 0, bytes: Int = 0,
         _ body: (DownloadedPage) async throws -> Void
     ) async throws {
-        let parsed = try ParsedQuery(query.query, serviceRoot: serviceRoot)
+        let parsed = try LocalRequest(query.query, serviceRoot: serviceRoot)
         guard let set = try Ingest(model: model).targetSet(of: parsed.path), model.entityType(ofSet: set) != nil else {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(query.name)': '\(parsed.rawPath)' does not name an entity set of the service")
         }

@@ -1,15 +1,19 @@
 import Foundation
 import ODataCore
+import ODataQuery
 
-/// A resource path with its query options, decoded: what a defining query, a local request or
-/// a local next link says.
-struct ParsedQuery: Sendable, Hashable {
+/// A request addressed to the local store — what a defining query, a local request or a local next link says:
+/// its path as ODataQuery's ``ResourcePath`` reads it, the path as written, and its query options decoded, in order.
+///
+/// Paths and options are read by ODataQuery (RFC 3986: a `+` stays a plus); what the store refuses on top of that
+/// (unknown or repeated system options, empty values, a defining query's shape) is checked here.
+struct LocalRequest: Sendable, Hashable {
     struct Option: Sendable, Hashable {
         var name: String
         var value: String
     }
 
-    var path: LocalPath
+    var path: ResourcePath
     var rawPath: String
     var options: [Option]
 
@@ -28,10 +32,10 @@ struct ParsedQuery: Sendable, Hashable {
         let pathText = String(pieces[0])
         var options: [Option] = []
         if pieces.count == 2 {
-            for piece in pieces[1].split(separator: "&") where !piece.isEmpty {
-                let pair = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                let decode = { (raw: Substring) in String(raw).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(raw) }
-                options.append(Option(name: decode(pair[0]), value: pair.count == 2 ? decode(pair[1]) : ""))
+            do {
+                options = try QueryOptions.decodedPairs(String(pieces[1])).map { Option(name: $0.name, value: $0.value) }
+            } catch {
+                throw Self.invalid(error, "the query of '\(text)'")
             }
         }
         try self.init(pathText: pathText, options: options, checkDefiningQuery: checkDefiningQuery)
@@ -44,7 +48,7 @@ struct ParsedQuery: Sendable, Hashable {
     }
 
     private init(pathText: String, options: [Option], checkDefiningQuery: Bool) throws(OfflineODataError) {
-        path = try LocalPath.parse(pathText)
+        path = try Self.path(pathText)
         rawPath = pathText.hasPrefix("/") ? String(pathText.dropFirst()) : pathText
         self.options = options
         var seen: Set<String> = []
@@ -78,6 +82,25 @@ struct ParsedQuery: Sendable, Hashable {
             }
             if let filter = value(of: "$filter") { try LocalQuery.checkFilter(filter) }
         }
+    }
+
+    /// Parses a resource path with ``ResourcePath/parse(_:)``: `Set`, `Set(key)`, `Set(key)/Nav`, `Set(key)/Nav(key)`…
+    ///
+    /// The path may be percent-encoded or not (an ``ODataRequest``'s path is kept as the caller wrote it): it is
+    /// encoded as a URL path would be, `%XX` sequences kept, then decoded once — a `%` that starts no `%XX` is data.
+    /// - Throws: `OfflineODataError.invalidRequest` naming the offending piece.
+    static func path(_ text: String) throws(OfflineODataError) -> ResourcePath {
+        // Without a `%` there is nothing to decode (the usual key lookup: no copy).
+        let encoded = text.utf8.contains(UInt8(ascii: "%")) ? PercentEncoding.encodePath(text) : text
+        do { return try ResourcePath.parse(encoded) } catch {
+            throw invalid(error, "the resource path '\(text)'")
+        }
+    }
+
+    /// The one place an ODataQuery parse error becomes the store's: `.invalidRequest`, naming what was read
+    /// (a caller that checks defining queries makes it `.invalidDefiningQuery`).
+    static func invalid(_ error: ODataError, _ what: String) -> OfflineODataError {
+        OfflineODataError(.invalidRequest, "\(what) is malformed: \(error.message)")
     }
 
     func value(of name: String) -> String? {
