@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import ODataTelemetry
 import ODataCore
 
 extension OfflineODataProvider {
@@ -39,8 +41,15 @@ extension OfflineODataProvider {
                 try await downloadQueries(names, configuration: &configuration, store: store)
             } catch {
                 // Not needed for correctness (the next download empties it before anything reads it): frees the space
-                // now. A store that cannot be written is left as it is; the error above is what the caller gets.
-                _ = try? await store.write { changes in try changes.clearStaging() }
+                // now. A store that cannot be written is left as it is; the error above is what the caller gets, and
+                // this one is logged.
+                do {
+                    try await store.write { changes in try changes.clearStaging() }
+                } catch let cleanup {
+                    parameters.telemetry.logger.warning("offline download: the staged pages of the failed download stay until the next one", metadata: [
+                        "store": .string(parameters.storeName), "error": .string(String(describing: cleanup)),
+                    ])
+                }
                 throw error
             }
         }
