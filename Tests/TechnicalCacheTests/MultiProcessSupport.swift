@@ -77,7 +77,9 @@ func runSharedLoad(
     }
     defer { cache.close() }
     var sequence = 0
-    for operation in 0..<operations where !stop() {
+    // `break`, not `where`: a `where` would still ask `stop` (a file check) for every remaining operation.
+    for operation in 0..<operations {
+        if stop() { break }
         let url = Shared.urls[Int.random(in: 0..<Shared.urls.count, using: &random)]
         let roll = mix == "write" ? Int.random(in: 45..<100, using: &random) : Int.random(in: 0..<100, using: &random)
         do {
