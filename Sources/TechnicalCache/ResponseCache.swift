@@ -273,7 +273,7 @@ public final class ResponseCache: Sendable {
                 var total = try cache.readBytes(txn)
                 failures = 0
                 let oldCrypto = old
-                let newCrypto = CacheCrypto(sealer: newSealer, indexKey: old.indexKey, generation: old.generation + 1)
+                let newCrypto = old.rekeyed(to: newSealer, in: txn.id)
                 for key in keys {
                     let opened = try txn.withValue(forKey: key, in: cache.entries) { buffer in buffer.flatMap { oldCrypto.open($0, key: key) } }
                     guard let entry = opened else {
@@ -286,11 +286,17 @@ public final class ResponseCache: Sendable {
                 }
                 try cache.writeBytes(total, txn)
                 try txn.setValue(Array(envelope.serialized), forKey: OpenCache.envelopeKey, in: cache.meta)
-                // Swap before the commit; lookups that race with it retry, and removals re-check.
-                cache.crypto.withLock { $0 = CacheCrypto(sealer: newSealer, indexKey: old.indexKey, generation: old.generation + 1) }
+                // Swap before the commit: every write after this transaction seals with the new key. A read
+                // transaction that began before the commit still opens its values with the old key, which
+                // the new keys keep for snapshots older than this transaction (`OpenCache.keys(for:)`).
+                cache.crypto.withLock { $0 = newCrypto }
             }
         } catch {
-            cache.crypto.withLock { $0 = CacheCrypto(sealer: old.sealer, indexKey: old.indexKey, generation: old.generation + 2) }
+            // Nothing was re-sealed: the old keys again, under a new generation (a write prepared with the
+            // new key seals again).
+            var restored = old
+            restored.generation = old.generation + 2
+            cache.crypto.withLock { $0 = restored }
             throw Self.storageError(error)
         }
         cache.hot.removeAll()  // held under the old generation: never answered again
@@ -310,19 +316,21 @@ public final class ResponseCache: Sendable {
     /// - Throws: ``CacheError/notOpen`` when the cache is closed.
     public func entry(for url: String) throws -> CacheEntry? {
         let cache = try openCache()
-        var crypto = cache.crypto.withLock { $0 }
+        let crypto = cache.crypto.withLock { $0 }
         if let hot = heldEntry(for: url, crypto: crypto, cache: cache),
            let entry = deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache) {
             return entry
         }
+        // A rekey keeps the index key: the LMDB key of a URL never changes while the cache is open.
         let key = crypto.entryKey(for: url, partition: configuration.partition)
-        var attempt = 0
+        // Two reasons to read again, counted apart so that neither uses up the other's tries.
+        var redelivered = 0
+        var rekeyed = 0
         while true {
-            attempt += 1
             let transaction = cache.environment.lastTransactionID
             let outcome: Lookup
             do {
-                outcome = try lookup(key: key, crypto: crypto, cache: cache)
+                outcome = try lookup(key: key, cache: cache)
             } catch LMDBError.environmentClosed {
                 throw CacheError.notOpen
             } catch {
@@ -330,28 +338,26 @@ public final class ResponseCache: Sendable {
                 outcome = .damaged
             }
             switch outcome {
-            case .hit(let entry):
+            case .hit(let entry, let generation):
                 if let tag = entry.sealedTag {
-                    cache.hot.hold(entry, url: url, key: key, generation: crypto.generation, tag: tag, at: transaction)
+                    cache.hot.hold(entry, url: url, key: key, generation: generation, tag: tag, at: transaction)
                 }
-                guard let delivered = deliver(entry, url: url, key: key, generation: crypto.generation, transaction: transaction,
-                                              cache: cache, retrying: attempt < 8)
-                else { continue }
+                guard let delivered = deliver(entry, url: url, key: key, generation: generation, transaction: transaction,
+                                              cache: cache, retrying: redelivered < 7)
+                else {
+                    redelivered += 1
+                    continue
+                }
                 return delivered
             case .miss:
                 counters.withLock { $0.requests += 1; $0.misses += 1 }
                 return tier == nil ? nil : secondTierEntry(for: url)
             case .damaged:
-                let current = cache.crypto.withLock { $0 }
-                if current.generation != crypto.generation && attempt < 3 {
-                    crypto = current
-                    continue
-                }
+                // The keys of the snapshot failed. Damaged — unless two rekeys committed between the start
+                // of the read and the reading of the keys: the write transaction decides with the keys then.
                 let removal = (try? removeDamaged(key: key, cache: cache)) ?? .gone
-                if removal == .resealed && attempt < 3 {
-                    // A rekey swaps the keys just before its commit: this lookup read the value sealed
-                    // under the old key with the new one. Read it again.
-                    crypto = cache.crypto.withLock { $0 }
+                if removal == .resealed && rekeyed < 2 {
+                    rekeyed += 1
                     continue
                 }
                 counters.withLock {
@@ -405,17 +411,21 @@ public final class ResponseCache: Sendable {
     }
 
     private enum Lookup {
-        case hit(CacheEntry)
+        /// The entry, opened with the keys of this generation.
+        case hit(CacheEntry, generation: UInt64)
         case miss
         case damaged
     }
 
-    private func lookup(key: [UInt8], crypto: CacheCrypto, cache: OpenCache) throws -> Lookup {
+    /// Reads and opens the value stored under `key` with the keys of the snapshot read (a rekey may be
+    /// committing meanwhile: see `OpenCache.keys(for:)`).
+    private func lookup(key: [UInt8], cache: OpenCache) throws -> Lookup {
         try cache.environment.read { txn in
+            let crypto = cache.keys(for: txn)
             let decoded: Lookup = try txn.withValue(forKey: key, in: cache.entries) { buffer in
                 guard let buffer else { return .miss }
                 guard let entry = crypto.open(buffer, key: key) else { return .damaged }
-                return .hit(entry)
+                return .hit(entry, generation: crypto.generation)
             }
             return decoded
         }
@@ -435,7 +445,7 @@ public final class ResponseCache: Sendable {
     /// current keys (a lookup racing with `rekey` must not delete a good entry).
     private func removeDamaged(key: [UInt8], cache: OpenCache) throws -> Removal {
         try cache.environment.write { txn in
-            let crypto = cache.crypto.withLock { $0 }
+            let crypto = cache.keys(for: txn)
             let found: Removal = try txn.withValue(forKey: key, in: cache.entries) { buffer in
                 guard let buffer else { return .gone }
                 return crypto.open(buffer, key: key) == nil ? .removed : .resealed
@@ -769,11 +779,12 @@ public final class ResponseCache: Sendable {
         } else {
             do {
                 stillStored = try cache.environment.read { txn in
-                    try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                    let keys = cache.keys(for: txn)
+                    return try txn.withValue(forKey: key, in: cache.entries) { buffer in
                         guard let buffer else { return false }
                         // The very sealed value the caller read: the same representation, nothing to open.
                         if let knownTag, CacheEntry.SealedTag(of: buffer) == knownTag { return true }
-                        guard let meta = crypto.openMeta(buffer, key: key) else { return false }
+                        guard let meta = keys.openMeta(buffer, key: key) else { return false }
                         let stored = CacheEntry(status: meta.status, trustedHeaders: meta.headers, payload: Data(), storedAt: meta.storedAt)
                         return stored.etag == validators.etag && stored.lastModified == validators.lastModified
                     }

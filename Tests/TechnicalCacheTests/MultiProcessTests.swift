@@ -41,6 +41,7 @@ import Glibc
                 directory: directory, worker: worker, seed: UInt64(worker) &* 7_919 &+ 11,
                 operations: Int(childEnvironment["CACHE_TEST_OPERATIONS"] ?? "") ?? 1_000,
                 mix: childEnvironment["CACHE_TEST_MIX"] ?? "mixed",
+                limit: Int(childEnvironment["CACHE_TEST_LIMIT"] ?? "") ?? Shared.limit,
                 durability: childEnvironment["CACHE_TEST_DURABILITY"] == "full" ? .full : .periodic(interval: .milliseconds(200)),
                 stop: { stopFile.map { FileManager.default.fileExists(atPath: $0) } ?? false },
                 progress: { report("PROGRESS \($0) \(Date().timeIntervalSince1970)") })

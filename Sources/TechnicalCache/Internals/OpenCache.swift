@@ -7,11 +7,20 @@ import ODataCore
 /// The keys in use: the data sealer (nil when encryption is disabled), the index (HMAC) key and a
 /// generation number that changes on every rekey.
 ///
+/// A rekey re-seals every value in its write transaction and swaps the keys just before that transaction
+/// commits, so a read transaction that began before the commit reads values sealed with the previous data
+/// key while this value already holds the new one: `keys(forSnapshot:)` picks the key of the snapshot.
+///
 /// `@unchecked Sendable` for `SymmetricKey` only: it is an immutable value (see `SealingKey`).
 struct CacheCrypto: @unchecked Sendable {
     var sealer: Sealer?
     let indexKey: SymmetricKey
     var generation: UInt64
+    /// The ID of the transaction that re-sealed every value with `sealer` (the last rekey); 0 when none
+    /// did since the cache was opened.
+    private(set) var sealedSince: UInt64 = 0
+    /// The data key that sealed the values of the snapshots older than `sealedSince`.
+    private var previousSealer: Sealer?
     /// HMAC-SHA256 (RFC 2104) with the key's inner and outer pads already absorbed, so that a lookup
     /// hashes only its message: `H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ message))`.
     private let innerHash: SHA256
@@ -30,6 +39,25 @@ struct CacheCrypto: @unchecked Sendable {
         outer.update(data: block.map { $0 ^ 0x5C })
         innerHash = inner
         outerHash = outer
+    }
+
+    /// These keys after a rekey whose transaction `transaction` re-sealed every value with `sealer`: the
+    /// current data key stays the one of the snapshots older than `transaction`; the index key is kept.
+    func rekeyed(to sealer: Sealer, in transaction: UInt64) -> CacheCrypto {
+        var next = CacheCrypto(sealer: sealer, indexKey: indexKey, generation: generation + 1)
+        next.sealedSince = transaction
+        next.previousSealer = self.sealer
+        return next
+    }
+
+    /// The keys that sealed the values a transaction with ID `snapshot` reads (`LMDBTransaction.id`: for a
+    /// read transaction, the last transaction committed when it began). Read after the transaction began,
+    /// these are the keys of its snapshot unless two rekeys committed in between.
+    func keys(forSnapshot snapshot: UInt64) -> CacheCrypto {
+        guard snapshot < sealedSince else { return self }
+        var older = self
+        older.sealer = previousSealer
+        return older
     }
 
     /// The LMDB key of a URL: HMAC-SHA256 over the partition (length-prefixed) and the literal URL.
@@ -248,6 +276,7 @@ final class OpenCache: Sendable {
     let lru: LMDBDatabase
     let meta: LMDBDatabase
     let lock: DirectoryLock
+    /// The keys in use; a rekey swaps them inside its write transaction, before the commit.
     let crypto: LockedValue<CacheCrypto>
     /// Lookups not yet written to the LRU index: key → (tick, time in ms).
     let touches = LockedValue<[TouchKey: (tick: UInt64, milliseconds: Int64)]>([:])
@@ -285,6 +314,13 @@ final class OpenCache: Sendable {
     static let envelopeKey = Array("envelope".utf8)
     static let plaintextKey = Array("plaintext".utf8)
     static let formatKey = Array("format".utf8)
+
+    /// The keys that sealed the values `txn` reads, taken inside it: a rekey that committed before `txn`
+    /// began swapped the keys before its commit, and one that had not committed left the previous key for
+    /// older snapshots (see `CacheCrypto.keys(forSnapshot:)`).
+    func keys(for txn: LMDBTransaction) -> CacheCrypto {
+        crypto.withLock { $0 }.keys(forSnapshot: txn.id)
+    }
 
     func takeTick() -> UInt64 {
         nextTick.wrappingAdd(1, ordering: .relaxed).oldValue
