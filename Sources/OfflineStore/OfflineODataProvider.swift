@@ -182,7 +182,6 @@ public actor OfflineODataProvider {
                 try await reported(.initialDownload) { try await initialDownload(store: store) }
             }
             readSnapshot.set(store, model)
-            warmReads()
             setState(.open)
         } catch {
             shutDown()
