@@ -68,7 +68,7 @@ public struct OfflineODataParameters: Sendable {
     /// and the SAP dialect (`sap-client`, `sap-language`, `MERGE`). The default is `SessionOptions()`: no
     /// authentication, a CSRF token fetched before the first upload, cookies kept in memory, and updates sent as
     /// `MERGE` to a service whose `$metadata` is EDMX 1.0 (OData V2), as `PATCH` to any other; a
-    /// ``SessionOptions/updateMethod`` set here is used whatever the service (`.patch` for a V2 back end that
+    /// `SessionOptions.updateMethod` set here is used whatever the service (`.patch` for a V2 back end that
     /// takes it). The authenticator is the current user's; a previous user's requests (``forceUploadOnUserSwitch``) go in a
     /// session of their own with ``credentials`` of that user.
     public var session: SessionOptions = SessionOptions()
