@@ -6,8 +6,10 @@
 // 1. `download`: the initial download of N generated entities from the fixture producer (real HTTP, paged, a
 //    commit per page): entities per second, client CPU, peak RSS.
 // 2. `store`: the downloaded store opened again and queried through the public API — open, the first query after
-//    open vs later ones, key lookup, a selective filter on an indexed property (≈1 % of rows), a 5-clause filter
-//    that must scan, `$orderby` on an indexed property with `$top=20`, `$count` — and its peak RSS.
+//    open vs later ones (wall time and the querying thread's CPU time), the first after a reopen in the same
+//    process (per-open costs without the once-per-process ones), key lookup, a selective filter on an indexed
+//    property (≈1 % of rows), a 5-clause filter that must scan, `$orderby` on an indexed property with `$top=20`,
+//    `$count` — and its peak RSS.
 // 2b. `redownload`: after the queries, a full re-download of the store (its delta tokens expired): time, client CPU,
 //    peak RSS (`OFFLINE_BENCH_REDOWNLOAD=0` skips it).
 // 3. `sqlite`: the same rows in SQLite through GRDB with the same indexes, the same queries, each answer written as
@@ -127,6 +129,13 @@ func peakResidentBytes() -> Int {
 func cpuSeconds() -> Double { processCPUNanoseconds() / 1e9 }
 /// A child's figure, read by the parent: `metric<TAB>value`.
 func report(_ metric: String, _ value: Double) { print("\(metric)\t\(value)") }
+/// The CPU time of the calling thread so far, user and system (a read runs on its caller's thread): what a query
+/// cost without the time the thread waited for a core on a loaded machine.
+func threadCPUNanoseconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) * 1e9 + Double(time.tv_nsec)
+}
 func elapsed(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) }
 
 /// The queries measured on both sides: the OData request and the SQL of the floor.
@@ -191,9 +200,11 @@ case "store":
     }
     func entities(_ payload: Data) throws -> Int { try JSON.parse(payload)["value"]?.arrayValue?.count ?? -1 }
     start = DispatchTime.now().uptimeNanoseconds
+    var cpuStart = threadCPUNanoseconds()
     let firstAnswer = try get("Items", [.filter(selectiveFilter)])
     // Only the read is timed, as in the later queries: parsing the answer here to count it is the benchmark's work.
     report("selective indexed filter, first query after open (ns)", elapsed(since: start))
+    report("selective indexed filter, first query after open, thread CPU (ns)", threadCPUNanoseconds() - cpuStart)
     report("selective indexed filter, matches", Double(try entities(firstAnswer)))
     // For `perf record`: open, the first query, a pause of 200 ms, the same kind of query on other rows, then the
     // process ends (the pause splits the two in the samples' timestamps).
@@ -202,12 +213,21 @@ case "store":
         _ = try get("Items", [.filter(otherRowsFilter)])
         exit(0)
     }
-    // The same kind of query over other rows, first time: the code and statements are warm, its pages are not
-    // (what the first query costs beyond a later one, split into first use of code and first touch of pages).
+    // The same kind of query over other rows, first time: the code and statements are warm, most of its pages are
+    // not (what the first query costs beyond a later one, split into first use of code and first touch of pages).
+    // Not quite cold: its rows share pages with the first query's (both are spread over the table), and it reuses the
+    // heap the first query grew.
     start = DispatchTime.now().uptimeNanoseconds
     _ = try get("Items", [.filter(otherRowsFilter)])
     report("selective filter on other rows, first time (ns)", elapsed(since: start))
     report("selective indexed filter p50 (ns)", try measure("selective", warmup: 3, iterations: 50) { _ = try get("Items", [.filter(selectiveFilter)]) }.median)
+    var laterCPU: [Double] = []
+    for _ in 0..<20 {
+        cpuStart = threadCPUNanoseconds()
+        _ = try get("Items", [.filter(selectiveFilter)])
+        laterCPU.append(threadCPUNanoseconds() - cpuStart)
+    }
+    report("selective indexed filter p50, thread CPU (ns)", laterCPU.sorted()[laterCPU.count / 2])
 
     var keyGenerator = SystemRandomNumberGenerator()
     let keys = (0..<5_000).map { _ in Int.random(in: 1...count, using: &keyGenerator) }
@@ -236,6 +256,16 @@ case "store":
     let counted = Int(String(decoding: try get("Items/$count", [.filter(countFilter)]), as: UTF8.self)) ?? -1
     report("$count of an indexed eq (5 %), value", Double(counted))
     report("$count of an indexed eq (5 %) p50 (ns)", try measure("count", warmup: 5, iterations: 100) { _ = try get("Items/$count", [.filter(countFilter)]) }.median)
+    // Closed and opened again in the same process, the first query: the same rows and pages as the first query after
+    // open, the reader's page cache empty again, but code, heap and the runtime's metadata already used — what a
+    // first query costs per open, without what it costs once per process.
+    await provider.close()
+    try await provider.open()
+    start = DispatchTime.now().uptimeNanoseconds
+    cpuStart = threadCPUNanoseconds()
+    _ = try get("Items", [.filter(selectiveFilter)])
+    report("selective indexed filter, first query after a reopen in the same process (ns)", elapsed(since: start))
+    report("selective indexed filter, first query after a reopen, thread CPU (ns)", threadCPUNanoseconds() - cpuStart)
     await provider.close()
     report("peak RSS, open + queries (bytes)", Double(peakResidentBytes()))
     exit(0)
@@ -348,9 +378,16 @@ func parent() throws {
         return cells
     })
     for (name, label) in [("store", "4 KiB pages")] + (small.map { [("store" + $0, "\(smallPage / 1024) KiB pages")] } ?? []) {
-        if let first = figures["selective indexed filter, first query after open (ns)"]?[name],
-           let later = figures["selective indexed filter p50 (ns)"]?[name] {
+        let row = { (metric: String) in figures["selective indexed filter" + metric]?[name] }
+        if let first = row(", first query after open (ns)"), let later = row(" p50 (ns)") {
             print("\nFirst query after open ÷ later p50, \(label): \(String(format: "%.2f×", first / later)) (target ≤ 2×)")
+            if let cpu = row(", first query after open, thread CPU (ns)"), let laterCPU = row(" p50, thread CPU (ns)") {
+                print("  in thread CPU: \(String(format: "%.2f×", cpu / laterCPU))", terminator: "")
+                if let reopen = row(", first query after a reopen, thread CPU (ns)") {
+                    print("; the first after a reopen in the same process: \(String(format: "%.2f×", reopen / laterCPU))", terminator: "")
+                }
+                print()
+            }
         }
     }
     for name in ["download"] + (small.map { ["download" + $0] } ?? []) {
