@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import ODataCore
 import ODataQuery
 import ODataTelemetry
 import Synchronization
@@ -16,7 +17,7 @@ public import ODataSession
 /// answered with the same OData V4 JSON the back end gives.
 ///
 /// One store directory (`storePath/storeName`) can be open only once at a time, in this process
-/// or any other (an exclusive `flock`).
+/// or any other (an exclusive lock on `storePath/storeName.lock`, which the kernel drops when the process ends).
 ///
 /// ## Topics
 /// - ``add(definingQuery:)``
@@ -43,7 +44,7 @@ public actor OfflineODataProvider {
     var definingQueryList: [OfflineODataDefiningQuery] = []
     private(set) var state: OfflineODataStoreState = .closed
     var store: EntityStore?
-    private var lock: StoreLock?
+    private var lock: StorageLock?
     var configuration: StoreConfiguration?
     var counters = StoreCounters()
     var model = ServiceModel() { didSet { session.defaultUpdateMethod = model.isV2 ? .merge : .patch } }  // V2 (EDMX 1.0): MERGE unless the parameters say
@@ -90,7 +91,7 @@ public actor OfflineODataProvider {
         try parameters.validate()
         try EntityStore.refuseLMDBFormat(in: parameters.storeDirectory)
         guard FileManager.default.fileExists(atPath: StoreKeyCheck.path(in: parameters.storeDirectory)) else { return nil }
-        let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
+        let lock = try StorageLock.store(parameters.storeDirectory)
         defer { lock.release() }
         let store = try EntityStore.open(directory: parameters.storeDirectory, parameters: parameters)
         defer { store.close() }
@@ -162,7 +163,7 @@ public actor OfflineODataProvider {
         do {
             try FileManager.default.createDirectory(atPath: parameters.storePath, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
-            let lock = try StoreLock(path: parameters.storeDirectory + ".lock")
+            let lock = try StorageLock.store(parameters.storeDirectory)
             self.lock = lock
             let store = try EntityStore.open(directory: parameters.storeDirectory, parameters: parameters)
             self.store = store

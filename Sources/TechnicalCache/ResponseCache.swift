@@ -93,7 +93,7 @@ public final class ResponseCache: Sendable {
     ///   opened.
     public func open(encryption: CacheEncryption) throws {
         if isOpen { return }
-        let lock = try DirectoryLock.acquire(directory: directory, lockFileName: Self.lockFileName)
+        let lock = try StorageLock.cache(directory: directory)
         do {
             // One process at a time reads or creates the key and the key-check record.
             let opened = try lock.duringSetup {
@@ -105,6 +105,9 @@ public final class ResponseCache: Sendable {
                 return false
             }
             if raced { opened.environment.close() }
+        } catch let failure as StorageLock.Failure {
+            lock.release()
+            throw CacheError(lockFailure: failure)
         } catch {
             lock.release()
             throw error
@@ -115,7 +118,7 @@ public final class ResponseCache: Sendable {
         }
     }
 
-    private static func openStorage(directory: String, configuration: CacheConfiguration, encryption: CacheEncryption, lock: DirectoryLock) throws -> OpenCache {
+    private static func openStorage(directory: String, configuration: CacheConfiguration, encryption: CacheEncryption, lock: StorageLock) throws -> OpenCache {
         let options = LMDBEnvironment.Options(
             mapSize: max(4 << 20, (configuration.sizeLimit * 2 + 0xFFFFF) & ~0xFFFFF),
             maxDatabases: 4,
@@ -124,7 +127,7 @@ public final class ResponseCache: Sendable {
             createDirectory: false)
         let environment: LMDBEnvironment
         do {
-            environment = try LMDBEnvironment(path: lock.path, options: options)
+            environment = try LMDBEnvironment(path: lock.directory, options: options)
         } catch {
             throw CacheError.storage.with(detail: "cannot open the cache files in \(directory): \(error)")
         }
@@ -223,10 +226,10 @@ public final class ResponseCache: Sendable {
     ///   has it open (nothing is deleted); ``CacheError/fileSystem`` when a file cannot be removed.
     public func reset() throws {
         if isOpen { throw CacheError.cacheIsOpen }
-        let lock = try DirectoryLock.acquire(directory: directory, lockFileName: Self.lockFileName, exclusive: true)
+        let lock = try StorageLock.cache(directory: directory, exclusive: true)
         defer { lock.release() }
         for file in ["data.mdb", "lock.mdb"] {
-            let path = lock.path + "/" + file
+            let path = lock.directory + "/" + file
             guard FileManager.default.fileExists(atPath: path) else { continue }
             do { try FileManager.default.removeItem(atPath: path) } catch {
                 throw CacheError.fileSystem.with(detail: "cannot remove \(path): \(error)")
@@ -247,7 +250,7 @@ public final class ResponseCache: Sendable {
     ///   encryption on or off; ``CacheError/storage`` when the transaction fails (nothing changed).
     public func rekey(to encryption: CacheEncryption) throws {
         let cache = try openCache()
-        try cache.lock.makeExclusive()
+        try cache.lock.makeCacheExclusive()
         defer { cache.lock.makeShared() }
         let old = cache.crypto.withLock { $0 }
         guard old.sealer != nil else {

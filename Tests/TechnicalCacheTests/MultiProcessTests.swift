@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ODataCore
 @testable import TechnicalCache
 #if canImport(Glibc)
 import Glibc
@@ -208,7 +209,7 @@ import Glibc
         defer { dir.remove() }
         let child = try scripted(dir)
         // What `reset` and `rekey` hold while they run.
-        let exclusive = try DirectoryLock.acquire(directory: dir.cachePath, lockFileName: ResponseCache.lockFileName, exclusive: true)
+        let exclusive = try StorageLock.cache(directory: dir.cachePath, exclusive: true)
         #expect(child.send("open") == "error CacheError.inUseElsewhere")
         exclusive.release()
         #expect(child.send("open") == "ok")

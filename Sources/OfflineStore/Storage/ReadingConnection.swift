@@ -9,7 +9,7 @@ import Synchronization
 /// commits nothing (``noteCommit()`` counts its commits): each read sees every commit that ended before it began, as
 /// with a transaction per statement, without taking and releasing SQLite's file and WAL locks for every statement (an
 /// `fcntl` each, and an `fstat`: most of a key lookup's system calls). The store is the only writer of its file (one
-/// open store per path, ``StoreLock``). The writer lets go of the transaction when it begins a transaction and when
+/// open store per path, `StorageLock`). The writer lets go of the transaction when it begins a transaction and when
 /// it commits, if no read is under way (else the read under way does when it ends), so a held transaction keeps
 /// neither the checkpoint of a commit nor the start over of the write-ahead log from happening for longer than one
 /// read (SQLite starts the log over only when no reader holds a place in it).

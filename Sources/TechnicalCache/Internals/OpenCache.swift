@@ -256,7 +256,7 @@ struct PendingRefresh: Sendable {
 
 /// Everything that exists only while a cache is open.
 ///
-/// Several processes may have the same cache open (see `DirectoryLock`), each with an `OpenCache` of its
+/// Several processes may have the same cache open (see `StorageLock`), each with an `OpenCache` of its
 /// own, so what is kept here is either this process's alone or a copy of the files that is checked
 /// against them:
 /// - the byte total and the LRU ticks are read inside every write transaction (`readBytes`,
@@ -275,7 +275,7 @@ final class OpenCache: Sendable {
     let info: LMDBDatabase
     let lru: LMDBDatabase
     let meta: LMDBDatabase
-    let lock: DirectoryLock
+    let lock: StorageLock
     /// The keys in use; a rekey swaps them inside its write transaction, before the commit.
     let crypto: LockedValue<CacheCrypto>
     /// Lookups not yet written to the LRU index: key → (tick, time in ms).
@@ -297,7 +297,7 @@ final class OpenCache: Sendable {
     /// A random identity of this opening, so that an entry read from an earlier one is never taken for current.
     let identity = UInt64.random(in: .min ... .max)
 
-    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: DirectoryLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int) {
+    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int) {
         self.environment = environment
         hot = HotEntries(budget: memoryBudget)
         entries = databases[0]
