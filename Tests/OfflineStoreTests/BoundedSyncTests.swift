@@ -32,7 +32,7 @@ import Testing
             let select = try connection.prepare("SELECT count(*) FROM sqlite_master")
             return try select.step() ? Int(select.integer(at: 0)) : 0
         }
-        // The initial download and open (the indexes each looks for, the warm-up's filter and key lookup) walk the schema a
+        // The initial download and open (the indexes each looks for) walk the schema a
         // few times and no set: the smallest set here, Customers, is 91 rows, over 3× the schema's.
         #expect(before < 3 * schemaRows && 3 * schemaRows < 90, "\(before) steps, the schema is \(schemaRows) rows")
         #expect(try store.recordCount(in: "Order_Details") == 2155)
