@@ -53,7 +53,12 @@ public enum JSONBatch {
             let headers = try fields(object["headers"], owner: "request '\(id)'")
             let pathAndQuery = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
             let options = pathAndQuery.count > 1 ? pathAndQuery[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
-            let request = ODataRequest(method: method, resourcePath: String(pathAndQuery[0]).removingPercentEncoding ?? String(pathAndQuery[0]),
+            let path: String
+            do { path = try PercentDecoding.decodeString(String(pathAndQuery[0])) } catch {
+                throw ODataError(.malformedBatch, "request '\(id)' has an invalid 'url' '\(url.prefix(80))': \(error.message)",
+                                 offset: error.offset)
+            }
+            let request = ODataRequest(method: method, resourcePath: path,
                                        queryOptions: options, headerFields: headers, body: bodyData(object["body"]), useCache: false)
             let group = object["atomicityGroup"]?.stringValue
             if group != currentGroup { flush() }
