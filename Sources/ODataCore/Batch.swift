@@ -113,8 +113,10 @@ public enum MultipartBatch {
     /// - Parameters:
     ///   - body: the body.
     ///   - contentType: the request's `Content-Type` (it names the boundary).
-    /// - Returns: the batch; query strings are kept verbatim as ``QueryOption/encoded(_:)`` pieces.
-    /// - Throws: ``ODataError`` `.malformedBatch` or `.malformedHTTPMessage` with what was wrong.
+    /// - Returns: the batch; paths percent-decoded by ``PercentDecoding``, query strings kept verbatim as
+    ///   ``QueryOption/encoded(_:)`` pieces.
+    /// - Throws: ``ODataError`` `.malformedBatch` or `.malformedHTTPMessage` with what was wrong (a part whose path
+    ///   has a `%` that starts no `%XX` is a `.malformedHTTPMessage`).
     public static func decodeRequest(_ body: Data, contentType: String) throws(ODataError) -> BatchRequest {
         let boundary = try boundary(of: contentType)
         var parts: [BatchRequest.Part] = []

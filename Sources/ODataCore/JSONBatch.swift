@@ -32,8 +32,10 @@ public enum JSONBatch {
 
     /// Decodes a batch request body, as a server does.
     /// - Parameter body: the body.
-    /// - Returns: the batch; consecutive requests of one atomicity group form one change set.
-    /// - Throws: ``ODataError`` `.malformedJSON` or `.malformedBatch` naming what was wrong.
+    /// - Returns: the batch; consecutive requests of one atomicity group form one change set; each `url`'s path is
+    ///   percent-decoded by ``PercentDecoding``, its query kept verbatim as ``QueryOption/encoded(_:)`` pieces.
+    /// - Throws: ``ODataError`` `.malformedJSON` or `.malformedBatch` naming what was wrong (a request whose `url`
+    ///   path has a `%` that starts no `%XX` is a `.malformedBatch`).
     public static func decodeRequest(_ body: Data) throws(ODataError) -> BatchRequest {
         let items = try array(named: "requests", in: body)
         var parts: [BatchRequest.Part] = []
