@@ -223,6 +223,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataCore"]),
+        // ilodata's own parsing (its typed requests), without a store; OfflineStoreTests runs the built binary.
+        .testTarget(name: "ilodataTests", dependencies: ["ilodata", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTelemetryTests",
             dependencies: [

@@ -113,8 +113,10 @@ public enum MultipartBatch {
     /// - Parameters:
     ///   - body: the body.
     ///   - contentType: the request's `Content-Type` (it names the boundary).
-    /// - Returns: the batch; query strings are kept verbatim as ``QueryOption/encoded(_:)`` pieces.
-    /// - Throws: ``ODataError`` `.malformedBatch` or `.malformedHTTPMessage` with what was wrong.
+    /// - Returns: the batch; paths percent-decoded by ``PercentDecoding``, query strings kept verbatim as
+    ///   ``QueryOption/encoded(_:)`` pieces.
+    /// - Throws: ``ODataError`` `.malformedBatch` or `.malformedHTTPMessage` with what was wrong (a part whose path
+    ///   has a `%` that starts no `%XX` is a `.malformedHTTPMessage`).
     public static func decodeRequest(_ body: Data, contentType: String) throws(ODataError) -> BatchRequest {
         let boundary = try boundary(of: contentType)
         var parts: [BatchRequest.Part] = []
@@ -316,7 +318,10 @@ public enum MultipartBatch {
         return (String(decoding: bytes[index..<contentEnd], as: UTF8.self), min(lineEnd + 1, bytes.count))
     }
 
-    /// Parses `METHOD url HTTP/1.1`, headers and body into a request.
+    /// Parses `METHOD url HTTP/1.1`, headers and body into a request; the url's path is percent-decoded by
+    /// ``PercentDecoding`` (a `+` stays a plus), its query kept verbatim.
+    /// - Throws: ``ODataError`` `.malformedHTTPMessage` for a bad start line or header, or a path with a `%` that
+    ///   starts no `%XX` or that decodes to bytes that are not UTF-8 (the offset is in the path).
     static func parseRequest(_ data: Data) throws(ODataError) -> ODataRequest {
         let bytes = [UInt8](data)
         let (line, rest) = try startLine(bytes)
@@ -333,8 +338,12 @@ public enum MultipartBatch {
         let options = pathAndQuery.count > 1
             ? pathAndQuery[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
         let body = bodyStart < bytes.count ? Data(bytes[bodyStart...]) : nil
-        return ODataRequest(method: method, resourcePath: String(pathAndQuery[0]).removingPercentEncoding ?? String(pathAndQuery[0]),
-                            queryOptions: options, headerFields: headers, body: body, useCache: false)
+        let path: String
+        do { path = try PercentDecoding.decodeString(String(pathAndQuery[0])) } catch {
+            throw ODataError(.malformedHTTPMessage, "the request target '\(target.prefix(80))' of a batch part: \(error.message)",
+                             offset: error.offset)
+        }
+        return ODataRequest(method: method, resourcePath: path, queryOptions: options, headerFields: headers, body: body, useCache: false)
     }
 
     /// Parses `HTTP/1.1 200 OK`, headers and body into a response.

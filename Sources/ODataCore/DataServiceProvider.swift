@@ -31,11 +31,13 @@ extension DataServiceProvider {
 
 extension ODataRequest {
     /// A GET of a link a service gave (a next link, an edit link): absolute under `serviceRoot`, or relative
-    /// to it; its query is kept exactly as sent.
+    /// to it; its path is percent-decoded by ``PercentDecoding`` (a `+` stays a plus), its query is kept exactly
+    /// as sent.
     /// - Parameters:
     ///   - link: the link.
     ///   - serviceRoot: the service root, ending with `/`.
-    /// - Throws: ``ODataError`` `.invalidURL` for an absolute link outside the service root.
+    /// - Throws: ``ODataError`` `.invalidURL` for an absolute link outside the service root, or a path with a `%`
+    ///   that starts no `%XX` or that decodes to bytes that are not UTF-8 (with the offset in the path).
     public init(link: String, serviceRoot: String) throws(ODataError) {
         var relative = link
         if link.hasPrefix("http://") || link.hasPrefix("https://") {
@@ -50,6 +52,10 @@ extension ODataRequest {
         }
         let parts = relative.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let options = parts.count > 1 ? parts[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
-        self.init(method: .get, resourcePath: String(parts[0]).removingPercentEncoding ?? String(parts[0]), queryOptions: options)
+        let path: String
+        do { path = try PercentDecoding.decodeString(String(parts[0])) } catch {
+            throw ODataError(.invalidURL, "the path of the link '\(link)': \(error.message)", offset: error.offset)
+        }
+        self.init(method: .get, resourcePath: path, queryOptions: options)
     }
 }

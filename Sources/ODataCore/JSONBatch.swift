@@ -32,8 +32,10 @@ public enum JSONBatch {
 
     /// Decodes a batch request body, as a server does.
     /// - Parameter body: the body.
-    /// - Returns: the batch; consecutive requests of one atomicity group form one change set.
-    /// - Throws: ``ODataError`` `.malformedJSON` or `.malformedBatch` naming what was wrong.
+    /// - Returns: the batch; consecutive requests of one atomicity group form one change set; each `url`'s path is
+    ///   percent-decoded by ``PercentDecoding``, its query kept verbatim as ``QueryOption/encoded(_:)`` pieces.
+    /// - Throws: ``ODataError`` `.malformedJSON` or `.malformedBatch` naming what was wrong (a request whose `url`
+    ///   path has a `%` that starts no `%XX` is a `.malformedBatch`).
     public static func decodeRequest(_ body: Data) throws(ODataError) -> BatchRequest {
         let items = try array(named: "requests", in: body)
         var parts: [BatchRequest.Part] = []
@@ -53,7 +55,12 @@ public enum JSONBatch {
             let headers = try fields(object["headers"], owner: "request '\(id)'")
             let pathAndQuery = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
             let options = pathAndQuery.count > 1 ? pathAndQuery[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
-            let request = ODataRequest(method: method, resourcePath: String(pathAndQuery[0]).removingPercentEncoding ?? String(pathAndQuery[0]),
+            let path: String
+            do { path = try PercentDecoding.decodeString(String(pathAndQuery[0])) } catch {
+                throw ODataError(.malformedBatch, "request '\(id)' has an invalid 'url' '\(url.prefix(80))': \(error.message)",
+                                 offset: error.offset)
+            }
+            let request = ODataRequest(method: method, resourcePath: path,
                                        queryOptions: options, headerFields: headers, body: bodyData(object["body"]), useCache: false)
             let group = object["atomicityGroup"]?.stringValue
             if group != currentGroup { flush() }

@@ -34,6 +34,10 @@ public enum QueryOption: Sendable, Hashable {
     case encoded(String)
 
     /// The option's name as it appears in the URL (`$filter`, `sap-client`).
+    ///
+    /// An ``encoded(_:)`` piece's name is percent-decoded by ``PercentDecoding`` (`%24top` → `$top`, a `+` stays a
+    /// plus); a name with a `%` that starts no `%XX` (``rendered()`` refuses such a piece), or that decodes to bytes
+    /// that are not UTF-8, is given as written.
     public var name: String {
         switch self {
         case .filter: "$filter"
@@ -48,11 +52,13 @@ public enum QueryOption: Sendable, Hashable {
         case .deltaToken: "$deltatoken"
         case .format: "$format"
         case .custom(let name, _): name
-        case .encoded(let piece): String(piece.prefix { $0 != "=" }).removingPercentEncoding ?? ""
+        case .encoded(let piece): Self.decodedOrAsWritten(String(piece.prefix { $0 != "=" }))
         }
     }
 
     /// The option's value before percent-encoding.
+    ///
+    /// An ``encoded(_:)`` piece's value is percent-decoded as its ``name`` is, and given as written when it cannot be.
     public var value: String {
         switch self {
         case .filter(let text), .search(let text), .skipToken(let text), .deltaToken(let text), .format(let text):
@@ -62,14 +68,15 @@ public enum QueryOption: Sendable, Hashable {
         case .count(let flag): flag ? "true" : "false"
         case .custom(_, let value): value
         case .encoded(let piece):
-            piece.firstIndex(of: "=").map { String(piece[piece.index(after: $0)...]).removingPercentEncoding ?? "" } ?? ""
+            piece.firstIndex(of: "=").map { Self.decodedOrAsWritten(String(piece[piece.index(after: $0)...])) } ?? ""
         }
     }
 
     /// Checks the option and renders it as `name=value`, percent-encoded.
     /// - Returns: the piece of the query string.
     /// - Throws: ``ODataError`` `.invalidQueryOption` for a negative `$top`/`$skip`, an empty
-    ///   `$select`/`$expand`/`$orderby` item, an empty or `$`-less system-looking custom name.
+    ///   `$select`/`$expand`/`$orderby` item, an empty or `$`-less system-looking custom name; for an ``encoded(_:)``
+    ///   piece that is not one `name=value` piece, or that has a `%` that starts no `%XX` (with its offset in the piece).
     public func rendered() throws(ODataError) -> String {
         switch self {
         case .top(let count) where count < 0, .skip(let count) where count < 0:
@@ -84,11 +91,21 @@ public enum QueryOption: Sendable, Hashable {
             if piece.isEmpty || piece.contains("&") || piece.contains("#") || piece.contains(" ") {
                 throw ODataError(.invalidQueryOption, "an encoded query option must be one name=value piece, got '\(piece)'")
             }
+            // The `%` syntax only: an opaque token may carry bytes that are not UTF-8, and the server reads it as sent.
+            do { _ = try PercentDecoding.decode(piece) } catch {
+                throw ODataError(.invalidQueryOption, "the encoded query option '\(piece)': \(error.message)", offset: error.offset)
+            }
             return piece
         default:
             break
         }
         return PercentEncoding.encodeQueryName(name) + "=" + PercentEncoding.encodeQueryValue(value)
+    }
+
+    /// An encoded piece's name or value decoded, or as written when it cannot be: a property cannot throw, and
+    /// ``rendered()`` is where a piece with a malformed `%` sequence is refused.
+    private static func decodedOrAsWritten(_ text: String) -> String {
+        (try? PercentDecoding.decodeString(text)) ?? text
     }
 }
 
@@ -99,75 +116,5 @@ public enum ODataLiteral {
     /// - Returns: the literal.
     public static func string(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-    }
-}
-
-/// Percent-encoding for the parts of OData URLs.
-public enum PercentEncoding {
-    // RFC 3986 unreserved plus the sub-delimiters and ':' '@' that OData URLs show literally.
-    private static let pathAllowed: Set<UInt8> = {
-        var set = unreserved
-        for byte in "!$&'()*+,;=:@/".utf8 { set.insert(byte) }
-        return set
-    }()
-    // In a query option name '&', '=', '+' and '#' would change the meaning, so they are encoded.
-    private static let queryNameAllowed: Set<UInt8> = {
-        var set = unreserved
-        for byte in "!$'()*,;:@/?".utf8 { set.insert(byte) }
-        return set
-    }()
-    // A value may keep '=' (servers split an option at its first '='; nested `$expand` options need it).
-    private static let queryValueAllowed: Set<UInt8> = queryNameAllowed.union([UInt8(ascii: "=")])
-    private static let unreserved: Set<UInt8> = Set(
-        Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
-
-    /// Encodes a query option name.
-    /// - Parameter text: unencoded text.
-    /// - Returns: text safe as the name of a URL query option.
-    public static func encodeQueryName(_ text: String) -> String {
-        encode(text, allowed: queryNameAllowed, keepEncoded: false)
-    }
-
-    /// Encodes a query option value.
-    /// - Parameter text: unencoded text.
-    /// - Returns: text safe as the value of a URL query option.
-    public static func encodeQueryValue(_ text: String) -> String {
-        encode(text, allowed: queryValueAllowed, keepEncoded: false)
-    }
-
-    /// Encodes a resource path; `%XX` sequences already present are kept.
-    /// - Parameter path: a resource path such as `Customers('ALFKI')/Orders`.
-    /// - Returns: the path safe in a URL.
-    public static func encodePath(_ path: String) -> String {
-        encode(path, allowed: pathAllowed, keepEncoded: true)
-    }
-
-    private static func encode(_ text: String, allowed: Set<UInt8>, keepEncoded: Bool) -> String {
-        let bytes = Array(text.utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        let hex = Array("0123456789ABCDEF".utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if allowed.contains(byte) {
-                output.append(byte)
-            } else if keepEncoded, byte == UInt8(ascii: "%"), index + 2 < bytes.count,
-                isHex(bytes[index + 1]), isHex(bytes[index + 2])
-            {
-                output.append(byte)
-            } else {
-                output.append(UInt8(ascii: "%"))
-                output.append(hex[Int(byte >> 4)])
-                output.append(hex[Int(byte & 0x0F)])
-            }
-            index += 1
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-
-    private static func isHex(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 }

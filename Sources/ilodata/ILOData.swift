@@ -269,7 +269,9 @@ struct Session {
         }
     }
 
-    /// A request from a typed path with a readable query (spaces and quotes allowed).
+    /// A request from a typed path with a readable query (spaces and quotes allowed); a value may also be
+    /// percent-encoded (``PercentDecoding``: `%20` is a space, a `+` stays a plus).
+    /// - Throws: ``UsageError`` for an empty path, or a value with a `%` that starts no `%XX` (a literal `%` is `%25`).
     static func request(_ method: HTTPRequestMethod, _ text: String) throws -> ODataRequest {
         guard !text.isEmpty else { throw UsageError("a path is needed") }
         let pieces = text.split(separator: "?", maxSplits: 1)
@@ -278,7 +280,10 @@ struct Session {
             for piece in pieces[1].split(separator: "&") {
                 let pair = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 let name = String(pair[0])
-                let value = pair.count == 2 ? (String(pair[1]).removingPercentEncoding ?? String(pair[1])) : ""
+                let value: String
+                do { value = pair.count == 2 ? try PercentDecoding.decodeString(String(pair[1])) : "" } catch {
+                    throw UsageError("the value of '\(name)' is malformed: \(error.message) (a literal % is written %25)")
+                }
                 options.append(.encoded(PercentEncoding.encodeQueryName(name) + "=" + PercentEncoding.encodeQueryValue(value)))
             }
         }

@@ -202,7 +202,7 @@ final class FixtureService: Sendable {
     func resolve(_ path: String, data: FixtureData) throws -> Target {
         let parsed: ResourcePath
         do { parsed = try ResourcePath.parse(path) } catch {
-            throw ServiceFailure.badRequest("the resource path '\(path.removingPercentEncoding ?? path)' is invalid: \(error.message)")
+            throw ServiceFailure.badRequest("the resource path '\(IncomingRequest.decodedForDisplay(path))' is invalid: \(error.message)")
         }
         var segments = parsed.segments[...]
         guard let first = segments.popFirst(), case .name(let setName) = first.kind else {
@@ -340,7 +340,7 @@ final class FixtureService: Sendable {
         switch target {
         case .collection(let set, let members, let parent):
             let pieces = QueryString.pieces(request.query)
-            if pieces.contains(where: { QueryString.name(of: $0) == "$deltatoken" }) {
+            if try pieces.contains(where: { try QueryString.name(of: $0) == "$deltatoken" }) {
                 guard parent == nil else { throw ServiceFailure.badRequest("delta links are offered on entity sets only") }
                 return try delta(set: set, request: request, state: state)
             }
@@ -373,7 +373,7 @@ final class FixtureService: Sendable {
             return OutgoingResponse(status: 204)
         case .count(let set, let members):
             let entities = try collectionEntities(set: set, members: members, data: data)
-            let pieces = QueryString.pieces(request.query).filter { ["$filter", "$search"].contains(QueryString.name(of: $0)) }
+            let pieces = try QueryString.pieces(request.query).filter { ["$filter", "$search"].contains(try QueryString.name(of: $0)) }
             let count = try evaluate(pieces: pieces, entities: entities, set: set, data: data, allowCollectionOptions: true)
                 .entities.count
             var response = OutgoingResponse(status: 200, body: Array(String(count).utf8))
@@ -425,7 +425,7 @@ final class FixtureService: Sendable {
         set: String, members: [String]?, pieces: [String], offset: Int, pageSize: Int?, data: FixtureData
     ) throws -> Page {
         let needsWhole = ["$orderby", "$search", "$count", "$skip", "$top"]
-        guard let pageSize, !pieces.contains(where: { needsWhole.contains(QueryString.name(of: $0)) }) else {
+        guard let pageSize, try !pieces.contains(where: { needsWhole.contains(try QueryString.name(of: $0)) }) else {
             let entities = try collectionEntities(set: set, members: members, data: data)
             let evaluated = try evaluate(pieces: pieces, entities: entities, set: set, data: data, allowCollectionOptions: true)
             let all = evaluated.entities
@@ -467,12 +467,13 @@ final class FixtureService: Sendable {
         let preferences = Preferences(request.headers)
         var pieces = QueryString.pieces(request.query)
         var offset = 0
-        if let tokenPiece = pieces.first(where: { QueryString.name(of: $0) == "$skiptoken" }) {
-            guard let value = Int(QueryString.value(of: tokenPiece)), value >= 0 else {
-                throw ServiceFailure.badRequest("the $skiptoken '\(QueryString.value(of: tokenPiece))' is not one this service issued")
+        if let tokenPiece = try pieces.first(where: { try QueryString.name(of: $0) == "$skiptoken" }) {
+            let token = try QueryString.value(of: tokenPiece)
+            guard let value = Int(token), value >= 0 else {
+                throw ServiceFailure.badRequest("the $skiptoken '\(token)' is not one this service issued")
             }
             offset = value
-            pieces.removeAll { QueryString.name(of: $0) == "$skiptoken" }
+            try pieces.removeAll { try QueryString.name(of: $0) == "$skiptoken" }
         }
         var applied: [String] = []
         let (pageSize, honored) = try self.pageSize(preferences)
@@ -490,7 +491,7 @@ final class FixtureService: Sendable {
             let next = (pieces + ["$skiptoken=\(next)"]).joined(separator: "&")
             body.append(.string(base + "?" + next), forKey: "@odata.nextLink")
         } else if tracking {
-            let next = (pieces.filter { !["$top", "$skip", "$count"].contains(QueryString.name(of: $0)) }
+            let next = (try pieces.filter { !["$top", "$skip", "$count"].contains(try QueryString.name(of: $0)) }
                 + ["$deltatoken=\(deltaToken(state.data.sequence))"]).joined(separator: "&")
             body.append(.string(base + "?" + next), forKey: "@odata.deltaLink")
         }
@@ -532,10 +533,10 @@ final class FixtureService: Sendable {
     private func delta(set: String, request: IncomingRequest, state: State) throws -> OutgoingResponse {
         let data = state.data
         var pieces = QueryString.pieces(request.query)
-        let token = pieces.first { QueryString.name(of: $0) == "$deltatoken" }.map(QueryString.value(of:)) ?? ""
+        let token = try pieces.first { try QueryString.name(of: $0) == "$deltatoken" }.map(QueryString.value(of:)) ?? ""
         // A page after the first: `upto.offset`, the changes up to `upto` (as the first page saw them) from `offset` on.
-        let skip = pieces.first { QueryString.name(of: $0) == "$skiptoken" }.map(QueryString.value(of:))
-        pieces.removeAll { ["$deltatoken", "$skiptoken"].contains(QueryString.name(of: $0)) }
+        let skip = try pieces.first { try QueryString.name(of: $0) == "$skiptoken" }.map(QueryString.value(of:))
+        try pieces.removeAll { ["$deltatoken", "$skiptoken"].contains(try QueryString.name(of: $0)) }
         let parts = token.split(separator: "-")
         guard parts.count == 2, parts[0] == instanceID, let since = Int64(parts[1]), since >= state.deltaFloor,
             since <= data.sequence
@@ -562,8 +563,8 @@ final class FixtureService: Sendable {
             }
             latest[record.predicate] = record
         }
-        let filterPieces = pieces.filter { QueryString.name(of: $0) == "$filter" }
-        let shapePieces = pieces.filter { ["$select", "$expand"].contains(QueryString.name(of: $0)) }
+        let filterPieces = try pieces.filter { try QueryString.name(of: $0) == "$filter" }
+        let shapePieces = try pieces.filter { ["$select", "$expand"].contains(try QueryString.name(of: $0)) }
         func matches(_ entity: JSONObject) throws -> Bool {
             if filterPieces.isEmpty { return true }
             return !(try evaluate(pieces: filterPieces, entities: [entity], set: set, data: data, allowCollectionOptions: true)

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import ODataCore
 
 /// HTTP dates (IMF-fixdate, RFC 9110 §5.6.7) for `Last-Modified` and `If-Modified-Since`.
 enum HTTPDate {
@@ -113,6 +114,9 @@ extension HTTPField.Name {
 }
 
 /// Query strings: split into decoded name/value pairs, and put back together.
+///
+/// Names and values are decoded by ODataCore's ``PercentDecoding``, as the client and ODataQuery decode them: RFC 3986,
+/// a `+` is a plus (OData URLs are not form-encoded: `$filter=Date gt 2024-03-01T10:00:00+01:00` keeps its offset).
 enum QueryString {
     /// The `name=value` pieces of a raw query string, still percent-encoded.
     static func pieces(_ raw: String) -> [String] {
@@ -120,15 +124,21 @@ enum QueryString {
     }
 
     /// The decoded name of a piece (`%24top=5` → `$top`).
-    static func name(of piece: String) -> String {
-        let name = piece.prefix { $0 != "=" }
-        return String(name).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(name)
+    /// - Throws: ``ServiceFailure`` 400 for a `%` that starts no `%XX` or bytes that are not UTF-8.
+    static func name(of piece: String) throws -> String {
+        try decode(String(piece.prefix { $0 != "=" }), in: piece)
     }
 
-    /// The decoded value of a piece.
-    static func value(of piece: String) -> String {
+    /// The decoded value of a piece (empty without `=`).
+    /// - Throws: ``ServiceFailure`` 400 for a `%` that starts no `%XX` or bytes that are not UTF-8.
+    static func value(of piece: String) throws -> String {
         guard let equals = piece.firstIndex(of: "=") else { return "" }
-        let value = String(piece[piece.index(after: equals)...])
-        return value.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? value
+        return try decode(String(piece[piece.index(after: equals)...]), in: piece)
+    }
+
+    private static func decode(_ text: String, in piece: String) throws -> String {
+        do { return try PercentDecoding.decodeString(text) } catch {
+            throw ServiceFailure.badRequest("the query option '\(piece)' is malformed: \(error.message)")
+        }
     }
 }

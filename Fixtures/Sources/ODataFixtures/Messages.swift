@@ -13,8 +13,17 @@ struct IncomingRequest: Sendable {
     var headers: HTTPFields
     var body: [UInt8]
 
-    /// The path percent-decoded: the name counters and faults use.
-    var decodedPath: String { path.removingPercentEncoding ?? path }
+    /// The path percent-decoded (``PercentDecoding``: a `+` stays a plus): the name counters and faults use.
+    ///
+    /// A path with a `%` that starts no `%XX` is counted and matched as written: resolving it answers 400 (the
+    /// resource path is invalid), and the counters name what the client sent.
+    var decodedPath: String { Self.decodedForDisplay(path) }
+
+    /// `text` percent-decoded, or as written when it cannot be: for names in counters, faults and error messages,
+    /// where the request is being answered (or refused) anyway.
+    static func decodedForDisplay(_ text: String) -> String {
+        (try? PercentDecoding.decodeString(text)) ?? text
+    }
 
     /// A request from a `$batch` part, whose resource path may be absolute, absolute-path or relative.
     init(batchPart request: ODataRequest, serviceRootPath: String) {
@@ -29,7 +38,12 @@ struct IncomingRequest: Sendable {
         }
         self.method = request.method.rawValue.uppercased()
         self.path = PercentEncoding.encodePath(path)
-        self.query = request.queryOptions.compactMap { try? $0.rendered() }.joined(separator: "&")
+        // A part's query as sent (the batch decoders keep it as `.encoded` pieces): a piece with a malformed `%`
+        // sequence reaches the query parser, which answers this part 400, instead of being dropped.
+        self.query = request.queryOptions.compactMap { option in
+            if case .encoded(let piece) = option { return piece }
+            return try? option.rendered()
+        }.joined(separator: "&")
         self.headers = request.headerFields
         self.body = request.body.map { [UInt8]($0) } ?? []
     }
