@@ -46,7 +46,12 @@ public struct OfflineODataParameters: Sendable {
     /// `@odata.nextLink` that the store resolves itself. The default is `0` (no paging).
     public var pageSize: Int
     /// Whether queued requests carry `Repeatability-Request-ID` / `Repeatability-First-Sent`.
-    /// The default is `false`.
+    /// The default is `false`. Without it, an upload sends each request that is not idempotent (`POST`,
+    /// `PATCH`, `MERGE`) on a new connection, so that the transport cannot re-send it by itself after a reused
+    /// connection died (see ``uploadRetries``): one by one against a producer on loopback that cost about a
+    /// third of the requests per second (`BENCHMARKS.md`), and against an HTTPS back end it costs a handshake per
+    /// request. With it (for a back end that honours repeatability) connections are reused; `$batch`
+    /// (``uploadMode``) amortises the connection either way.
     public var enableRepeatableRequests: Bool
     /// Whether opening a store with another user's pending requests (``currentUser`` differs from
     /// the user who queued them) uploads them first, with that user's credentials. When `false`
