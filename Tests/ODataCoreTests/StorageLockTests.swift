@@ -98,16 +98,38 @@ import Glibc
         child.write("hold-setup")
         #expect(child.answer() == "holding")
         let ranSetup = LockedValue(false)
+        let failure = LockedValue<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            try? mine.duringSetup { ranSetup.withLock { $0 = true } }
+            do {
+                try mine.duringSetup { ranSetup.withLock { $0 = true } }
+            } catch {
+                failure.withLock { $0 = "\(error)" }
+            }
             done.signal()
         }
-        Thread.sleep(forTimeInterval: 0.3)
+        // The event: the kernel lists this process's setup request as blocked behind the child's.
+        #expect(Self.waitUntilThisProcessWaitsForALock(), "this process's setup request never blocked")
         #expect(!ranSetup.withLock { $0 }, "this process's setup waits for the child's")
         #expect(child.send("end") == "ok")
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(ranSetup.withLock { $0 })
+        #expect(failure.withLock { $0 } == nil)
+    }
+
+    /// Waits until `/proc/locks` lists a lock request of this process as blocked (a line marked `->`), checking
+    /// every millisecond for at most 30 s.
+    private static func waitUntilThisProcessWaitsForALock() -> Bool {
+        let pid = Substring(String(getpid()))
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8),
+               table.split(separator: "\n").contains(where: { $0.contains("->") && $0.split(separator: " ").contains(pid) }) {
+                return true
+            }
+            usleep(1_000)
+        }
+        return false
     }
 
     @Test(arguments: ["release", "kill"])

@@ -148,7 +148,7 @@ extension OfflineODataProvider {
     /// can tell the real one.
     static func keyMadeLocally(_ entry: QueuedRequest, model: ServiceModel) -> Bool {
         guard let type = model.entityType(ofSet: UploadSteps.split(entry.entity).set) else { return true }
-        // A body that is not an object gives no key (the local change refused such a body; a migrated queue may hold one).
+        // A body that is not an object gives no key (a local change refuses such a body, so only a damaged queue holds one).
         let body = entry.body.flatMap { (try? JSON.parse(Array($0.utf8)))?.objectValue } ?? JSONObject()
         return type.key.contains { body[$0] == nil || body[$0]?.isNull == true }
     }
