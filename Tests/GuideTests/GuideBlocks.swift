@@ -400,7 +400,7 @@ func OfflineStore_OfflineSync_2(store: OnlineODataStore, provider: OfflineODataP
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
     do {
 for planned in try await provider.pendingUpload() {
-    print(planned.requestID, planned.method, planned.url, planned.headers["if-match"] ?? "")
+    print(planned.requestID, planned.method, planned.url, planned.headers[.ifMatch] ?? "")
 }
     }
 }
@@ -515,7 +515,7 @@ func parameters(for user: String, passphrase: String) -> OfflineODataParameters 
     var parameters = OfflineODataParameters(storeName: "northwind-\(user)", storePath: storePath)
     parameters.storeEncryptionKey = passphrase
     parameters.currentUser = user
-    parameters.credentials = [user: ["Authorization": "Bearer \(token(for: user))"]]
+    parameters.credentials = [user: [.authorization: "Bearer \(token(for: user))"]]
     return parameters
 }
 }
@@ -529,8 +529,8 @@ parameters.storeEncryptionKey = passphrase
 parameters.forceUploadOnUserSwitch = true
 parameters.currentUser = "bob"
 parameters.credentials = [
-    "alice": ["Authorization": "Bearer \(token(for: "alice"))"],
-    "bob": ["Authorization": "Bearer \(token(for: "bob"))"],
+    "alice": [.authorization: "Bearer \(token(for: "alice"))"],
+    "bob": [.authorization: "Bearer \(token(for: "bob"))"],
 ]
 let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
 do {

@@ -28,7 +28,7 @@ final class RecordingTransport: HTTPTransport {
 }
 
 @Suite struct UserSwitchTests {
-    static let credentials = ["alice": ["Authorization": "Basic YWxpY2U="], "bob": ["Authorization": "Basic Ym9i"]]
+    static let credentials: [String: HTTPFields] = ["alice": [.authorization: "Basic YWxpY2U="], "bob": [.authorization: "Basic Ym9i"]]
 
     static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory, user: String,
                          transport: RecordingTransport) throws -> OfflineODataProvider {
