@@ -69,19 +69,25 @@ public struct SQLCipherError: Error, Hashable, Sendable, CustomStringConvertible
     /// A connection used after ``SQLCipherConnection/close()``.
     public static let closed = SQLCipherError(resultCode: -3, "the connection is closed")
 
-    /// The kind's name: SQLite's `sqlite3_errstr` text for its result code, or this module's name for its own
-    /// checks. Safe for logs.
+    /// The kind, such as `SQLCipherError.notADatabase (code 26)`, with SQLite's result code: an extended code is
+    /// named by its primary kind, a code without a static member by SQLite's `sqlite3_errstr` text. Safe for logs.
     public var shortDescription: String {
-        switch resultCode {
-        case -1: return "not SQLCipher"
-        case -2: return "bad key"
-        case -3: return "connection closed"
-        default: return String(cString: sqlite3_errstr(resultCode))
+        if let name = Self.names[resultCode] ?? Self.names[primaryResultCode] {
+            return "SQLCipherError.\(name) (code \(resultCode))"
         }
+        return "SQLCipherError (code \(resultCode): \(String(cString: sqlite3_errstr(resultCode))))"
     }
 
-    /// `SQLCipher: message (kind, code N)`.
-    public var description: String { "SQLCipher: \(message) (\(shortDescription), code \(resultCode))" }
+    /// The kind, the result code and the message.
+    public var description: String { "\(shortDescription): \(message)" }
+
+    /// The names of the static members, by result code.
+    private static let names: [Int32: String] = [
+        SQLITE_ERROR: "error", SQLITE_BUSY: "busy", SQLITE_READONLY: "readOnly", SQLITE_IOERR: "ioError",
+        SQLITE_CORRUPT: "corrupt", SQLITE_FULL: "full", SQLITE_CANTOPEN: "cannotOpen", SQLITE_CONSTRAINT: "constraint",
+        SQLITE_MISUSE: "misuse", SQLITE_NOMEM: "noMemory", SQLITE_NOTADB: "notADatabase", -1: "notSQLCipher",
+        -2: "badKey", -3: "closed",
+    ]
 
     /// Errors are equal when their result codes are.
     ///

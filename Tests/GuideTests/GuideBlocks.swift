@@ -350,8 +350,8 @@ func OfflineStore_GettingStarted_2(store: OnlineODataStore, provider: OfflineODa
     do {
 do {
     try await provider.open()
-} catch let error as OfflineODataError where error == .storeLocked {
-    print("the store is open elsewhere:", error.message)
+} catch OfflineODataError.storeLocked {
+    print("the store is open elsewhere")
 }
     }
 }

@@ -30,7 +30,7 @@ import Testing
         let error = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: path, key: wrongKey) }
         #expect(error?.resultCode == 26)  // SQLITE_NOTADB, readable as data
         let text = error.map { "\($0)" } ?? ""
-        #expect(text.contains("file is not a database"), "\(text)")
+        #expect(text.hasPrefix("SQLCipherError.notADatabase (code 26): "), "\(text)")
         #expect(!text.lowercased().contains("cdcdcd") && !text.lowercased().contains("ababab"), "\(text)")
     }
 
