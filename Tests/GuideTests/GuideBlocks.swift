@@ -261,7 +261,7 @@ func OfflineStore_EncryptionAndKeys_1(store: OnlineODataStore, provider: Offline
     do {
 do {
     try await provider.open()
-} catch let error as OfflineODataError where error.code == .wrongKey {
+} catch let error as OfflineODataError where error == .wrongKey {
     // Ask for the passphrase again; the store is untouched.
 }
     }
@@ -350,8 +350,8 @@ func OfflineStore_GettingStarted_2(store: OnlineODataStore, provider: OfflineODa
     do {
 do {
     try await provider.open()
-} catch let error as OfflineODataError where error.code == .storeLocked {
-    print("the store is open elsewhere:", error.message)
+} catch OfflineODataError.storeLocked {
+    print("the store is open elsewhere")
 }
     }
 }
@@ -535,8 +535,8 @@ parameters.credentials = [
 let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
 do {
     try await provider.open()
-} catch let error as OfflineODataError where error.code == .userSwitchUploadFailed {
-    print(error.code.number)                  // -10425
+} catch let error as OfflineODataError where error == .userSwitchUploadFailed {
+    print(error.errorNumber)                  // -10425
     print(error.previousUser ?? "")           // "alice"
     // Let alice repair her failed requests (open with currentUser = "alice"), or show them to bob.
 }

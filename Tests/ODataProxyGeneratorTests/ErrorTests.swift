@@ -37,14 +37,14 @@ struct ErrorTests {
 
     /// Checks the kind, element, line, and that the description names the element and the line.
     func check(
-        _ xml: String, _ kind: GeneratorError.Kind, element: String, line: Int,
+        _ xml: String, _ kind: GeneratorError, element: String, line: Int,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         guard let error = Support.error(xml) else {
             Issue.record("no error, expected \(kind)", sourceLocation: sourceLocation)
             return
         }
-        #expect(error.kind == kind, sourceLocation: sourceLocation)
+        #expect(error == kind, sourceLocation: sourceLocation)
         #expect(error.element == element, sourceLocation: sourceLocation)
         #expect(error.line == line, sourceLocation: sourceLocation)
         #expect(error.description.contains("line \(line)"), sourceLocation: sourceLocation)
@@ -55,7 +55,7 @@ struct ErrorTests {
         check(
             Self.v4("<EntityType Name=\"A\"></Entity>"), .malformedXML, element: "<EntityType>", line: 4)
         check("<edmx:Edmx Version=\"4.0\"\n\n  <<", .malformedXML, element: "document", line: 3)
-        #expect(Support.error("")?.kind == .malformedXML)
+        #expect(Support.error("") == .malformedXML)
     }
 
     @Test func notUTF8() throws {
@@ -66,7 +66,7 @@ struct ErrorTests {
             _ = try ProxyGenerator(serviceName: nil, sourceName: "x").generate(metadata: Data(bytes))
             Issue.record("no error")
         } catch {
-            #expect(error.kind == .malformedXML)
+            #expect(error == .malformedXML)
             #expect(error.line == 3)
             #expect(error.description.hasPrefix("line 3: document: malformed XML: the document is not UTF-8"))
         }

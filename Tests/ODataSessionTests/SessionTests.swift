@@ -117,6 +117,29 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         #expect((11...21).contains(writes.count))
     }
 
+    @Test func aRejectedTokenIsCaughtByItsKindOnlyAndItsDescriptionNamesTheKind() async throws {
+        let session = ServiceSession(serviceRoot: root, transport: gateway { _ in false })
+        var matched = ""
+        var text = ""
+        do {
+            _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)"))
+        } catch SessionError.csrfTokenFetchFailed {
+            matched = "csrfTokenFetchFailed"
+        } catch SessionError.csrfTokenRejected {
+            matched = "csrfTokenRejected"
+        } catch {
+            matched = "\(error)"
+        }
+        #expect(matched == "csrfTokenRejected")
+        do {
+            _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)"))
+        } catch {
+            text = "\(error)"
+        }
+        #expect(text.hasPrefix("csrfTokenRejected (HTTP 403): "), "\(text)")
+        #expect(!["T1", "T2", "T3", "T4", "SAP_SESSIONID"].contains { text.contains($0) }, "\(text)")  // what the gateway issued
+    }
+
     @Test func aTokenRejectedTwiceIsATypedErrorThatNamesCSRFAndNoToken() async throws {
         let backEnd = gateway { _ in false }
         let session = ServiceSession(serviceRoot: root, transport: backEnd)
@@ -124,7 +147,7 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
             _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)?secret=query"))
             Issue.record("a token the back end never accepts must fail")
         } catch let error as SessionError {
-            #expect(error.code == .csrfTokenRejected)
+            #expect(error == .csrfTokenRejected)
             #expect(error.statusCode == 403)
             #expect(!error.isRetryable)
             #expect(error.description.contains("CSRF"))
@@ -166,7 +189,7 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         await #expect {
             _ = try await session.send(TransportRequest(method: "POST", url: root + "Items"))
         } throws: { error in
-            (error as? SessionError)?.code == .csrfTokenFetchFailed && (error as? SessionError)?.isRetryable == true
+            (error as? SessionError) == .csrfTokenFetchFailed && (error as? SessionError)?.isRetryable == true
         }
         #expect(backEnd.writes.isEmpty)
     }

@@ -55,7 +55,7 @@ private final class CannedProvider: DataServiceProvider {
             _ = try await service.fetchCustomers(matching: DataQuery().filter(Customer.city == "Nowhere"))
             Issue.record("a read nothing was cached for answered")
         } catch let error as DataServiceError {
-            #expect(error.code == .noData)
+            #expect(error == .noData)
         }
     }
 
@@ -65,13 +65,13 @@ private final class CannedProvider: DataServiceProvider {
             _ = try await service.executeQuery(DataQuery<Customer>())
             Issue.record("a query without a set ran")
         } catch let error as DataServiceError {
-            #expect(error.code == .invalidQuery)
+            #expect(error == .invalidQuery)
         }
         do {
             try await service.deleteEntity(Customer(), in: NorthwindService.customers)
             Issue.record("a delete with no answer succeeded")
         } catch let error as DataServiceError {
-            #expect(error.code == .noData, "an empty string key is still a key: the canned provider answered nothing")
+            #expect(error == .noData, "an empty string key is still a key: the canned provider answered nothing")
         }
     }
 

@@ -72,7 +72,7 @@ import Testing
             try await provider.download()
             Issue.record("a tombstone without id or key must fail the download")
         } catch let error as OfflineODataError {
-            #expect(error.code == .downloadFailed)
+            #expect(error == .downloadFailed)
             #expect(error.message.contains("entity 2 of 'Employees'"), "\(error.message)")
             #expect(error.message.contains("neither an @id nor its key property EmployeeID"), "\(error.message)")
         }
@@ -174,7 +174,7 @@ final class DeltaRewriter: HTTPTransport {
         for (id, reason) in cases {
             #expect { try resolve(id) } throws: { error in
                 guard let error = error as? OfflineODataError else { return false }
-                return error.code == .downloadFailed && error.message.contains(reason)
+                return error == .downloadFailed && error.message.contains(reason)
             }
         }
         // Arbitrary bytes never crash.

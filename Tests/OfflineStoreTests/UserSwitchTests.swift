@@ -103,7 +103,7 @@ final class RecordingTransport: HTTPTransport {
             try await bob.open()
             Issue.record("the open should fail")
         } catch let error as OfflineODataError {
-            #expect(error.code == .pendingRequestsOfAnotherUser)
+            #expect(error == .pendingRequestsOfAnotherUser)
             #expect(error.previousUser == "alice")
             #expect(error.message.contains("1 requests queued by 'alice'"))
         }
@@ -141,8 +141,8 @@ final class RecordingTransport: HTTPTransport {
             try await bob.open()
             Issue.record("the open should fail")
         } catch let error as OfflineODataError {
-            #expect(error.code == .userSwitchUploadFailed)
-            #expect(error.code.number == -10425)
+            #expect(error == .userSwitchUploadFailed)
+            #expect(error.errorNumber == -10425)
             #expect(error.previousUser == "alice")
         }
         #expect(await bob.currentState == .closed)

@@ -60,7 +60,7 @@ extension OfflineODataProvider {
                 response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
             }
         } catch {
-            throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)")
+            throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)", underlying: error)
         }
         if changeTracking == .delta && response.status == 410 { throw DeltaExpired() }
         if missingIsNil && (response.status == 404 || response.status == 410) { return nil }

@@ -212,7 +212,7 @@ extension OfflineODataProvider {
             return .session(retryable: error.isRetryable, statusCode: error.statusCode, description: "\(error)")
         }
         if let error = error as? CurlError {
-            return .transport(neverReached: error.kind == .connectFailed || error.kind == .couldNotResolveHost, description: "\(error)")
+            return .transport(neverReached: error == .connectFailed || error == .couldNotResolveHost, description: "\(error)")
         }
         return .transport(neverReached: false, description: "\(error)")
     }
