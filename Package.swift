@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .library(name: "ODataTyped", targets: ["ODataTyped"]),
         .library(name: "ODataTelemetry", targets: ["ODataTelemetry"]),
+        .library(name: "ODataTesting", targets: ["ODataTesting"]),
         // The fixture producer's generated proxies: an example of odata-proxygen's output, used by the benchmarks.
         .library(name: "NorthwindProxies", targets: ["NorthwindProxies"]),
         .executable(name: "odata-demo", targets: ["odata-demo"]),
@@ -119,6 +120,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // For users' tests: a scripted, recording HTTPTransport and either store opened on it in a temporary directory.
+        .target(
+            name: "ODataTesting",
+            dependencies: ["ODataCore", "CurlHTTP", "OnlineStore", "OfflineStore", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
 
         // The fixture producer: a non-product library for tests plus its executable.
         .target(
@@ -198,13 +204,17 @@ let package = Package(
         ),
         .testTarget(
             name: "ODataSessionTests",
-            dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache",
+            dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
-        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher"]),
+        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher", "ODataTesting"]),
+        .testTarget(
+            name: "ODataTestingTests",
+            dependencies: ["ODataTesting", "OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
-        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTypedTests",
