@@ -219,14 +219,14 @@ let package = Package(
         .testTarget(
             name: "ODataTypedTests",
             dependencies: ["ODataTyped", "ODataCore", "ODataQuery", "OnlineStore", "OfflineStore", "ODataFixtures",
-                           "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "TechnicalCache",
+                           "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         // Both stores as ServiceLifecycle services in a ServiceGroup: graceful shutdown under load.
         .testTarget(
             name: "ODataServiceTests",
             dependencies: [
-                "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "TechnicalCache",
+                "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "TechnicalCache", "ODataTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -238,7 +238,7 @@ let package = Package(
         .testTarget(
             name: "ODataTelemetryTests",
             dependencies: [
-                "ODataTelemetry", "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache",
+                "ODataTelemetry", "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache", "ODataTesting",
                 .product(name: "Logging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

@@ -1,4 +1,4 @@
-public import CurlHTTP
+import CurlHTTP
 public import Foundation
 public import HTTPTypes
 public import ODataCore

@@ -1,5 +1,5 @@
-public import Foundation
-public import HTTPTypes
+import Foundation
+import HTTPTypes
 public import ODataCore
 
 /// An `HTTPTransport` for tests that answers from a script and records every request it is sent.
