@@ -90,7 +90,8 @@ private final class CannedProvider: DataServiceProvider {
             #expect(replaced.odata.etag == "W/\"2\"")
             let request = try #require(backEnd.requests("PUT", "Customers('ALFKI')").first)
             #expect(request.headerFields[.ifMatch] == "W/\"1\"")
-            let body = try #require(try JSON.parse(try #require(request.body)).objectValue)
+            let sent = try #require(request.body)
+            let body = try #require(try JSON.parse(sent).objectValue)
             #expect(body["Rating"] == 5 && body["City"] == "Berlin" && body["CompanyName"] == "Alfreds")
             #expect(body["Orders"] == nil, "navigation properties are not sent")
 
