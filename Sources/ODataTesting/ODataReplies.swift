@@ -80,3 +80,50 @@ extension ScriptedReply {
         }
     }
 }
+
+extension ScriptedReply {
+    /// A `$batch` answered part by part: the request's batch is decoded (`multipart/mixed`, or the OData 4.01 JSON
+    /// format when the request's `Content-Type` is JSON), `answer` gives each request its response, and the
+    /// responses go back in the same format. A change set whose members all succeed answers member by member; one
+    /// with a member that fails is answered by that member's response alone, as a service rolls the change set back.
+    ///
+    /// ```swift
+    /// transport.on("POST", "$batch", reply: .batch { request in
+    ///     ODataResponse(statusCode: request.resourcePath == "Products(2)" ? 400 : 204)
+    /// })
+    /// ```
+    ///
+    /// - Parameter answer: The response to one request of the batch (its `resourcePath` is percent-decoded).
+    /// - Returns: The reply: status 200 with the encoded batch response, or 400 when the batch cannot be decoded.
+    public static func batch(_ answer: @escaping @Sendable (ODataRequest) -> ODataResponse) -> ScriptedReply {
+        .handler { request in
+            let contentType = request.headerFields[.contentType] ?? ""
+            let isJSON = contentType.lowercased().hasPrefix("application/json")
+            let batch: BatchRequest
+            do {
+                batch = isJSON ? try JSONBatch.decodeRequest(request.body ?? Data())
+                    : try MultipartBatch.decodeRequest(request.body ?? Data(), contentType: contentType)
+            } catch {
+                return .status(400, body: Data("ScriptedTransport: the $batch could not be decoded: \(error)".utf8))
+            }
+            let parts = batch.parts.map { part -> BatchResponse.Part in
+                switch part {
+                case .request(let single):
+                    return .response(answer(single), contentID: nil)
+                case .changeSet(let members):
+                    let responses = members.map { (contentID: Optional($0.contentID), response: answer($0.request)) }
+                    if let failed = responses.first(where: { !$0.response.isSuccess }) {
+                        return .response(failed.response, contentID: failed.contentID)
+                    }
+                    return .changeSet(responses)
+                }
+            }
+            let response = BatchResponse(parts: parts)
+            if isJSON {
+                return .status(200, headerFields: [.contentType: JSONBatch.contentType], body: JSONBatch.encode(response))
+            }
+            let (body, responseType) = MultipartBatch.encode(response)
+            return .status(200, headerFields: [.contentType: responseType], body: body)
+        }
+    }
+}

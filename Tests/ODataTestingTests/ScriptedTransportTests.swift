@@ -168,4 +168,27 @@ import Testing
         #expect(try await answer(.odataError(status: 400, code: "SY/530", message: "bad", version: .v2)).1
                 == ["error": ["code": "SY/530", "message": ["lang": "en", "value": "bad"]]])
     }
+
+    @Test func aBatchIsAnsweredPartByPartAndAFailedChangeSetByItsFailure() async throws {
+        let transport = ScriptedTransport()
+        transport.on("POST", "$batch", reply: .batch { request in
+            request.resourcePath == "Products(2)" ? ODataResponse(statusCode: 400) : ODataResponse(statusCode: request.method == .get ? 200 : 204)
+        })
+        let batch = BatchRequest(parts: [
+            .request(.get("Products")),
+            .changeSet([.init(contentID: "1", request: ODataRequest(method: .patch, resourcePath: "Products(1)", body: Data("{}".utf8)))]),
+            .changeSet([.init(contentID: "2", request: ODataRequest(method: .patch, resourcePath: "Products(3)", body: Data("{}".utf8))),
+                        .init(contentID: "3", request: ODataRequest(method: .patch, resourcePath: "Products(2)", body: Data("{}".utf8)))]),
+        ])
+        for json in [false, true] {
+            let (body, contentType) = json ? (try JSONBatch.encode(batch), JSONBatch.contentType) : try MultipartBatch.encode(batch)
+            let response = try await transport.send(TransportRequest(method: "POST", url: root + "$batch", headerFields: [.contentType: contentType], body: body))
+            #expect(response.status == 200)
+            let answer = json ? try JSONBatch.decodeResponse(response.body)
+                : try MultipartBatch.decodeResponse(response.body, contentType: try #require(response.headerFields[.contentType]))
+            #expect(answer.allResponses.map(\.statusCode) == [200, 204, 400], "json: \(json)")
+        }
+        let garbage = try await transport.send(TransportRequest(method: "POST", url: root + "$batch", headerFields: [.contentType: "multipart/mixed; boundary=x"], body: Data("no".utf8)))
+        #expect(garbage.status == 400)
+    }
 }
