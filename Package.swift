@@ -123,7 +123,7 @@ let package = Package(
         // For users' tests: a scripted, recording HTTPTransport and either store opened on it in a temporary directory.
         .target(
             name: "ODataTesting",
-            dependencies: ["ODataCore", "CurlHTTP", "OnlineStore", "OfflineStore", .product(name: "HTTPTypes", package: "swift-http-types")]
+            dependencies: ["ODataCore", "CurlHTTP", "OnlineStore", "OfflineStore", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
 
         // The fixture producer: a non-product library for tests plus its executable.
@@ -207,7 +207,7 @@ let package = Package(
             dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
-        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
+        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures", "ODataTesting"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher", "ODataTesting"]),
         .testTarget(
             name: "ODataTestingTests",

@@ -1,6 +1,11 @@
 public import Foundation
 public import OfflineStore
 public import OnlineStore
+import TechnicalCache
+
+/// The key derivation of a store a test opens when its options keep the standard one: a throwaway store needs no
+/// protection against guessing, and the standard 600,000 PBKDF2 rounds cost about 0.4 s per open.
+let testKeyDerivation = KeyDerivation.pbkdf2(rounds: 1_000)
 
 /// Runs `body` with a new, empty temporary directory and removes the directory afterwards, whether `body` returned
 /// or threw.
@@ -36,8 +41,9 @@ extension ScriptedTransport {
     /// ```
     ///
     /// - Parameters:
-    ///   - options: The store's options; their `storeDirectory` is replaced by the temporary directory. The default
-    ///     is `OnlineStoreOptions()` (a cache under a random key kept in that directory).
+    ///   - options: The store's options; their `storeDirectory` is replaced by the temporary directory, and the
+    ///     standard `cacheKeyDerivation` by 1,000 PBKDF2 rounds (a throwaway cache, opened fast). The default is
+    ///     `OnlineStoreOptions()` (a cache under a random key kept in that directory).
     ///   - isolation: The caller's actor; `body` runs on it.
     ///   - body: Receives the open store.
     /// - Returns: What `body` returns.
@@ -48,6 +54,7 @@ extension ScriptedTransport {
         try await withTemporaryDirectory { directory in
             var options = options
             options.storeDirectory = directory
+            if options.cacheKeyDerivation == .standard { options.cacheKeyDerivation = testKeyDerivation }
             let store = try OnlineODataStore(serviceRoot: serviceRoot, options: options, transport: self)
             defer { store.close() }
             try await store.open()
@@ -61,9 +68,10 @@ extension ScriptedTransport {
     /// when `body` throws).
     ///
     /// - Parameters:
-    ///   - parameters: The provider's parameters; their `storePath` is replaced by the temporary directory and their
-    ///     `transport` by this one. The default is `OfflineODataParameters()` (encrypted under a random key kept
-    ///     in that directory).
+    ///   - parameters: The provider's parameters; their `storePath` is replaced by the temporary directory, their
+    ///     `transport` by this one, and the standard `keyDerivation` by 1,000 PBKDF2 rounds (a throwaway store,
+    ///     opened fast). The default is `OfflineODataParameters()` (encrypted under a random key kept in that
+    ///     directory).
     ///   - definingQueries: The defining queries to add before opening; the default is none.
     ///   - open: Whether to open the provider before `body`; the default is `true`. Pass `false` to test the open.
     ///   - isolation: The caller's actor; `body` runs on it.
@@ -78,6 +86,7 @@ extension ScriptedTransport {
             var parameters = parameters
             parameters.storePath = directory.path
             parameters.transport = self
+            if parameters.keyDerivation == .standard { parameters.keyDerivation = testKeyDerivation }
             let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
             do {
                 for query in definingQueries { try await provider.add(definingQuery: query) }
