@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataFixtures
+import ODataTesting
 import Synchronization
 import Testing
 
@@ -18,7 +19,7 @@ final class UploadProgressRecorder: OfflineODataDelegate {
 }
 
 @Suite struct UploadControlTests {
-    static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory, transport: RecordingTransport? = nil,
+    static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory, transport: ScriptedTransport? = nil,
                          delegate: (any OfflineODataDelegate)? = nil) async throws -> OfflineODataProvider {
         var parameters = Northwind.parameters(directory)
         parameters.enableRepeatableRequests = true
@@ -36,8 +37,9 @@ final class UploadProgressRecorder: OfflineODataDelegate {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let transport = try RecordingTransport()
-        defer { transport.curl.shutdown() }
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         let recorder = UploadProgressRecorder()
         let provider = try await Self.provider(server, directory, transport: transport, delegate: recorder)
         _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"City":"Kiel"}"#))
@@ -54,10 +56,10 @@ final class UploadProgressRecorder: OfflineODataDelegate {
         #expect(try await provider.pendingUpload() == plan, "a dry run sends and changes nothing")
         #expect(try await provider.pendingRequests().count == 4)
 
-        transport.requests.withLock { $0.removeAll() }
+        transport.removeRecordedRequests()
         let result = try await provider.upload()
         #expect(result.failed.isEmpty)
-        var sent = transport.requests.withLock { $0 }
+        var sent = transport.requests
         // First the session's one CSRF token fetch (our producer gives none, so there is no other), made
         // with the user's credentials.
         let fetch = sent.removeFirst()
