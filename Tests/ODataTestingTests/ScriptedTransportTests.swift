@@ -93,9 +93,9 @@ import Testing
             .on("GET", "Slow", reply: .timeout)
             .on("GET", "Closed", reply: .connectionClosed)
             .on("GET", "Custom", reply: .failure(CancellationError()))
-        await #expect { try await get(transport, "Refused") } throws: { ($0 as? CurlError)?.kind == .connectFailed }
-        await #expect { try await get(transport, "Slow") } throws: { ($0 as? CurlError)?.kind == .timedOut }
-        await #expect { try await get(transport, "Closed") } throws: { ($0 as? CurlError)?.kind == .connectionClosed }
+        await #expect { try await get(transport, "Refused") } throws: { ($0 as? CurlError) == .connectFailed }
+        await #expect { try await get(transport, "Slow") } throws: { ($0 as? CurlError) == .timedOut }
+        await #expect { try await get(transport, "Closed") } throws: { ($0 as? CurlError) == .connectionClosed }
         await #expect(throws: CancellationError.self) { try await get(transport, "Custom") }
         #expect(transport.requests.count == 4, "failed requests are recorded too")
     }
