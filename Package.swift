@@ -77,7 +77,7 @@ let package = Package(
             name: "TechnicalCache",
             dependencies: [
                 "LMDB", "ODataCore", "Redis", .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
