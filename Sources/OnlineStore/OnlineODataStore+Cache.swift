@@ -1,4 +1,5 @@
-public import TechnicalCache
+import TechnicalCache
+import Foundation
 import ODataCore
 
 /// The technical cache's lifecycle while the store stays open: close, reopen, rekey, reset.

@@ -3,7 +3,7 @@ import Synchronization
 import CurlHTTP
 public import ODataCore
 public import ODataSession
-public import TechnicalCache
+import TechnicalCache
 import HTTPTypes
 import ODataTelemetry
 
@@ -102,7 +102,8 @@ public final class OnlineODataStore: Sendable {
             cache = nil
         }
         let reporter = CacheReporter(telemetry: options.telemetry, counters: counters, cache: cache)
-        network = CoalescingTransport(upstream: session, coalescesReads: options.coalescesIdenticalReads, counters: counters, reporter: reporter)
+        let network = CoalescingTransport(upstream: session, coalescesReads: options.coalescesIdenticalReads, counters: counters, reporter: reporter)
+        self.network = network
         caching = cache.map { CachingTransport(cache: $0, upstream: network, maxAge: options.maxAge, listener: reporter) }
     }
 
