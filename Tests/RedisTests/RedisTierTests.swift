@@ -15,7 +15,7 @@ import Testing
 struct RedisTierTests {
     // MARK: ResponseCache
 
-    @Test func instanceBReadsWhatInstanceAStoredFromRedis() throws {
+    @Test func instanceBReadsWhatInstanceAStoredFromRedis() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -43,7 +43,7 @@ struct RedisTierTests {
         #expect(b.secondTierStatistics?.misses == 1)
     }
 
-    @Test func partitionsAndNamespacesDoNotShare() throws {
+    @Test func partitionsAndNamespacesDoNotShare() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -63,7 +63,7 @@ struct RedisTierTests {
 
     /// A 304's refresh reaches Redis: another instance reads the refreshed headers and time; the TTL follows
     /// the refreshed freshness lifetime plus the stale allowance.
-    @Test func refreshesAndRemovalsReachRedis() throws {
+    @Test func refreshesAndRemovalsReachRedis() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -138,7 +138,7 @@ struct RedisTierTests {
     /// A wrong key in B: B never finds A's values (its key hashes differ); a value planted under B's own key
     /// (sealed under A's keys) fails authentication and is a miss; a damaged value is a miss too. No crash,
     /// no wrong answer, and the values are left for their owners.
-    @Test func aWrongKeyOrADamagedValueIsAMiss() throws {
+    @Test func aWrongKeyOrADamagedValueIsAMiss() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -183,7 +183,7 @@ struct RedisTierTests {
 
     /// Redis killed (SIGKILL) mid-run: stores and lookups go on locally without an error, the outage is
     /// counted and logged once; a new redis-server on the same port is used again.
-    @Test func aRedisOutageIsLocalOnlyAndEndsWhenRedisIsBack() throws {
+    @Test func aRedisOutageIsLocalOnlyAndEndsWhenRedisIsBack() async throws {
         let server = try RedisServer.start()
         let port = server.port
         let directory = TemporaryDirectory()
@@ -221,9 +221,9 @@ struct RedisTierTests {
 
         let again = try RedisServer.start(port: port)
         defer { again.stop() }
-        Thread.sleep(forTimeInterval: 0.25)  // the back-off interval
+        try await Task.sleep(for: .milliseconds(250))  // the back-off interval
         // The first write after the interval probes Redis (it may be dropped while the probe runs).
-        #expect(try eventually {
+        #expect(try await eventually {
             _ = try await a.store(makeEntry("after"), for: "https://example.com/after")
             a.waitForSecondTier()
             let found = try b.entry(for: "https://example.com/after")

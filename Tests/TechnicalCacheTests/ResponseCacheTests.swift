@@ -4,7 +4,7 @@ import Testing
 import TechnicalCache
 
 @Suite struct ResponseCacheTests {
-    @Test func storeAndLookUpKeepsEverythingButCredentials() throws {
+    @Test func storeAndLookUpKeepsEverythingButCredentials() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
@@ -222,7 +222,7 @@ import TechnicalCache
         #expect(try cache.entry(for: "fits") != nil)
     }
 
-    @Test func invalidInputGetsTypedErrors() throws {
+    @Test func invalidInputGetsTypedErrors() async throws {
         #expect(throws: CacheError.invalidConfiguration) { try ResponseCache(directory: "", configuration: testConfiguration()) }
         for configuration in [
             testConfiguration(sizeLimit: 0),
@@ -239,7 +239,7 @@ import TechnicalCache
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        #expect(throws: CacheError.invalidEntry) { try await cache.store(CacheEntry(status: 42, headers: [], payload: Data()), for: "u") }
+        await #expect(throws: CacheError.invalidEntry) { try await cache.store(CacheEntry(status: 42, headers: [], payload: Data()), for: "u") }
         // A file where the directory should be.
         try Data().write(to: URL(fileURLWithPath: dir.path + "/file"))
         let blocked = try ResponseCache(directory: dir.path + "/file", configuration: testConfiguration())
@@ -419,7 +419,7 @@ import TechnicalCache
     /// Sizes: meta is 15 bytes without headers; a combined box adds 5 + 4 + 28, a split one 5 + 28 + 28;
     /// the bookkeeping adds 128.
     @Test(arguments: [(100_000, 0.5, 50_000 - 180), (1 << 20, 0.1, 104_857 - 204)])
-    func theLargestAllowedEntryFitsExactly(limit: Int, fraction: Double, payloadCount: Int) throws {
+    func theLargestAllowedEntryFitsExactly(limit: Int, fraction: Double, payloadCount: Int) async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: limit, maxEntryFraction: fraction))
