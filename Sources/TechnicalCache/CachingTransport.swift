@@ -281,7 +281,7 @@ public final class CachingTransport: HTTPTransport {
     ///
     /// - Parameter fields: The header fields.
     /// - Returns: The cache's header lines.
-    public static func cacheHeaders(_ fields: HTTPFields) -> [CacheEntry.Header] {
+    static func cacheHeaders(_ fields: HTTPFields) -> [CacheEntry.Header] {
         fields.map { CacheEntry.Header(name: $0.name.rawName, value: $0.value) }
     }
 
