@@ -78,7 +78,7 @@ let package = Package(
             name: "TechnicalCache",
             dependencies: [
                 "LMDB", "ODataCore", "Redis", .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
@@ -194,7 +194,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TechnicalCacheTests",
-            dependencies: ["TechnicalCache", "LMDB", "ODataCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["TechnicalCache", "LMDB", "ODataCore", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         // The OASIS OData ABNF test cases (unchanged copy, with their licence) drive ABNFConformanceTests.
         .testTarget(

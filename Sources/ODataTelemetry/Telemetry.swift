@@ -69,6 +69,8 @@ public enum MetricName {
     public static let cacheEvictions = "odata_cache_evictions_total"
     /// Entries that failed authentication or decoding and were removed.
     public static let cacheIntegrityFailures = "odata_cache_integrity_failures_total"
+    /// Cache writes, refreshes, removals, flushes and syncs that failed in the storage (`CacheStatistics.storageFailures`).
+    public static let cacheStorageFailures = "odata_cache_storage_failures_total"
     /// Bytes the cache holds.
     public static let cacheBytes = "odata_cache_bytes"
     /// Reads that shared another identical read's round trip.

@@ -3,7 +3,7 @@ import Synchronization
 import CurlHTTP
 public import ODataCore
 public import ODataSession
-public import TechnicalCache
+import TechnicalCache
 import HTTPTypes
 import ODataTelemetry
 
@@ -11,7 +11,10 @@ import ODataTelemetry
 /// encrypted, persistent technical cache in *active* mode (cached copy first, then the server's,
 /// revalidated with `If-None-Match` / `If-Modified-Since`) or *passive* mode (the cache alone).
 ///
-/// The callbacks each execution makes follow SPEC's state tables exactly; see ``CallbackPlan``.
+/// The callbacks each execution makes follow SPEC's state tables exactly; see ``CallbackPlan``. The cache's
+/// side of a read is `TechnicalCache`'s `CachingTransport`; the store keeps its callbacks, coalescing and API.
+/// Its stack, top down: the store (callbacks) → `CachingTransport` → coalescing → `ServiceSession` →
+/// telemetry (`InstrumentedTransport`) → the transport (curl); `docs/notes/cache.md` says why in that order.
 ///
 /// ## Topics
 ///
@@ -43,24 +46,20 @@ public final class OnlineODataStore: Sendable {
     /// Every request of the store goes through it.
     public let session: ServiceSession
     private let delegate: (any OnlineODataStoreDelegate)?
-    private let transport: any HTTPTransport
-    /// Reports cache decisions to the options' telemetry.
-    private let reporter: CacheReporter
+    /// Below the cache: coalescing, then the session (every request that is not answered by the cache).
+    private let network: CoalescingTransport
+    /// The cache side of reads, when the store has a cache.
+    let caching: CachingTransport?
     private let ownedTransport: CurlTransport?
     let cache: ResponseCache?
     private let state = LockedValue(State())
-    private let counters = LockedValue(OnlineStoreStatistics())
-    /// The GETs in flight that identical reads may join (a lock of its own: every coalescing read takes it).
-    private let flights = LockedValue<[FlightKey: Flight]>([:])
+    private let counters: LockedValue<OnlineStoreStatistics>
 
     private struct State {
         var isOpen = false
         var mode: StoreMode = .active
         var running: [UInt64: @Sendable () -> Void] = [:]
         var nextExecution: UInt64 = 0
-        /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that
-        /// began after the last one, so it never gets an answer older than a write this store made.
-        var writeEpoch: UInt64 = 0
         /// The ``response(for:listener:)`` calls running in their callers' tasks (not in `running`).
         var directCalls = 0
     }
@@ -85,12 +84,13 @@ public final class OnlineODataStore: Sendable {
         ownedTransport = transport == nil ? try CurlTransport(configuration: options.transport) : nil
         session = ServiceSession(serviceRoot: root, options: options.session,
                                  transport: InstrumentedTransport.wrapping(transport ?? ownedTransport!, telemetry: options.telemetry))
-        reporter = CacheReporter(telemetry: options.telemetry)
-        self.transport = session
+        let counters = LockedValue(OnlineStoreStatistics())
+        self.counters = counters
         if options.useCache {
             var configuration = CacheConfiguration(sizeLimit: options.cacheSizeLimit, partition: Self.cachePartition(options),
                                                    keyDerivation: options.cacheKeyDerivation, durability: options.cacheDurability,
                                                    memoryBudget: options.cacheMemoryBudget)
+            configuration.logger = options.telemetry.logger
             configuration.secondTier = options.secondTier.map { tier in
                 var tier = tier
                 tier.logger = tier.logger ?? options.telemetry.logger
@@ -101,6 +101,10 @@ public final class OnlineODataStore: Sendable {
         } else {
             cache = nil
         }
+        let reporter = CacheReporter(telemetry: options.telemetry, counters: counters, cache: cache)
+        let network = CoalescingTransport(upstream: session, coalescesReads: options.coalescesIdenticalReads, counters: counters, reporter: reporter)
+        self.network = network
+        caching = cache.map { CachingTransport(cache: $0, upstream: network, maxAge: options.maxAge, listener: reporter) }
     }
 
     deinit {
@@ -170,47 +174,6 @@ public final class OnlineODataStore: Sendable {
         state.withLock { $0.mode = mode }
     }
 
-    // MARK: - Cache lifecycle
-
-    /// Whether the store was created with a technical cache.
-    public var isCacheEnabled: Bool { cache != nil }
-
-    /// Whether the technical cache is open.
-    public var isCacheOpen: Bool { cache?.isOpen ?? false }
-
-    /// Closes the cache while the store stays open (for example while the process is idle).
-    /// Running requests that use it finish without it.
-    public func closeCache() {
-        cache?.close()
-    }
-
-    /// Reopens the cache with its key.
-    /// - Parameter encryptionKey: the passphrase; `nil` uses the options' key (or the generated one).
-    /// - Throws: `ODataError` `.invalidState` without a cache; a cache error for a wrong key.
-    public func reopenCache(encryptionKey: String? = nil) throws {
-        guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
-        if cache.isOpen { return }
-        try cache.open(encryption: encryptionKey.map { .key($0) } ?? initialEncryption)
-    }
-
-    /// Changes the cache's encryption key without losing entries (every entry is re-sealed in one
-    /// transaction). Afterwards open the cache with the new passphrase (``reopenCache(encryptionKey:)``,
-    /// or ``OnlineStoreOptions/cacheEncryptionKey`` for the next store).
-    /// - Parameter newKey: the new passphrase.
-    /// - Throws: `ODataError` `.invalidState` without a cache; a cache error when the cache is closed,
-    ///   not encrypted, or cannot be written (then nothing changed).
-    public func rekeyCache(to newKey: String) throws {
-        guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
-        try cache.rekey(to: .key(newKey))
-    }
-
-    /// Wipes the cache. Allowed only while the cache is closed.
-    /// - Throws: `ODataError` `.invalidState` without a cache; a cache error while it is open.
-    public func resetCache() throws {
-        guard let cache else { throw ODataError(.invalidState, "this store has no technical cache") }
-        try cache.reset()
-    }
-
     /// Counters of requests, network use and the cache.
     public var statistics: OnlineStoreStatistics {
         var result = counters.withLock { $0 }
@@ -219,13 +182,6 @@ public final class OnlineODataStore: Sendable {
             result.secondTier = cache.secondTierStatistics
         }
         return result
-    }
-
-    private var initialEncryption: CacheEncryption {
-        if options.disableCacheEncryption { return .disabled }
-        if let key = options.cacheEncryptionKey { return .key(key) }
-        if let keyStore = options.cacheKeyStore { return .keyStore(keyStore) }
-        return .keyStore(cache?.defaultKeyStore ?? FileKeyStore(path: options.storeDirectory.appendingPathComponent(options.storeName + ".key").path))
     }
 
     // MARK: - Executing requests
@@ -350,72 +306,41 @@ public final class OnlineODataStore: Sendable {
             if plan.readsCache && plan != .cacheOnly { execution.report(.cacheResponse(nil)) }
             return fail(execution, error)
         }
-
-        var cached: CacheEntry?
-        if plan.readsCache {
-            cached = lookup(url)
-            counters.withLock { cached == nil ? ($0.cacheMisses += 1) : ($0.cacheHits += 1) }
-            reporter.lookup(hit: cached != nil, url: url, cache: cache)
-            // The cache's answer as an event: built only when someone can see it, or when it is the result.
-            let cacheResponse = execution.isObserved || plan == .cacheOnly ? cached.map { Self.response(from: $0, revalidated: false) } : nil
-            if execution.isObserved { execution.report(.cacheResponse(cacheResponse)) }
-            if plan == .cacheOnly {
-                // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
-                execution.report(.finished(cacheResponse))
-                return
-            }
-        }
         var headers = options.defaultHeaderFields
         for field in request.headerFields { headers[fields: field.name] = request.headerFields[fields: field.name] }
-        let cacheRequest = CacheRequest(method: request.method.rawValue, headers: Self.cacheHeaders(request.headerFields), useCache: request.useCache)
-        var conditionalNames: [HTTPField.Name] = []
-        if plan.readsCache {
-            switch CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active, maxAge: options.maxAge) {
-            case .serveStored:
-                // Younger than `maxAge`, or `only-if-cached`: the stored entry is the server response.
-                guard let cached else { break }
-                let response = Self.response(from: cached, revalidated: false)
-                counters.withLock { $0.servedFresh += 1 }
-                reporter.decision("served fresh", url: url)
-                execution.report(.serverResponse(response))
-                execution.report(.finished(response))
-                return
-            case .unsatisfiable:
-                // `only-if-cached` with nothing stored (RFC 9111 §5.2.1.7).
-                return fail(execution, ODataServiceError(code: "", message: "HTTP 504: not cached (only-if-cached)", statusCode: 504), Self.notCached)
-            case .revalidate(let conditional):
-                for header in conditional {
-                    if let name = HTTPField.Name(header.name) {
-                        headers[name] = header.value
-                        conditionalNames.append(name)
-                    }
-                }
-            case .fetch:
-                break
-            }
-        }
-        if yieldsBeforeNetwork { await Task.yield() }
-        let coalescing = request.method == .get && options.coalescesIdenticalReads
-        // The answer is stored as of when the request was sent, so that a slower answer to an earlier
-        // request never replaces it (`keepingNewer`).
-        var sentAt = Date()
-        var reply: TransportResponse
-        // A 304's headers as the cache keeps them, when it confirms the copy held (converted and checked once).
-        var confirming: [CacheEntry.Header]?
-        func confirmation(of reply: TransportResponse) -> [CacheEntry.Header]? {
-            guard reply.status == 304, let cached else { return nil }
-            let headers = Self.cacheHeaders(reply.headerFields)
-            return CachePolicy.notModified(headers, confirms: cached) ? headers : nil
-        }
+        let sent = TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body)
+        let response: ODataResponse
         do {
-            reply = try await send(TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body), coalescing: coalescing)
-            confirming = confirmation(of: reply)
-            if reply.status == 304, cached != nil, confirming == nil, !conditionalNames.isEmpty {
-                // The 304 is about another representation than the copy held: ask for the body.
-                for name in conditionalNames { headers[name] = nil }
-                sentAt = Date()
-                reply = try await send(TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body), coalescing: coalescing)
-                confirming = confirmation(of: reply)
+            if plan.readsCache, let caching {
+                var cacheResponse: ODataResponse?
+                let outcome = try await caching.intercept(sent, mode: plan == .cacheOnly ? .passive : .active, cacheAnswer: { cached in
+                    // The cache's answer as an event: built only when someone can see it, or when it is the result.
+                    cacheResponse = execution.isObserved || plan == .cacheOnly ? cached.map { Self.response(from: $0, revalidated: false) } : nil
+                    if execution.isObserved { execution.report(.cacheResponse(cacheResponse)) }
+                }, beforeNetwork: {
+                    if yieldsBeforeNetwork { await Task.yield() }
+                })
+                switch outcome {
+                case .cacheOnly:
+                    // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
+                    return execution.report(.finished(cacheResponse))
+                case .fresh(let entry):
+                    // Younger than `maxAge`, or `only-if-cached`: the stored entry is the server response.
+                    let fresh = Self.response(from: entry, revalidated: false)
+                    execution.report(.serverResponse(fresh))
+                    return execution.report(.finished(fresh))
+                case .unsatisfiable:
+                    // `only-if-cached` with nothing stored (RFC 9111 §5.2.1.7).
+                    return fail(execution, ODataServiceError(code: "", message: "HTTP 504: not cached (only-if-cached)", statusCode: 504), Self.notCached)
+                case .notModified(let entry):
+                    response = Self.response(from: entry, revalidated: true)
+                case .network(let reply):
+                    response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
+                }
+            } else {
+                if yieldsBeforeNetwork { await Task.yield() }
+                let reply = try await network.send(sent)
+                response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
             }
         } catch {
             if !isOpen { return fail(execution, ODataError(.invalidState, "the store was closed while the request ran")) }
@@ -424,26 +349,11 @@ public final class OnlineODataStore: Sendable {
         if Task.isCancelled || !isOpen {
             return fail(execution, isOpen ? CancellationError() : ODataError(.invalidState, "the store was closed while the request ran"))
         }
-
-        let response: ODataResponse
-        if let confirming, let cached {
-            counters.withLock { $0.notModified += 1 }
-            reporter.notModified(url: url)
-            // The copy the request revalidated is the answer, even when another answer replaced it in
-            // the cache meanwhile (the refresh then leaves that one alone).
-            let refreshed = plan.readsCache ? await updateCache(url: url, request: cacheRequest, status: 304, headers: confirming, payload: Data(), stored: cached, confirmed: true, sentAt: sentAt) : nil
-            response = Self.response(from: refreshed ?? cached, revalidated: true)
-        } else {
-            response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
-            if plan.readsCache {
-                _ = await updateCache(url: url, request: cacheRequest, status: reply.status, headers: Self.cacheHeaders(reply.headerFields), payload: reply.body, stored: cached, sentAt: sentAt)
-            }
-        }
         if response.isSuccess {
             execution.report(.serverResponse(response))
             execution.report(.finished(response))
         } else {
-            fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(reply.status)", statusCode: reply.status), response)
+            fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(response.statusCode)", statusCode: response.statusCode), response)
         }
     }
 
@@ -465,10 +375,10 @@ public final class OnlineODataStore: Sendable {
         } catch {
             return fail(execution, error)
         }
-        if plan.readsCache {
+        if plan.readsCache, let caching {
             var parts: [BatchResponse.Part] = []
             for url in urls {
-                if let url, let entry = lookup(url) {
+                if let url, let entry = caching.lookup(url) {
                     parts.append(.response(Self.response(from: entry, revalidated: false), contentID: nil))
                 } else {
                     parts.append(.response(Self.notCached, contentID: nil))
@@ -487,7 +397,7 @@ public final class OnlineODataStore: Sendable {
         let sentAt = Date()
         let reply: TransportResponse
         do {
-            reply = try await send(TransportRequest(method: "POST", url: batchURL, headerFields: headers, body: encoded.body), coalescing: false)
+            reply = try await network.send(TransportRequest(method: "POST", url: batchURL, headerFields: headers, body: encoded.body))
         } catch {
             return fail(execution, isOpen ? error : ODataError(.invalidState, "the store was closed while the request ran"))
         }
@@ -495,12 +405,13 @@ public final class OnlineODataStore: Sendable {
         guard response.isSuccess else {
             return fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(reply.status)", statusCode: reply.status), response)
         }
-        if plan.readsCache, let contentType = reply.headerFields[.contentType],
+        // An answer that does not split into its parts (`nil`) is not cached; the caller still gets it whole.
+        if plan.readsCache, let caching, let contentType = reply.headerFields[.contentType],
            let decoded = try? MultipartBatch.decodeResponse(reply.body, contentType: contentType), decoded.parts.count == urls.count {
             for (part, url) in zip(decoded.parts, urls) {
                 guard let url, case .response(let partResponse, _) = part else { continue }
-                _ = await updateCache(url: url, request: CacheRequest(method: "GET"), status: partResponse.statusCode,
-                                      headers: Self.cacheHeaders(partResponse.headerFields), payload: partResponse.payload, stored: nil, sentAt: sentAt)
+                await caching.update(status: partResponse.statusCode, headerFields: partResponse.headerFields, body: partResponse.payload,
+                                     for: TransportRequest(url: url), stored: nil, sentAt: sentAt)
             }
         }
         execution.report(.serverResponse(response))
@@ -510,189 +421,11 @@ public final class OnlineODataStore: Sendable {
     /// A batch part that was never cached: `504` as for an unsatisfiable `only-if-cached` (RFC 9111 §5.2.1.7).
     private static let notCached = ODataResponse(statusCode: 504, headerFields: [HTTPField.Name("Cache-Status")!: "ODataStores; fwd=miss; detail=not-cached"], isFromCache: true)
 
-    /// The cache's entry for a URL; a closed or failing cache is a miss (the cache is best-effort).
-    private func lookup(_ url: String) -> CacheEntry? {
-        (try? cache?.entry(for: url)) ?? nil
-    }
-
-    /// Carries out what ``CachePolicy`` says the server's answer does to the stored entry: as of
-    /// `sentAt`, so that an answer never replaces one to a request sent later, and a 304 refreshes
-    /// only the copy it confirmed. A cache closed meanwhile is left alone.
-    /// - Returns: the refreshed entry after a 304, if it is still the one stored.
-    /// - Parameter confirmed: whether a 304's `headers` were checked to confirm `stored`.
-    private func updateCache(url: String, request: CacheRequest, status: Int, headers: [CacheEntry.Header], payload: Data, stored: CacheEntry?, confirmed: Bool = false, sentAt: Date) async -> CacheEntry? {
-        guard let cache, cache.isOpen else { return nil }
-        switch CachePolicy.action(for: request, status: status, headers: headers, hasStoredEntry: stored != nil, mode: .active) {
-        case .store:
-            let stored = (try? await cache.store(CacheEntry(status: status, headers: headers, payload: payload, storedAt: sentAt), for: url, keepingNewer: true)) ?? false
-            reporter.decision(stored ? "stored" : "not stored", url: url)
-            reporter.counts(of: cache)
-        case .refresh:
-            let refreshed = (try? await cache.refresh(for: url, with304Headers: headers, revalidating: stored, confirmed: confirmed, at: sentAt)) ?? nil
-            reporter.decision(refreshed == nil ? "refresh skipped (superseded)" : "refreshed", url: url)
-            return refreshed
-        case .remove:
-            _ = try? await cache.removeEntry(for: url)
-            reporter.decision("removed", url: url)
-            reporter.counts(of: cache)
-        case .leave:
-            break
-        }
-        return nil
-    }
-
-    private static func cacheHeaders(_ fields: HTTPFields) -> [CacheEntry.Header] {
-        fields.map { CacheEntry.Header(name: $0.name.rawName, value: $0.value) }
-    }
-
-    private func send(_ request: TransportRequest, coalescing: Bool) async throws -> TransportResponse {
-        let isWrite = request.method != "GET" && request.method != "HEAD"
-        if isWrite {
-            defer { state.withLock { $0.writeEpoch &+= 1 } }
-            return try await sendCounted(request)
-        }
-        guard coalescing else { return try await sendCounted(request) }
-        return try await send(request, key: FlightKey(epoch: state.withLock { $0.writeEpoch }, url: request.url, headers: request.headerFields))
-    }
-
-    /// Sends `request` in the calling task (no task of its own, no extra thread hop). With `coalescing`, an
-    /// identical request already in flight is joined instead: its answer is this one's too.
-    private func send(_ request: TransportRequest, key: FlightKey) async throws -> TransportResponse {
-        while true {
-            let (flight, isLeader): (Flight, Bool) = flights.withLock { flights in
-                if let existing = flights[key] { return (existing, false) }
-                let flight = Flight()
-                flights[key] = flight
-                return (flight, true)
-            }
-            if isLeader {
-                let result: Result<TransportResponse, any Error>
-                do { result = .success(try await sendCounted(request)) } catch { result = .failure(error) }
-                flights.withLock { flights in
-                    if let index = flights.index(forKey: key), flights.values[index] === flight { flights.remove(at: index) }
-                }
-                flight.finish(result)
-                return try result.get()
-            }
-            counters.withLock { $0.coalesced += 1 }
-            reporter.coalesced()
-            let result = await flight.result()
-            // The leader's own cancellation is not this read's: ask again (join or lead a new flight).
-            if case .failure(let error) = result, error is CancellationError, !Task.isCancelled { continue }
-            try Task.checkCancellation()
-            return try result.get()
-        }
-    }
-
-    private func sendCounted(_ request: TransportRequest) async throws -> TransportResponse {
-        let reply = try await transport.send(request)
-        counters.withLock {
-            $0.networkRequests += 1
-            $0.bytesReceived += reply.metrics.headerBytes + reply.metrics.bodyBytes
-        }
-        return reply
-    }
-
     /// The cache's answer; its header fields are made from the stored lines only if someone reads them.
     private static func response(from entry: CacheEntry, revalidated: Bool) -> ODataResponse {
         let headers = entry.headers
         return ODataResponse(statusCode: entry.status, payload: entry.payload, isFromCache: true, isRevalidated: revalidated) {
             HTTPFields(headers.compactMap { header in HTTPField.Name(header.name).map { HTTPField(name: $0, value: header.value) } })
         }
-    }
-}
-
-/// Counters of an ``OnlineODataStore``.
-public struct OnlineStoreStatistics: Sendable, Hashable {
-    /// Executions started.
-    public var requests = 0
-    /// Requests that went to the network.
-    public var networkRequests = 0
-    /// Identical reads that shared another request's network round trip.
-    public var coalesced = 0
-    /// Header and body bytes received on the wire.
-    public var bytesReceived = 0
-    /// Revalidations answered with `304 Not Modified`.
-    public var notModified = 0
-    /// Cache lookups that found an entry.
-    public var cacheHits = 0
-    /// Cache lookups that found nothing.
-    public var cacheMisses = 0
-    /// Reads answered from the cache without the server: within ``OnlineStoreOptions/maxAge``, or
-    /// asked with `Cache-Control: only-if-cached`.
-    public var servedFresh = 0
-    /// The technical cache's own counters, when the store has one.
-    public var cache: CacheStatistics?
-    /// The cache's Redis tier's counters, when ``OnlineStoreOptions/secondTier`` is set.
-    public var secondTier: SecondTierStatistics?
-}
-
-/// What makes reads identical for coalescing: the URL and header fields (in order) of a GET, between the same
-/// writes (a write through the store starts a new epoch, so no read joins one sent before it). Its hash is
-/// computed once, outside the lock it is looked up under.
-struct FlightKey: Hashable, Sendable {
-    let epoch: UInt64
-    let url: String
-    let headers: HTTPFields
-    private let hash: Int
-    /// This key and its copies: the leader removes its flight under the key it added it with, which is then
-    /// equal without comparing every header field.
-    private let identity = Identity()
-    private final class Identity: Sendable {}
-
-    init(epoch: UInt64, url: String, headers: HTTPFields) {
-        self.epoch = epoch
-        self.url = url
-        self.headers = headers
-        var hasher = Hasher()
-        hasher.combine(epoch)
-        hasher.combine(url)
-        for field in headers {
-            hasher.combine(field.name.canonicalName)
-            hasher.combine(field.value)
-        }
-        hash = hasher.finalize()
-    }
-
-    static func == (lhs: FlightKey, rhs: FlightKey) -> Bool {
-        lhs.identity === rhs.identity
-            || lhs.hash == rhs.hash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(hash)
-    }
-}
-
-/// One network request that identical reads share: the first one sends it, the others wait for its answer.
-final class Flight: Sendable {
-    private struct State {
-        var result: Result<TransportResponse, any Error>?
-        var waiters: [CheckedContinuation<Result<TransportResponse, any Error>, Never>] = []
-    }
-
-    private let state = LockedValue(State())
-
-    /// The answer, once the leader has it.
-    func result() async -> Result<TransportResponse, any Error> {
-        if let result = state.withLock({ $0.result }) { return result }
-        return await withCheckedContinuation { waiter in
-            let ready = state.withLock { state -> Result<TransportResponse, any Error>? in
-                if let result = state.result { return result }
-                state.waiters.append(waiter)
-                return nil
-            }
-            if let ready { waiter.resume(returning: ready) }
-        }
-    }
-
-    /// Hands the answer to every waiter.
-    func finish(_ result: Result<TransportResponse, any Error>) {
-        let waiters = state.withLock { state in
-            state.result = result
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: result) }
     }
 }

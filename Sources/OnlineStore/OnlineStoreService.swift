@@ -74,6 +74,7 @@ public struct OnlineStoreService: Service {
         let end = clock.now.advanced(by: deadline)
         var left = count()
         while left > 0, clock.now < end, !Task.isCancelled {
+            // Throws only when the task is cancelled, which the loop's condition checks next.
             try? await clock.sleep(for: .milliseconds(10))
             left = count()
         }

@@ -1,3 +1,5 @@
+public import Logging
+
 /// How often a cache's commits reach the disk.
 public enum CacheDurability: Sendable, Hashable {
     /// Every commit is flushed (`fsync`, about 0.5 ms here): nothing committed is lost even on power failure.
@@ -37,6 +39,14 @@ public struct CacheConfiguration: Sendable, Hashable {
     /// A Redis server shared by a fleet's caches: read on a local miss, written after each stored answer
     /// (see ``RedisTierConfiguration``). Needs an encrypted cache. The default is `nil`: local only.
     public var secondTier: RedisTierConfiguration? = nil
+    /// Where the cache logs what it cannot tell a caller: the first storage failure of each kind
+    /// (``CacheStorageOperation``; all are counted in ``CacheStatistics/storageFailures``). No URL, key or
+    /// payload is logged. It takes no part in equality. The default is `nil`: a logger labelled
+    /// `ODataStores.TechnicalCache` (the online store passes its telemetry's logger).
+    public var logger: Logger? = nil
+    /// The LMDB map's fixed size in bytes, for tests that make the map fill (then writes fail with
+    /// `MDB_MAP_FULL`); `nil`, the default, sizes the map from ``sizeLimit`` and lets it grow.
+    var mapSizeLimit: Int? = nil
 
     /// Creates a configuration; every parameter has the default documented on its property.
     ///
@@ -64,6 +74,33 @@ public struct CacheConfiguration: Sendable, Hashable {
         self.keyDerivation = keyDerivation
         self.durability = durability
         self.memoryBudget = memoryBudget
+    }
+
+    /// Configurations are equal in everything but their logger.
+    ///
+    /// - Parameters:
+    ///   - lhs: A configuration.
+    ///   - rhs: Another configuration.
+    /// - Returns: Whether every setting but the logger is equal.
+    public static func == (lhs: CacheConfiguration, rhs: CacheConfiguration) -> Bool {
+        lhs.sizeLimit == rhs.sizeLimit && lhs.lowWaterMark == rhs.lowWaterMark && lhs.maxEntryFraction == rhs.maxEntryFraction
+            && lhs.partition == rhs.partition && lhs.keyDerivation == rhs.keyDerivation && lhs.durability == rhs.durability
+            && lhs.memoryBudget == rhs.memoryBudget && lhs.secondTier == rhs.secondTier && lhs.mapSizeLimit == rhs.mapSizeLimit
+    }
+
+    /// Hashes everything but the logger.
+    ///
+    /// - Parameter hasher: The hasher to feed.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(sizeLimit)
+        hasher.combine(lowWaterMark)
+        hasher.combine(maxEntryFraction)
+        hasher.combine(partition)
+        hasher.combine(keyDerivation)
+        hasher.combine(durability)
+        hasher.combine(memoryBudget)
+        hasher.combine(secondTier)
+        hasher.combine(mapSizeLimit)
     }
 
     func validate() throws(CacheError) {
@@ -120,4 +157,11 @@ public struct CacheStatistics: Sendable, Hashable {
     public var currentBytes = 0
     /// The number of entries currently stored (0 while closed).
     public var entryCount = 0
+    /// Storage operations that failed (LMDB or the disk): writes, 304 refreshes, removals, flushes of held
+    /// refreshes and recency updates, removals of damaged entries, syncs. A failed write keeps the previous
+    /// state; a read through a ``CachingTransport`` still gets the server's answer. The first failure of each
+    /// kind is also logged (``CacheConfiguration/logger``).
+    public var storageFailures = 0
+    /// ``storageFailures`` by operation.
+    public var storageFailuresByOperation: [CacheStorageOperation: Int] = [:]
 }

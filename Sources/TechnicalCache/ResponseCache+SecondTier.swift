@@ -25,7 +25,10 @@ extension ResponseCache {
     /// stored locally meanwhile with a later time is kept).
     func secondTierEntry(for url: String) -> CacheEntry? {
         guard let tier, let entry = tier.lookup(url) else { return nil }
-        tier.fill { [weak self] in _ = try? self?.storeLocally(entry, for: url, keepingNewer: true) }
+        tier.fill { [weak self] in
+            // A failed write is counted and logged by the cache (`storeFromSecondTier`); a closed cache takes no copy.
+            do { try self?.storeFromSecondTier(entry, for: url) } catch {}
+        }
         return entry
     }
 

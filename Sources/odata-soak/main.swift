@@ -89,7 +89,7 @@ func residentBytes() -> Int {
 
 /// Opens a cache, then writes and reads entries whose payload names their URL until killed.
 /// Exit 2: the cache did not open; exit 3: an entry's payload belongs to another URL.
-func runChild(directory: String, verifyOnly: Bool) -> Never {
+func runChild(directory: String, verifyOnly: Bool) async -> Never {
     let cache: ResponseCache
     do {
         cache = try ResponseCache(directory: directory)
@@ -115,7 +115,9 @@ func runChild(directory: String, verifyOnly: Bool) -> Never {
         if !verifyOnly {
             let url = "child/\(index % 300)"
             let payload = Data((url + "#" + String(index) + String(repeating: ".", count: index % 2_000)).utf8)
-            _ = try? cache.store(CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"\(index)\"")], payload: payload), for: url)
+            // A write the kill interrupts, or one the disk refuses, is what this child exists to survive: its
+            // outcome is checked by reading (exit 3), not by the write's own answer.
+            _ = try? await cache.store(CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"\(index)\"")], payload: payload), for: url)
         }
         index += 1
     }
@@ -564,7 +566,7 @@ if arguments.count >= 2 && arguments[1] == "--shared-cache-child" {
     await runSharedCacheChild(arguments)
 }
 if arguments.count >= 3 && arguments[1] == "--child" {
-    runChild(directory: arguments[2], verifyOnly: arguments.contains("--verify"))
+    await runChild(directory: arguments[2], verifyOnly: arguments.contains("--verify"))
 }
 let status = await soak(Options(arguments))
 fflush(nil) // all streams: LeakSanitizer may end the process without flushing

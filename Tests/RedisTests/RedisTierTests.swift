@@ -15,7 +15,7 @@ import Testing
 struct RedisTierTests {
     // MARK: ResponseCache
 
-    @Test func instanceBReadsWhatInstanceAStoredFromRedis() throws {
+    @Test func instanceBReadsWhatInstanceAStoredFromRedis() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -25,7 +25,7 @@ struct RedisTierTests {
         defer { a.close(); b.close() }
         let url = "https://example.com/odata/Customers('ALFKI')?$select=Name"
         let entry = makeEntry(#"{"Name":"Alfreds"}"#, headers: [.init(name: "ETag", value: #"W/"7""#)])
-        #expect(try a.store(entry, for: url))
+        #expect(try await a.store(entry, for: url))
         a.waitForSecondTier()
         #expect(a.secondTierStatistics?.writes == 1)
 
@@ -43,7 +43,7 @@ struct RedisTierTests {
         #expect(b.secondTierStatistics?.misses == 1)
     }
 
-    @Test func partitionsAndNamespacesDoNotShare() throws {
+    @Test func partitionsAndNamespacesDoNotShare() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -52,7 +52,7 @@ struct RedisTierTests {
         let b = try openCache(directory.cache("b"), server, partition: "bob")
         let c = try openCache(directory.cache("c"), server, partition: "alice", namespace: "other-fleet")
         defer { a.close(); b.close(); c.close() }
-        try a.store(makeEntry("alice's"), for: "https://example.com/Me")
+        try await a.store(makeEntry("alice's"), for: "https://example.com/Me")
         a.waitForSecondTier()
         #expect(try b.entry(for: "https://example.com/Me") == nil)
         #expect(try c.entry(for: "https://example.com/Me") == nil)
@@ -63,7 +63,7 @@ struct RedisTierTests {
 
     /// A 304's refresh reaches Redis: another instance reads the refreshed headers and time; the TTL follows
     /// the refreshed freshness lifetime plus the stale allowance.
-    @Test func refreshesAndRemovalsReachRedis() throws {
+    @Test func refreshesAndRemovalsReachRedis() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -72,9 +72,9 @@ struct RedisTierTests {
         defer { a.close() }
         let url = "https://example.com/Products(1)"
         let sent = Date(timeIntervalSinceNow: -60)
-        try a.store(makeEntry("p1", headers: [.init(name: "ETag", value: #""v1""#)], storedAt: sent), for: url)
+        try await a.store(makeEntry("p1", headers: [.init(name: "ETag", value: #""v1""#)], storedAt: sent), for: url)
         let later = Date()
-        let refreshed = try #require(try a.refresh(for: url, with304Headers: [.init(name: "ETag", value: #""v1""#), .init(name: "Cache-Control", value: "max-age=600")], at: later))
+        let refreshed = try #require(try await a.refresh(for: url, with304Headers: [.init(name: "ETag", value: #""v1""#), .init(name: "Cache-Control", value: "max-age=600")], at: later))
         #expect(refreshed.headerValue(named: "Cache-Control") == "max-age=600")
         a.waitForSecondTier()
         #expect(a.secondTierStatistics?.writes == 2)
@@ -92,15 +92,15 @@ struct RedisTierTests {
         #expect(ttl > 4_100_000 && ttl <= 4_200_000)  // 600 s fresh + 3600 s stale allowance
 
         // 404/410 remove the entry: from Redis too.
-        #expect(try a.removeEntry(for: url))
+        #expect(try await a.removeEntry(for: url))
         a.waitForSecondTier()
         #expect(try allKeys(redis).isEmpty)
         #expect(a.secondTierStatistics?.removals == 1)
         // A no-store answer supersedes what Redis held.
-        try a.store(makeEntry("p1 again"), for: url)
+        try await a.store(makeEntry("p1 again"), for: url)
         a.waitForSecondTier()
         #expect(try allKeys(redis).count == 1)
-        #expect(try a.store(makeEntry("secret", headers: [.init(name: "Cache-Control", value: "no-store")]), for: url) == false)
+        #expect(try await a.store(makeEntry("secret", headers: [.init(name: "Cache-Control", value: "no-store")]), for: url) == false)
         a.waitForSecondTier()
         #expect(try allKeys(redis).isEmpty)
     }
@@ -138,7 +138,7 @@ struct RedisTierTests {
     /// A wrong key in B: B never finds A's values (its key hashes differ); a value planted under B's own key
     /// (sealed under A's keys) fails authentication and is a miss; a damaged value is a miss too. No crash,
     /// no wrong answer, and the values are left for their owners.
-    @Test func aWrongKeyOrADamagedValueIsAMiss() throws {
+    @Test func aWrongKeyOrADamagedValueIsAMiss() async throws {
         let server = try RedisServer.start()
         defer { server.stop() }
         let directory = TemporaryDirectory()
@@ -147,7 +147,7 @@ struct RedisTierTests {
         let url = "https://example.com/Orders(10248)"
         let a = try openCache(directory.cache("a"), server)
         defer { a.close() }
-        try a.store(makeEntry("A's answer"), for: url)
+        try await a.store(makeEntry("A's answer"), for: url)
         a.waitForSecondTier()
         let aKey = try #require(try allKeys(redis).first)
         let aValue = try #require(try redis.get(aKey))
@@ -155,7 +155,7 @@ struct RedisTierTests {
         let b = try openCache(directory.cache("b"), server, secret: "another secret")
         #expect(try b.entry(for: url) == nil)
         #expect(b.secondTierStatistics?.misses == 1)
-        try b.store(makeEntry("B's answer"), for: url)
+        try await b.store(makeEntry("B's answer"), for: url)
         b.waitForSecondTier()
         b.close()
         let bKey = try #require(try allKeys(redis).first { $0 != aKey })
@@ -183,7 +183,7 @@ struct RedisTierTests {
 
     /// Redis killed (SIGKILL) mid-run: stores and lookups go on locally without an error, the outage is
     /// counted and logged once; a new redis-server on the same port is used again.
-    @Test func aRedisOutageIsLocalOnlyAndEndsWhenRedisIsBack() throws {
+    @Test func aRedisOutageIsLocalOnlyAndEndsWhenRedisIsBack() async throws {
         let server = try RedisServer.start()
         let port = server.port
         let directory = TemporaryDirectory()
@@ -196,14 +196,14 @@ struct RedisTierTests {
         let b = try ResponseCache(directory: directory.cache("b"), configuration: configuration)
         try b.open(encryption: .key(fleetSecret))
         defer { a.close(); b.close() }
-        try a.store(makeEntry("before"), for: "https://example.com/before")
+        try await a.store(makeEntry("before"), for: "https://example.com/before")
         a.waitForSecondTier()
         #expect(try b.entry(for: "https://example.com/before")?.payload == Data("before".utf8))
 
         server.kill()
         let start = ContinuousClock.now
         for index in 0..<200 {
-            #expect(try a.store(makeEntry("during \(index)"), for: "https://example.com/during/\(index)"))
+            #expect(try await a.store(makeEntry("during \(index)"), for: "https://example.com/during/\(index)"))
             #expect(try a.entry(for: "https://example.com/during/\(index)")?.payload == Data("during \(index)".utf8))
             #expect(try b.entry(for: "https://example.com/during/\(index)") == nil)
             #expect(try b.entry(for: "https://example.com/before")?.payload == Data("before".utf8))  // B's local copy
@@ -221,10 +221,10 @@ struct RedisTierTests {
 
         let again = try RedisServer.start(port: port)
         defer { again.stop() }
-        Thread.sleep(forTimeInterval: 0.25)  // the back-off interval
+        try await Task.sleep(for: .milliseconds(250))  // the back-off interval
         // The first write after the interval probes Redis (it may be dropped while the probe runs).
-        #expect(try eventually {
-            _ = try a.store(makeEntry("after"), for: "https://example.com/after")
+        #expect(try await eventually {
+            _ = try await a.store(makeEntry("after"), for: "https://example.com/after")
             a.waitForSecondTier()
             let found = try b.entry(for: "https://example.com/after")
             return a.secondTierStatistics?.isAvailable == true && found != nil

@@ -89,6 +89,16 @@ func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) rethrows 
     return try condition()
 }
 
+/// ``eventually(_:_:)`` for a condition that awaits (a cache write).
+func eventually(_ seconds: Double = 5, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}
+
 /// Runs `body` with a redis-server, the fixture producer and a fresh directory for the instances' caches; stops
 /// both servers and removes the directory however `body` ends.
 func withFleet(_ body: (FixtureServer, RedisServer, TemporaryDirectory) async throws -> Void) async throws {

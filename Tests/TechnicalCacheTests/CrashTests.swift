@@ -17,12 +17,12 @@ private func durability(named name: String) -> CacheDurability {
 }
 
 /// Writes entries 0, 1, 2, … and prints `COMMITTED n` after each store returned.
-private func writerLoop(directory: String, durabilityName: String, limit: Int, report: (Int) -> Void) throws {
+private func writerLoop(directory: String, durabilityName: String, limit: Int, report: (Int) -> Void) async throws {
     let cache = try ResponseCache(directory: directory, configuration: testConfiguration(durability: durability(named: durabilityName)))
     try cache.open(encryption: .key("crash-key"))
     let deadline = Date().addingTimeInterval(60)
     for counter in 0..<limit where Date() < deadline {
-        try cache.store(crashEntry(counter), for: "https://h/items/\(counter)")
+        try await cache.store(crashEntry(counter), for: "https://h/items/\(counter)")
         report(counter)
     }
     cache.close()
@@ -31,9 +31,9 @@ private func writerLoop(directory: String, durabilityName: String, limit: Int, r
 @Suite struct CrashTests {
     /// In a child process (`CACHE_TEST_CHILD=writer`) this is the endless writer loop the parent kills;
     /// in a normal run it runs a short loop and checks every entry it wrote.
-    @Test func childWriterLoop() throws {
+    @Test func childWriterLoop() async throws {
         if childRole == .writer, let directory = childEnvironment["CACHE_TEST_DIR"] {
-            try writerLoop(directory: directory, durabilityName: childEnvironment["CACHE_TEST_DURABILITY"] ?? "full", limit: 1_000_000) { counter in
+            try await writerLoop(directory: directory, durabilityName: childEnvironment["CACHE_TEST_DURABILITY"] ?? "full", limit: 1_000_000) { counter in
                 report("COMMITTED \(counter)")
             }
             return
@@ -41,7 +41,7 @@ private func writerLoop(directory: String, durabilityName: String, limit: Int, r
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         var committed: [Int] = []
-        try writerLoop(directory: dir.cachePath, durabilityName: "full", limit: 25) { committed.append($0) }
+        try await writerLoop(directory: dir.cachePath, durabilityName: "full", limit: 25) { committed.append($0) }
         #expect(committed == Array(0..<25))
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("crash-key"))
@@ -72,7 +72,7 @@ private func writerLoop(directory: String, durabilityName: String, limit: Int, r
     }
 
     @Test(arguments: ["full", "periodic"])
-    func sigkillDuringAWriteLoopKeepsEveryCommittedEntry(durabilityName: String) throws {
+    func sigkillDuringAWriteLoopKeepsEveryCommittedEntry(durabilityName: String) async throws {
         guard childRole == nil else { return }
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -120,7 +120,7 @@ private func writerLoop(directory: String, durabilityName: String, limit: Int, r
         #expect(stats.integrityFailures == 0)
         #expect(stats.entryCount >= committed.count && stats.entryCount <= committed.count + 1)
         // And it takes new writes.
-        try cache.store(crashEntry(next + 1), for: "after")
+        try await cache.store(crashEntry(next + 1), for: "after")
         #expect(try cache.entry(for: "after")?.payload == crashEntry(next + 1).payload)
     }
 }

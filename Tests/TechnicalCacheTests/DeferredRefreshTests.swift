@@ -54,14 +54,14 @@ import Testing
         #expect(missed == 0)
     }
 
-    @Test func closeWritesWhatIsPending() throws {
+    @Test func closeWritesWhatIsPending() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         let original = makeEntry(payload: "body", etag: "W/\"1\"")
-        try cache.store(original, for: "u")
-        try cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D3")], revalidating: original)
+        try await cache.store(original, for: "u")
+        try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D3")], revalidating: original)
         cache.close()  // before the background write is due
         try cache.open(encryption: .key("k"))
         defer { cache.close() }

@@ -40,14 +40,14 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
 }
 
 @Suite struct IntegrityTests {
-    @Test func aByteFlippedInTheDataFileMakesThatEntryAMiss() throws {
+    @Test func aByteFlippedInTheDataFileMakesThatEntryAMiss() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         let victim = CacheEntry(status: 200, headers: [], payload: patternPayload(index: 1, count: 3000))
-        try cache.store(victim, for: "https://h/victim")
-        try cache.store(makeEntry(payload: "bystander"), for: "https://h/bystander")
+        try await cache.store(victim, for: "https://h/victim")
+        try await cache.store(makeEntry(payload: "bystander"), for: "https://h/bystander")
         let bystanderSize = try #require(try cache.entry(for: "https://h/bystander")).size
         cache.close()
 
@@ -76,19 +76,19 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
         #expect(try cache.entry(for: "https://h/victim") == nil)
         #expect(cache.statistics.integrityFailures == 1)
         #expect(try cache.entry(for: "https://h/bystander")?.payload == Data("bystander".utf8))
-        try cache.store(victim, for: "https://h/victim")
+        try await cache.store(victim, for: "https://h/victim")
         #expect(try cache.entry(for: "https://h/victim")?.payload == victim.payload)
         stats = cache.statistics
         #expect(stats.entryCount == 2)
     }
 
-    @Test func aSealedValueMovedUnderAnotherKeyFailsToOpen() throws {
+    @Test func aSealedValueMovedUnderAnotherKeyFailsToOpen() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
-        try cache.store(makeEntry(payload: "for alice only"), for: "https://h/alice")
-        try cache.store(makeEntry(payload: "for bob only, longer"), for: "https://h/bob")
+        try await cache.store(makeEntry(payload: "for alice only"), for: "https://h/alice")
+        try await cache.store(makeEntry(payload: "for bob only, longer"), for: "https://h/bob")
         cache.close()
         // Copy one sealed value over the other: the LMDB key is the authenticated data.
         try withRawEntries(dir.cachePath) { env, entries in
@@ -106,7 +106,7 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
         if let bob = results[1] { #expect(bob.payload == Data("for bob only, longer".utf8)) }
     }
 
-    @Test func noPlaintextURLHeaderOrPayloadIsInTheFiles() throws {
+    @Test func noPlaintextURLHeaderOrPayloadIsInTheFiles() async throws {
         let url = "https://example.invalid/service/SecretEntitySet?$filter=Name%20eq%20'Marker'"
         let headerName = "X-Private-Header-Name"
         let headerValue = "header-value-marker-7f3a"
@@ -120,8 +120,8 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
             defer { dir.remove() }
             let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(durability: .full))
             try cache.open(encryption: encrypted ? .key("k") : .disabled)
-            try cache.store(entry, for: url)
-            try cache.refresh(for: url, with304Headers: [.init(name: headerName, value: headerValue)])
+            try await cache.store(entry, for: url)
+            try await cache.refresh(for: url, with304Headers: [.init(name: headerName, value: headerValue)])
             #expect(try cache.entry(for: url)?.payload == entry.payload)
             cache.close()
             let files = try filesContent(dir.cachePath)
@@ -146,7 +146,7 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
         }
     }
 
-    @Test func tenThousandRandomWritesKeepTheBudgetAndEvictInLRUOrder() throws {
+    @Test func tenThousandRandomWritesKeepTheBudgetAndEvictInLRUOrder() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let limit = 256 << 10
@@ -167,7 +167,7 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
             let url = urls[Int.random(in: 0..<urls.count, using: &random)]
             let payloadSize = Int.random(in: 0...12_000, using: &random)
             let before = cache.statistics
-            try cache.store(CacheEntry(status: 200, headers: [.init(name: "W", value: "\(write)")],
+            try await cache.store(CacheEntry(status: 200, headers: [.init(name: "W", value: "\(write)")],
                                        payload: patternPayload(index: write, count: payloadSize)), for: url)
             let after = cache.statistics
             let evicted = after.evictions - before.evictions

@@ -62,7 +62,7 @@ func runSharedLoad(
     directory: String, worker: Int, seed: UInt64, operations: Int, mix: String = "mixed", limit: Int = Shared.limit,
     durability: CacheDurability = .periodic(interval: .milliseconds(200)),
     stop: () -> Bool = { false }, progress: (Int) -> Void = { _ in }
-) -> [String: Int] {
+) async -> [String: Int] {
     var counts: [String: Int] = ["wrong": 0, "errors": 0, "overBudget": 0]
     func bump(_ name: String, _ amount: Int = 1) { counts[name, default: 0] += amount }
     var random = SeededGenerator(state: seed)
@@ -95,18 +95,18 @@ func runSharedLoad(
                 guard let found = try cache.entry(for: url) else { break }
                 guard Shared.check(found, url: url) != nil else { bump("wrong"); report("WRONG before refresh \(url)"); break }
                 let headers: [CacheEntry.Header] = [.init(name: "ETag", value: found.etag ?? ""), .init(name: "X-Checked", value: "\(worker)-\(operation)")]
-                if let refreshed = try cache.refresh(for: url, with304Headers: headers, revalidating: found) {
+                if let refreshed = try await cache.refresh(for: url, with304Headers: headers, revalidating: found) {
                     bump("refreshes")
                     if Shared.check(refreshed, url: url) == nil { bump("wrong"); report("WRONG refresh \(url)") }
                 }
             case 65..<92:
                 sequence += 1
                 let size = Int.random(in: 100...7000, using: &random)
-                if try cache.store(Shared.entry(url: url, worker: worker, sequence: sequence, size: size), for: url) { bump("stores") }
+                if try await cache.store(Shared.entry(url: url, worker: worker, sequence: sequence, size: size), for: url) { bump("stores") }
                 // Read after write: this one, one another process stored since, or nothing (evicted, removed).
                 if let found = try cache.entry(for: url), Shared.check(found, url: url) == nil { bump("wrong"); report("WRONG after store \(url)") }
             default:
-                if try cache.removeEntry(for: url) { bump("removals") }
+                if try await cache.removeEntry(for: url) { bump("removals") }
             }
         } catch {
             bump("errors")
@@ -152,7 +152,7 @@ final class ScriptState {
     /// `open [limit]`, `open-default` (the default key store), `store URL WORKER SEQUENCE SIZE`,
     /// `lookup URL` (→ `hit WORKER SEQUENCE` | `miss` | `wrong`), `remove URL`, `touches` (pending uses),
     /// `close`; a failure answers `error KIND`.
-    func run(_ line: String) -> String {
+    func run(_ line: String) async -> String {
         let words = line.split(separator: " ").map(String.init)
         guard let command = words.first else { return "error empty command" }
         do {
@@ -165,7 +165,7 @@ final class ScriptState {
                 return "ok"
             case "store":
                 guard words.count == 5, let worker = Int(words[2]), let sequence = Int(words[3]), let size = Int(words[4]) else { return "error usage" }
-                let stored = try openCache().store(Shared.entry(url: words[1], worker: worker, sequence: sequence, size: size), for: words[1])
+                let stored = try await openCache().store(Shared.entry(url: words[1], worker: worker, sequence: sequence, size: size), for: words[1])
                 return stored ? "stored" : "dropped"
             case "lookup":
                 guard words.count == 2 else { return "error usage" }
@@ -174,7 +174,7 @@ final class ScriptState {
                 return "hit \(origin.worker) \(origin.sequence)"
             case "remove":
                 guard words.count == 2 else { return "error usage" }
-                return try openCache().removeEntry(for: words[1]) ? "removed" : "absent"
+                return try await openCache().removeEntry(for: words[1]) ? "removed" : "absent"
             case "touches":
                 return "\(try openCache().pendingTouchCount)"
             case "close":

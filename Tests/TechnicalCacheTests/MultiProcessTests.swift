@@ -13,10 +13,10 @@ import Glibc
 
     /// In a child process (`CACHE_TEST_CHILD=scripted`) this runs the commands read from standard input;
     /// in a normal run it runs a short script in this process and checks the answers.
-    @Test func childScripted() throws {
+    @Test func childScripted() async throws {
         if childRole == .scripted, let directory = childEnvironment["CACHE_TEST_DIR"] {
             let state = ScriptState(directory: directory)
-            while let line = readLine() { report(answerPrefix + state.run(line)) }
+            while let line = readLine() { report(answerPrefix + (await state.run(line))) }
             state.cache?.close()
             return
         }
@@ -29,16 +29,16 @@ import Glibc
             ("lookup u", "hit 3 7"), ("touches", "1"), ("remove u", "removed"), ("remove u", "absent"), ("store u 1", "error usage"),
             ("close", "closed"), ("open-default", "error CacheError.keyUnavailable"), ("open", "ok"), ("close", "closed"),
         ]
-        for (command, expected) in script { #expect(state.run(command) == expected, "\(command)") }
+        for (command, expected) in script { #expect(await state.run(command) == expected, "\(command)") }
     }
 
     /// In a child process (`CACHE_TEST_CHILD=load`) this runs the shared load and reports its counts;
     /// in a normal run it runs a short load alone and checks them.
-    @Test func childLoad() throws {
+    @Test func childLoad() async throws {
         if childRole == .load, let directory = childEnvironment["CACHE_TEST_DIR"] {
             let worker = Int(childEnvironment["CACHE_TEST_WORKER"] ?? "") ?? 1
             let stopFile = childEnvironment["CACHE_TEST_STOP_FILE"]
-            let counts = runSharedLoad(
+            let counts = await runSharedLoad(
                 directory: directory, worker: worker, seed: UInt64(worker) &* 7_919 &+ 11,
                 operations: Int(childEnvironment["CACHE_TEST_OPERATIONS"] ?? "") ?? 1_000,
                 mix: childEnvironment["CACHE_TEST_MIX"] ?? "mixed",
@@ -52,7 +52,7 @@ import Glibc
         guard childRole == nil else { return }
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let counts = runSharedLoad(directory: dir.cachePath, worker: 0, seed: 5, operations: 600)
+        let counts = await runSharedLoad(directory: dir.cachePath, worker: 0, seed: 5, operations: 600)
         #expect(counts["operations"] == 600)
         #expect(counts["wrong"] == 0 && counts["errors"] == 0 && counts["overBudget"] == 0 && counts["integrityFailures"] == 0)
         #expect((counts["hits"] ?? 0) > 0 && (counts["stores"] ?? 0) > 0 && (counts["refreshes"] ?? 0) > 0 && (counts["removals"] ?? 0) > 0)
@@ -166,7 +166,7 @@ import Glibc
 
     // MARK: Exclusive operations
 
-    @Test func resetAndRekeyAreRefusedWhileAnotherProcessHasTheCacheOpen() throws {
+    @Test func resetAndRekeyAreRefusedWhileAnotherProcessHasTheCacheOpen() async throws {
         guard childRole == nil else { return }
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -175,7 +175,7 @@ import Glibc
         // This process opens the same cache: sharing is allowed.
         let cache = try ResponseCache(directory: dir.cachePath, configuration: Shared.configuration())
         try cache.open(encryption: .key(Shared.key))
-        for index in 0..<20 { try cache.store(Shared.entry(url: Shared.urls[index], worker: 0, sequence: index, size: 500), for: Shared.urls[index]) }
+        for index in 0..<20 { try await cache.store(Shared.entry(url: Shared.urls[index], worker: 0, sequence: index, size: 500), for: Shared.urls[index]) }
 
         var refusal: CacheError?
         do { try cache.rekey(to: .key("another key")) } catch let error as CacheError { refusal = error }
@@ -235,7 +235,7 @@ import Glibc
     /// A 304 refresh held in memory is written only onto the representation it confirmed: another
     /// process's newer entry (another representation, the same one stored again later, or a removal) wins.
     @Test(arguments: ["other representation", "same representation again", "removal"])
-    func aHeldRefreshNeverOverwritesWhatAnotherProcessWrote(change: String) throws {
+    func aHeldRefreshNeverOverwritesWhatAnotherProcessWrote(change: String) async throws {
         guard childRole == nil else { return }
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -247,9 +247,9 @@ import Glibc
 
         // Stored and refreshed as of requests sent a while ago: whatever the other process stores is later
         // (an entry stored in the same millisecond as a refresh counts as the same, and the refresh applies).
-        try cache.store(Shared.entry(url: "u", worker: 0, sequence: 1, size: 300, storedAt: Date() - 2), for: "u")
+        try await cache.store(Shared.entry(url: "u", worker: 0, sequence: 1, size: 300, storedAt: Date() - 2), for: "u")
         let read = try #require(try cache.entry(for: "u"))
-        let refreshed = try cache.refresh(
+        let refreshed = try await cache.refresh(
             for: "u", with304Headers: [.init(name: "ETag", value: Shared.etag(0, 1)), .init(name: "X-Checked", value: "yes")],
             revalidating: read, at: Date() - 1)
         #expect(refreshed?.headerValue(named: "X-Checked") == "yes")
@@ -271,7 +271,7 @@ import Glibc
             #expect(seen?.headerValue(named: "X-Checked") == nil)
         }
         // Any write of this process writes the held refresh first: it finds the newer state and is dropped.
-        try cache.store(Shared.entry(url: "v", worker: 0, sequence: 2, size: 10), for: "v")
+        try await cache.store(Shared.entry(url: "v", worker: 0, sequence: 2, size: 10), for: "v")
         #expect(cache.pendingRefreshCount == 0)
         #expect(cache.statistics.supersededWrites == 1)
         let expected = change == "removal" ? "miss" : (change == "other representation" ? "hit 1 1" : "hit 0 1")
@@ -284,7 +284,7 @@ import Glibc
 
     /// A 304 for an entry that another process replaced since this one read it is not held at all: the
     /// check that skips a read when nothing was committed looks at every process's commits.
-    @Test func aRefreshOfAnEntryAnotherProcessReplacedIsDroppedAtOnce() throws {
+    @Test func aRefreshOfAnEntryAnotherProcessReplacedIsDroppedAtOnce() async throws {
         guard childRole == nil else { return }
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -293,10 +293,10 @@ import Glibc
         defer { cache.close() }
         let child = try scripted(dir)
         try #require(child.send("open") == "ok", "\(child.stderrText)")
-        try cache.store(Shared.entry(url: "u", worker: 0, sequence: 1, size: 300), for: "u")
+        try await cache.store(Shared.entry(url: "u", worker: 0, sequence: 1, size: 300), for: "u")
         let read = try #require(try cache.entry(for: "u"))
         #expect(child.send("store u 1 1 200") == "stored")
-        let refreshed = try cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: Shared.etag(0, 1))], revalidating: read)
+        let refreshed = try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: Shared.etag(0, 1))], revalidating: read)
         #expect(refreshed == nil)
         #expect(cache.pendingRefreshCount == 0)
         #expect(cache.statistics.supersededWrites == 1)
@@ -307,7 +307,7 @@ import Glibc
     /// count against the budget here, the uses it records (with its own next write, or in the
     /// background when it only reads) protect entries from this process's evictions, and the two
     /// processes' LRU ticks never collide.
-    @Test func sizeEntryCountAndLRUOrderFollowAnotherProcess() throws {
+    @Test func sizeEntryCountAndLRUOrderFollowAnotherProcess() async throws {
         guard childRole == nil else { return }
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -318,14 +318,14 @@ import Glibc
         let cache = try ResponseCache(directory: dir.cachePath, configuration: Shared.configuration(limit: limit))
         try cache.open(encryption: .key(Shared.key))
         defer { cache.close() }
-        func store(_ name: String, _ sequence: Int, size: Int = 6_000) throws {
-            try cache.store(Shared.entry(url: name, worker: 0, sequence: sequence, size: size), for: name)
+        func store(_ name: String, _ sequence: Int, size: Int = 6_000) async throws {
+            try await cache.store(Shared.entry(url: name, worker: 0, sequence: sequence, size: size), for: name)
         }
         func present(_ names: [String]) throws -> [String] { try names.filter { try cache.containsEntry(for: $0) } }
 
-        try store("p0", 0)
+        try await store("p0", 0)
         #expect(child.send("store c0 1 0 6000") == "stored")
-        for index in 1...5 { try store("p\(index)", index) }
+        for index in 1...5 { try await store("p\(index)", index) }
         let before = cache.counts.currentBytes
         #expect(child.send("lookup p1") == "hit 0 1")
         #expect(child.send("store c1 1 1 6000") == "stored")  // writes the use of p1 first
@@ -334,7 +334,7 @@ import Glibc
         #expect(cache.statistics.evictions == 0)
 
         // On disk, least recent first: p0 c0 p2 p3 p4 p5 p1 c1. A big entry evicts from the front.
-        try store("b0", 100, size: 20_000)
+        try await store("b0", 100, size: 20_000)
         #expect(cache.statistics.evictions > 0)
         let order = ["p0", "c0", "p2", "p3", "p4", "p5", "p1", "c1"]
         let left = try present(order)
@@ -346,10 +346,10 @@ import Glibc
         let oldest = try #require(left.first)
         #expect(child.send("lookup \(oldest)").hasPrefix("hit"))
         let deadline = Date().addingTimeInterval(10)
-        while child.send("touches") != "0" && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while child.send("touches") != "0" && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(child.send("touches") == "0", "the use was not written")
         let evictionsBefore = cache.statistics.evictions
-        try store("b1", 101, size: 20_000)
+        try await store("b1", 101, size: 20_000)
         #expect(cache.statistics.evictions > evictionsBefore)
         #expect(try cache.containsEntry(for: oldest), "\(oldest) was used by the other process and must outlive older entries")
         let order2 = Array(left.dropFirst()) + ["b0", oldest]

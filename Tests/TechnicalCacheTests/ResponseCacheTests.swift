@@ -4,7 +4,7 @@ import Testing
 import TechnicalCache
 
 @Suite struct ResponseCacheTests {
-    @Test func storeAndLookUpKeepsEverythingButCredentials() throws {
+    @Test func storeAndLookUpKeepsEverythingButCredentials() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
@@ -15,7 +15,7 @@ import TechnicalCache
             .init(name: "X-Order", value: "1"),
             .init(name: "X-Order", value: "2"),
         ])
-        #expect(try cache.store(entry, for: "https://h/svc/Products?$top=2&$skip=1"))
+        #expect(try await cache.store(entry, for: "https://h/svc/Products?$top=2&$skip=1"))
         let found = try #require(try cache.entry(for: "https://h/svc/Products?$top=2&$skip=1"))
         #expect(found.status == 200)
         #expect(found.payload == entry.payload)
@@ -33,44 +33,44 @@ import TechnicalCache
         #expect(stats.entryCount == 1 && stats.currentBytes == found.size)
     }
 
-    @Test func anEmptyPayloadIsAnEntryNotNil() throws {
+    @Test func anEmptyPayloadIsAnEntryNotNil() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        try cache.store(CacheEntry(status: 204, headers: [], payload: Data()), for: "https://h/empty")
+        try await cache.store(CacheEntry(status: 204, headers: [], payload: Data()), for: "https://h/empty")
         let empty = try #require(try cache.entry(for: "https://h/empty"))
         #expect(empty.payload.isEmpty)
         #expect(empty.status == 204)
         #expect(try cache.entry(for: "https://h/never") == nil)
     }
 
-    @Test func theServerPayloadReplacesThePreviousEntry() throws {
+    @Test func theServerPayloadReplacesThePreviousEntry() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        try cache.store(makeEntry(payload: "old old old"), for: "u")
+        try await cache.store(makeEntry(payload: "old old old"), for: "u")
         let bytesAfterFirst = cache.statistics.currentBytes
-        try cache.store(makeEntry(payload: "new"), for: "u")
+        try await cache.store(makeEntry(payload: "new"), for: "u")
         #expect(try cache.entry(for: "u")?.payload == Data("new".utf8))
         #expect(cache.statistics.entryCount == 1)
         #expect(cache.statistics.currentBytes == bytesAfterFirst - 8)
     }
 
-    @Test func reopenAfterCloseKeepsEntries() throws {
+    @Test func reopenAfterCloseKeepsEntries() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(durability: .full))
         try cache.open(encryption: .key("k"))
-        for index in 0..<20 { try cache.store(makeEntry(payload: "payload \(index)"), for: "https://h/\(index)") }
+        for index in 0..<20 { try await cache.store(makeEntry(payload: "payload \(index)"), for: "https://h/\(index)") }
         cache.close()
         #expect(!cache.isOpen)
         #expect(throws: CacheError.notOpen) { try cache.entry(for: "https://h/1") }
-        #expect(throws: CacheError.notOpen) { try cache.store(makeEntry(payload: "x"), for: "https://h/1") }
-        #expect(throws: CacheError.notOpen) { try cache.removeEntry(for: "https://h/1") }
+        await #expect(throws: CacheError.notOpen) { try await cache.store(makeEntry(payload: "x"), for: "https://h/1") }
+        await #expect(throws: CacheError.notOpen) { try await cache.removeEntry(for: "https://h/1") }
         #expect(throws: CacheError.notOpen) { try cache.rekey(to: .key("other")) }
         try cache.open(encryption: .key("k"))
         try cache.open(encryption: .key("k"))  // opening an open cache is harmless
@@ -86,12 +86,12 @@ import TechnicalCache
         #expect(other.statistics.entryCount == 20)
     }
 
-    @Test func wrongKeyIsRefusedAndNothingIsErased() throws {
+    @Test func wrongKeyIsRefusedAndNothingIsErased() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("right"))
-        try cache.store(makeEntry(payload: "precious"), for: "u")
+        try await cache.store(makeEntry(payload: "precious"), for: "u")
         cache.close()
         #expect(throws: CacheError.wrongKey) { try cache.open(encryption: .key("wrong")) }
         #expect(!cache.isOpen)
@@ -102,12 +102,12 @@ import TechnicalCache
         #expect(try cache.entry(for: "u")?.payload == Data("precious".utf8))
     }
 
-    @Test func defaultKeyStoreKeepsARandomKeyInAnOwnerOnlyFile() throws {
+    @Test func defaultKeyStoreKeepsARandomKeyInAnOwnerOnlyFile() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open()
-        try cache.store(makeEntry(payload: "kept"), for: "u")
+        try await cache.store(makeEntry(payload: "kept"), for: "u")
         cache.close()
         let key = try #require(try cache.defaultKeyStore.loadKey())
         #expect(try permissions(dir.cachePath + "/cache.key") == 0o600)
@@ -126,12 +126,12 @@ import TechnicalCache
         #expect(try cache.entry(for: "u") != nil)
     }
 
-    @Test func encryptionOffOnlyWhenAskedAndNeverMixed() throws {
+    @Test func encryptionOffOnlyWhenAskedAndNeverMixed() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .disabled)
-        try cache.store(makeEntry(payload: "plain"), for: "u")
+        try await cache.store(makeEntry(payload: "plain"), for: "u")
         #expect(throws: CacheError.encryptionMismatch) { try cache.rekey(to: .key("k")) }
         cache.close()
         #expect(throws: CacheError.encryptionMismatch) { try cache.open(encryption: .key("k")) }
@@ -156,12 +156,12 @@ import TechnicalCache
         second.close()
     }
 
-    @Test func resetOnlyWhileClosed() throws {
+    @Test func resetOnlyWhileClosed() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
-        try cache.store(makeEntry(payload: "gone soon"), for: "u")
+        try await cache.store(makeEntry(payload: "gone soon"), for: "u")
         #expect(throws: CacheError.cacheIsOpen) { try cache.reset() }
         #expect(try cache.entry(for: "u") != nil)
         cache.close()
@@ -174,12 +174,12 @@ import TechnicalCache
         #expect(cache.statistics.entryCount == 0)
     }
 
-    @Test func filesAreOwnerOnly() throws {
+    @Test func filesAreOwnerOnly() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open()
-        try cache.store(makeEntry(payload: "x"), for: "u")
+        try await cache.store(makeEntry(payload: "x"), for: "u")
         cache.close()
         #expect(try permissions(dir.cachePath) == 0o700)
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.cachePath).sorted()
@@ -189,31 +189,31 @@ import TechnicalCache
         }
     }
 
-    @Test func noStoreResponsesAreNotStoredAndDropTheOldEntry() throws {
+    @Test func noStoreResponsesAreNotStoredAndDropTheOldEntry() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        try cache.store(makeEntry(payload: "old"), for: "u")
-        let stored = try cache.store(makeEntry(payload: "secret", extraHeaders: [.init(name: "Cache-Control", value: "no-store")]), for: "u")
+        try await cache.store(makeEntry(payload: "old"), for: "u")
+        let stored = try await cache.store(makeEntry(payload: "secret", extraHeaders: [.init(name: "Cache-Control", value: "no-store")]), for: "u")
         #expect(!stored)
         #expect(try cache.entry(for: "u") == nil)
         #expect(cache.statistics.writes == 1)
         #expect(cache.statistics.currentBytes == 0)
     }
 
-    @Test func oversizeEntriesAreNotStoredAndCounted() throws {
+    @Test func oversizeEntriesAreNotStoredAndCounted() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: 64 << 10, maxEntryFraction: 0.25))
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        try cache.store(makeEntry(payload: "small"), for: "small")
-        try cache.store(makeEntry(payload: "old"), for: "big")
-        #expect(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 15_000)), for: "fits"))
-        #expect(!(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 17_000)), for: "big")))
-        #expect(!(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 100_000)), for: "huge")))
+        try await cache.store(makeEntry(payload: "small"), for: "small")
+        try await cache.store(makeEntry(payload: "old"), for: "big")
+        #expect(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 15_000)), for: "fits"))
+        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 17_000)), for: "big")))
+        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 100_000)), for: "huge")))
         let stats = cache.statistics
         #expect(stats.oversizeRejects == 2)
         #expect(stats.evictions == 0)
@@ -222,7 +222,7 @@ import TechnicalCache
         #expect(try cache.entry(for: "fits") != nil)
     }
 
-    @Test func invalidInputGetsTypedErrors() throws {
+    @Test func invalidInputGetsTypedErrors() async throws {
         #expect(throws: CacheError.invalidConfiguration) { try ResponseCache(directory: "", configuration: testConfiguration()) }
         for configuration in [
             testConfiguration(sizeLimit: 0),
@@ -239,23 +239,23 @@ import TechnicalCache
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        #expect(throws: CacheError.invalidEntry) { try cache.store(CacheEntry(status: 42, headers: [], payload: Data()), for: "u") }
+        await #expect(throws: CacheError.invalidEntry) { try await cache.store(CacheEntry(status: 42, headers: [], payload: Data()), for: "u") }
         // A file where the directory should be.
         try Data().write(to: URL(fileURLWithPath: dir.path + "/file"))
         let blocked = try ResponseCache(directory: dir.path + "/file", configuration: testConfiguration())
         #expect(throws: CacheError.fileSystem) { try blocked.open(encryption: .key("k")) }
     }
 
-    @Test func refreshAfter304MergesHeadersAndKeepsThePayload() throws {
+    @Test func refreshAfter304MergesHeadersAndKeepsThePayload() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
         let original = makeEntry(payload: "body", etag: "\"v1\"", extraHeaders: [.init(name: "Content-Length", value: "4")])
-        try cache.store(original, for: "u")
-        Thread.sleep(forTimeInterval: 0.01)
-        let refreshed = try #require(try cache.refresh(for: "u", with304Headers: [
+        try await cache.store(original, for: "u")
+        try await Task.sleep(for: .milliseconds(10))
+        let refreshed = try #require(try await cache.refresh(for: "u", with304Headers: [
             .init(name: "ETag", value: "W/\"v1\""),
             .init(name: "Date", value: "Mon, 01 Jan 2024 00:00:00 GMT"),
             .init(name: "Content-Length", value: "0"),
@@ -271,7 +271,7 @@ import TechnicalCache
         #expect(stored.headerValue(named: "Set-Cookie") == nil)
         #expect(stored.payload == Data("body".utf8))
         #expect(cache.statistics.refreshes == 1)
-        #expect(try cache.refresh(for: "never", with304Headers: []) == nil)
+        #expect(try await cache.refresh(for: "never", with304Headers: []) == nil)
     }
 
     /// A 304 refreshes only the copy it confirmed: not one that replaced it meanwhile, and not when it
@@ -289,8 +289,7 @@ import TechnicalCache
         // The request revalidated `first`; `second` replaced it while the 304 was on its way.
         #expect(try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"1\"")], revalidating: first) == nil)
         // A 304 naming another tag than the stored one.
-        let refreshSynchronously = { () throws -> CacheEntry? in try cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"3\"")]) }
-        #expect(try refreshSynchronously() == nil)
+        #expect(try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"3\"")]) == nil)
         let stored = try #require(try cache.entry(for: "u"))
         #expect(stored.payload == Data("new body".utf8) && stored.etag == "W/\"2\"")
         #expect(cache.statistics.supersededWrites == 2 && cache.statistics.refreshes == 0)
@@ -313,8 +312,7 @@ import TechnicalCache
         let earlier = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"1\"")], payload: Data("earlier".utf8), storedAt: now - 0.5)
         #expect(try await cache.store(later, for: "u", keepingNewer: true))
         #expect(try await cache.store(earlier, for: "u", keepingNewer: true) == false)
-        let storeSynchronously = { () throws -> Bool in try cache.store(earlier, for: "u", keepingNewer: true) }
-        #expect(try storeSynchronously() == false)
+        #expect(try await cache.store(earlier, for: "u", keepingNewer: true) == false)
         #expect(try cache.entry(for: "u")?.payload == Data("later".utf8))
         #expect(cache.statistics.supersededWrites == 2)
         let latest = CacheEntry(status: 200, headers: [], payload: Data("latest".utf8), storedAt: now + 0.5)
@@ -339,18 +337,18 @@ import TechnicalCache
         #expect(cache.statistics.currentBytes == 0)
     }
 
-    @Test func partitionsNeverSeeEachOthersEntries() throws {
+    @Test func partitionsNeverSeeEachOthersEntries() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let url = "https://h/svc/Me"
         let alice = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(partition: "alice"))
         try alice.open(encryption: .key("k"))
-        try alice.store(makeEntry(payload: "alice's data"), for: url)
+        try await alice.store(makeEntry(payload: "alice's data"), for: url)
         alice.close()
         let bob = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(partition: "bob"))
         try bob.open(encryption: .key("k"))
         #expect(try bob.entry(for: url) == nil)
-        try bob.store(makeEntry(payload: "bob's data"), for: url)
+        try await bob.store(makeEntry(payload: "bob's data"), for: url)
         #expect(try bob.entry(for: url)?.payload == Data("bob's data".utf8))
         bob.close()
         let nobody = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
@@ -363,12 +361,12 @@ import TechnicalCache
         #expect(try alice.entry(for: url)?.payload == Data("alice's data".utf8))
     }
 
-    @Test func rekeyKeepsEveryEntry() throws {
+    @Test func rekeyKeepsEveryEntry() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("old"))
-        for index in 0..<50 { try cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: index, count: index * 97)), for: "u\(index)") }
+        for index in 0..<50 { try await cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: index, count: index * 97)), for: "u\(index)") }
         let bytesBefore = cache.statistics.currentBytes
         try cache.rekey(to: .key("new"))
         for index in 0..<50 { #expect(try cache.entry(for: "u\(index)")?.payload == patternPayload(index: index, count: index * 97)) }
@@ -421,16 +419,16 @@ import TechnicalCache
     /// Sizes: meta is 15 bytes without headers; a combined box adds 5 + 4 + 28, a split one 5 + 28 + 28;
     /// the bookkeeping adds 128.
     @Test(arguments: [(100_000, 0.5, 50_000 - 180), (1 << 20, 0.1, 104_857 - 204)])
-    func theLargestAllowedEntryFitsExactly(limit: Int, fraction: Double, payloadCount: Int) throws {
+    func theLargestAllowedEntryFitsExactly(limit: Int, fraction: Double, payloadCount: Int) async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: limit, maxEntryFraction: fraction))
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
         let maximum = Int(Double(limit) * fraction)
-        #expect(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount)), for: "fits"))
+        #expect(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount)), for: "fits"))
         #expect(try cache.entry(for: "fits")?.size == maximum)
-        #expect(!(try cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount + 1)), for: "too big")))
+        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount + 1)), for: "too big")))
         #expect(cache.statistics.oversizeRejects == 1)
         #expect(cache.statistics.currentBytes == maximum)
     }

@@ -85,7 +85,7 @@ let headers: [CacheEntry.Header] = [
 if ProcessInfo.processInfo.environment["CACHE_BENCH_PROFILE"] != nil {
     let cache = try ResponseCache(directory: root + "/profile", configuration: CacheConfiguration(keyDerivation: .pbkdf2(rounds: 1000), durability: .periodic(interval: .seconds(3600))))
     try cache.open(encryption: .key("k"))
-    try cache.store(CacheEntry(status: 200, headers: headers, payload: Data(repeating: 1, count: 1024)), for: "https://h/x?$top=50&$skip=0")
+    try await cache.store(CacheEntry(status: 200, headers: headers, payload: Data(repeating: 1, count: 1024)), for: "https://h/x?$top=50&$skip=0")
     for _ in 0..<1_000_000 { blackHole(try cache.entry(for: "https://h/x?$top=50&$skip=0")) }
     exit(0)
 }
@@ -107,13 +107,13 @@ for size in sizes {
     try cache.open(encryption: .key("benchmark key"))
     let url = "https://services.example/sap/opu/odata4/svc/Products?$top=50&$skip=0&$select=ID,Name,Price"
     let entry = CacheEntry(status: 200, headers: headers, payload: payload)
-    try cache.store(entry, for: url)
+    try await cache.store(entry, for: url)
     guard floor.read() == payload, try cache.entry(for: url)?.payload == payload else { fatalError("round trip failed") }
 
     let floorLookup = measure("floor get+open", iterations: size.iterations) { blackHole(floor.read()) }
     let cacheLookup = try measure("ResponseCache.entry", iterations: size.iterations) { blackHole(try cache.entry(for: url)) }
     let floorWrite = measure("floor seal+put", iterations: size.iterations) { floor.write(payload) }
-    let cacheWrite = try measure("ResponseCache.store", iterations: size.iterations) { blackHole(try cache.store(entry, for: url)) }
+    let cacheWrite = try await measureAsync("ResponseCache.store", iterations: size.iterations) { blackHole(try await cache.store(entry, for: url)) }
     cache.close()
 
     func row(_ floor: Samples, _ ours: Samples) -> [String] {
@@ -134,9 +134,9 @@ do {
     try cache.open(encryption: .key("benchmark key"))
     let entry = CacheEntry(status: 200, headers: headers, payload: Data(repeating: 7, count: 1024))
     var index = 0
-    let synced = try measure("store, fsync", iterations: 500) {
+    let synced = try await measureAsync("store, fsync", iterations: 500) {
         index += 1
-        try cache.store(entry, for: "https://h/\(index % 100)")
+        try await cache.store(entry, for: "https://h/\(index % 100)")
     }
     cache.close()
     let open = try measure("open (PBKDF2 600k)", warmup: 1, iterations: 5) {

@@ -37,7 +37,7 @@ if let mode = environment["SHARED_CACHE_PARTNER"], let directory = environment["
     while true {
         if mode == "writing" {
             // One store and ten lookups, then a pause (under 1,000 stores a second).
-            try cache.store(CacheEntry(status: 200, headers: headers, payload: payload), for: urls.randomElement(using: &generator)!)
+            try await cache.store(CacheEntry(status: 200, headers: headers, payload: payload), for: urls.randomElement(using: &generator)!)
             for _ in 0..<10 { blackHole(try cache.entry(for: urls.randomElement(using: &generator)!)) }
             usleep(1_000)
         } else {
@@ -78,7 +78,7 @@ print("1 KiB entries, 200 URLs, `.periodic` durability (no fsync per commit), 5 
 
 do {
     let cache = try openCache(directory)
-    for url in urls { try cache.store(CacheEntry(status: 200, headers: headers, payload: payload), for: url) }
+    for url in urls { try await cache.store(CacheEntry(status: 200, headers: headers, payload: payload), for: url) }
     cache.close()
 }
 
@@ -96,8 +96,8 @@ for _ in 0..<5 {
         let cache = try openCache(directory)
         var generator = SystemRandomNumberGenerator()
         let lookup = try measure("lookup", iterations: 20_000) { blackHole(try cache.entry(for: urls.randomElement(using: &generator)!)) }
-        let store = try measure("store", iterations: 4_000) {
-            blackHole(try cache.store(CacheEntry(status: 200, headers: headers, payload: payload), for: urls.randomElement(using: &generator)!))
+        let store = try await measureAsync("store", iterations: 4_000) {
+            blackHole(try await cache.store(CacheEntry(status: 200, headers: headers, payload: payload), for: urls.randomElement(using: &generator)!))
         }
         let count = measure("counts", iterations: 20_000) { blackHole(cache.counts.currentBytes) }
         cache.close()

@@ -105,6 +105,7 @@ struct CacheCrypto: @unchecked Sendable {
             return open(stored, key: key).map { ($0.status, $0.storedAt, $0.headers) }
         }
         guard let sealer else { return EntryCodec.decodeMeta(parts.meta) }
+        // A box that fails authentication means "damaged": nil, which the callers count and remove.
         guard parts.payload.count >= Sealer.overhead,
               let meta = try? sealer.open(parts.meta, authenticating: key + parts.payload.suffix(16))
         else { return nil }
@@ -119,6 +120,7 @@ struct CacheCrypto: @unchecked Sendable {
         if parts.format == SealedEntry.combinedFormat {
             let plaintext: Data
             if let sealer {
+                // A box that fails authentication means "damaged": nil, which the callers count and remove.
                 guard let opened = try? sealer.open(parts.payload, authenticating: key) else { return nil }
                 plaintext = opened
             } else {
@@ -132,6 +134,7 @@ struct CacheCrypto: @unchecked Sendable {
             entryMeta = plaintext.withUnsafeBytes { EntryCodec.decodeMeta(UnsafeRawBufferPointer(rebasing: $0[(count - 4 - metaCount)..<(count - 4)])) }
             payload = plaintext.prefix(count - 4 - metaCount)
         } else if let sealer {
+            // Boxes that fail authentication mean "damaged": nil, which the callers count and remove.
             guard parts.payload.count >= Sealer.overhead,
                   let meta = try? sealer.open(parts.meta, authenticating: key + parts.payload.suffix(16)),
                   let opened = try? sealer.open(parts.payload, authenticating: key)
@@ -297,8 +300,13 @@ final class OpenCache: Sendable {
     /// A random identity of this opening, so that an entry read from an earlier one is never taken for current.
     let identity = UInt64.random(in: .min ... .max)
 
-    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int) {
+    /// Counts and logs a storage failure of a write this object runs on its own (see `ResponseCache.storageFailed`).
+    let onStorageFailure: @Sendable (CacheStorageOperation, any Error) -> Void
+
+    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int,
+         onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void) {
         self.environment = environment
+        self.onStorageFailure = onStorageFailure
         hot = HotEntries(budget: memoryBudget)
         entries = databases[0]
         info = databases[1]
@@ -357,6 +365,8 @@ final class OpenCache: Sendable {
     func currentBytes() -> Int {
         let seen = bytesSeen.withLock { $0 }
         if seen.transaction == environment.lastTransactionID { return seen.bytes }
+        // A read that fails answers the total last seen: a figure for statistics and reports, never for a write
+        // (which reads the total in its own transaction).
         guard let fresh = try? environment.read({ txn in (transaction: txn.id, bytes: try readBytes(txn)) }) else { return seen.bytes }
         bytesSeen.withLock { $0 = fresh }
         return fresh.bytes
@@ -404,7 +414,7 @@ final class OpenCache: Sendable {
             return touches.count
         }
         if pending >= Self.touchFlushThreshold {
-            try? environment.write { txn in try flushTouches(txn) }
+            flushTouchesNow()
             return
         }
         guard !touchFlushScheduled.load(ordering: .relaxed),
@@ -415,8 +425,13 @@ final class OpenCache: Sendable {
             guard let self else { return }
             self.touchFlushScheduled.store(false, ordering: .releasing)
             guard !self.touches.withLock({ $0.isEmpty }) else { return }
-            try? self.environment.write { txn in try self.flushTouches(txn) }
+            self.flushTouchesNow()
         }
+    }
+
+    /// Writes the pending uses in a transaction of their own; a failure loses only the recency (counted).
+    private func flushTouchesNow() {
+        do { try environment.write { txn in try flushTouches(txn) } } catch { onStorageFailure(.recencyFlush, error) }
     }
 
     /// The refreshed entry a lookup of `key` must return instead of `stored`, while its refresh is not

@@ -145,7 +145,12 @@ final class RedisTier: Sendable {
         writes.async { [self] in
             defer { pendingWrites.subtract(1, ordering: .relaxed) }
             let key = crypto.entryKey(for: url, partition: partition)
-            guard let sealed = try? crypto.seal(entry, key: key) else { return }
+            let sealed: SealedEntry
+            do { sealed = try crypto.seal(entry, key: key) } catch {
+                // The cipher refused the input (not expected): nothing to publish, counted as a failed write.
+                counters.withLock { $0.failures += 1 }
+                return
+            }
             var bytes = [UInt8](repeating: 0, count: sealed.byteCount)
             bytes.withUnsafeMutableBytes { sealed.write(into: $0) }
             do {
