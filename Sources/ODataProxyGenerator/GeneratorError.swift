@@ -1,3 +1,5 @@
+import ODataMetadata
+
 /// Why a `$metadata` document could not be turned into Swift source: what was wrong, the element, and its line.
 ///
 /// The ``description`` reads `line 12: <Property Name="City">: …` so that the place in the document is found at once.
@@ -46,6 +48,24 @@ public struct GeneratorError: Error, CustomStringConvertible, Equatable, Sendabl
         self.element = element
         self.line = line
         self.message = message
+    }
+
+    /// The generator's error for a document `ODataMetadata` could not read: the same kind, element, line and message.
+    /// - Parameter error: the reader's error.
+    public init(_ error: MetadataError) {
+        let kind: Kind =
+            switch error.kind {
+            case .malformedXML: .malformedXML
+            case .notEDMX: .notEDMX
+            case .unsupportedVersion: .unsupportedVersion
+            case .missingKey: .missingKey
+            case .unknownType: .unknownType
+            case .unknownEntitySetType: .unknownEntitySetType
+            case .unresolvedAssociation: .unresolvedAssociation
+            case .missingAttribute: .missingAttribute
+            case .invalidDefinition: .invalidDefinition
+            }
+        self.init(kind, element: error.element, line: error.line, error.message)
     }
 
     /// `line N: <Element …>: kind: message`.
