@@ -42,6 +42,17 @@ import Testing
         }
     }
 
+    @Test func aKindMatchesInACatch() {
+        do {
+            _ = try CSDLDocument(parsing: Data("<Schema/>".utf8))
+            Issue.record("a wrong root must be refused")
+        } catch MetadataError.Kind.notEDMX {
+            // matched by kind
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
     @Test func aWrongRootIsNotEDMX() throws {
         let error = try #require(Self.error("<Schema Namespace=\"NS\"/>"))
         #expect(error.kind == .notEDMX)

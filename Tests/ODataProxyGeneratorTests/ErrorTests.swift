@@ -1,4 +1,5 @@
 import Foundation
+import ODataMetadata
 import Testing
 @testable import ODataProxyGenerator
 
@@ -173,5 +174,18 @@ struct ErrorTests {
         #expect(
             error?.description
                 == "line 5: <Property Name=\"X\">: unknown type: the type `N.Nope` names no type in the document")
+    }
+
+    /// Each kind of the reader's error becomes the generator's kind of the same name, with element, line and message.
+    @Test func everyReaderKindMapsToItsGeneratorKind() {
+        let kinds: [MetadataError.Kind] = [
+            .malformedXML, .notEDMX, .unsupportedVersion, .missingKey, .unknownType, .unknownEntitySetType,
+            .unresolvedAssociation, .missingAttribute, .invalidDefinition,
+        ]
+        for kind in kinds {
+            let error = GeneratorError(MetadataError(kind, element: "<E>", line: 3, "m"))
+            #expect(error.kind.rawValue == kind.description)
+            #expect(error.description == "line 3: <E>: \(kind): m")
+        }
     }
 }
