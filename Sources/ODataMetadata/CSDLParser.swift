@@ -4,9 +4,9 @@ import ODataCore
 import FoundationXML
 #endif
 
-/// Reads a `$metadata` document (EDMX 4.0/4.01, or EDMX 1.0 with OData V2 CSDL) into a ``CSDLDocument``, then
-/// resolves it: aliases replaced by namespaces, type references checked, V2 navigation properties resolved through
-/// their associations. Every problem is a ``MetadataError`` naming the element and its line.
+/// The package's one XML reader of `$metadata` (EDMX 4.0/4.01, or EDMX 1.0 with OData V2 CSDL): reads the document
+/// into an unresolved ``CSDLDocument`` (``CSDLDocument/init(parsing:)`` then resolves it, in CSDLResolution.swift).
+/// Every problem is a ``MetadataError`` naming the element and its line; the first one stops the parse.
 final class CSDLParser: NSObject, XMLParserDelegate {
     private var document = CSDLDocument()
     private var failure: MetadataError?
