@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .library(name: "ODataTyped", targets: ["ODataTyped"]),
         .library(name: "ODataTelemetry", targets: ["ODataTelemetry"]),
+        .library(name: "ODataTesting", targets: ["ODataTesting"]),
         // The fixture producer's generated proxies: an example of odata-proxygen's output, used by the benchmarks.
         .library(name: "NorthwindProxies", targets: ["NorthwindProxies"]),
         .executable(name: "odata-demo", targets: ["odata-demo"]),
@@ -123,6 +124,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // For users' tests: a scripted, recording HTTPTransport and either store opened on it in a temporary directory.
+        .target(
+            name: "ODataTesting",
+            dependencies: ["ODataCore", "CurlHTTP", "OnlineStore", "OfflineStore", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
 
         // The fixture producer: a non-product library for tests plus its executable.
         .target(
@@ -202,25 +208,29 @@ let package = Package(
         ),
         .testTarget(
             name: "ODataSessionTests",
-            dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache",
+            dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
-        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures"]),
-        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher"]),
+        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures", "ODataTesting"]),
+        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher", "ODataTesting"]),
+        .testTarget(
+            name: "ODataTestingTests",
+            dependencies: ["ODataTesting", "OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
-        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTypedTests",
             dependencies: ["ODataTyped", "ODataCore", "ODataQuery", "OnlineStore", "OfflineStore", "ODataFixtures",
-                           "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "TechnicalCache",
+                           "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         // Both stores as ServiceLifecycle services in a ServiceGroup: graceful shutdown under load.
         .testTarget(
             name: "ODataServiceTests",
             dependencies: [
-                "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "TechnicalCache",
+                "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "TechnicalCache", "ODataTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -233,7 +243,7 @@ let package = Package(
         .testTarget(
             name: "ODataTelemetryTests",
             dependencies: [
-                "ODataTelemetry", "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache",
+                "ODataTelemetry", "OnlineStore", "OfflineStore", "ODataFixtures", "ODataCore", "CurlHTTP", "ODataSession", "TechnicalCache", "ODataTesting",
                 .product(name: "Logging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

@@ -91,7 +91,7 @@ public final class CurlTransport: HTTPTransport, Sendable {
     ///
     /// - Parameter request: The request; its URL must be absolute `http://` or `https://`.
     /// - Returns: The final response, whatever its status code (4xx and 5xx are responses, not errors).
-    /// - Throws: `CurlError` for a bad request or a failed transfer (see `CurlError.Kind`), or
+    /// - Throws: `CurlError` for a bad request or a failed transfer (see `CurlError`), or
     ///   `CancellationError` when the calling task is cancelled.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         try RequestValidation.validate(request)
@@ -109,7 +109,7 @@ public final class CurlTransport: HTTPTransport, Sendable {
         }
     }
 
-    /// Fails every transfer still running with `CurlError.Kind.shutdown`, closes all connections and stops the
+    /// Fails every transfer still running with `CurlError.shutdown`, closes all connections and stops the
     /// event thread; later calls to `send(_:)` fail with `.shutdown`. Calling it again does nothing.
     ///
     /// It blocks until the event thread has stopped (normally well under a millisecond).

@@ -194,12 +194,12 @@ public final class LMDBEnvironment: Sendable {
     /// Creates `path` and its missing parents with mode `0o700`.
     static func makeDirectory(_ path: String) throws(LMDBError) {
         if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        guard errno == ENOENT else { throw LMDBError(rawValue: errno) }
+        guard errno == ENOENT else { throw LMDBError(code: errno) }
         var parent = path
         while parent.hasSuffix("/") { parent.removeLast() }
-        guard let slash = parent.lastIndex(of: "/"), slash != parent.startIndex else { throw LMDBError(rawValue: ENOENT) }
+        guard let slash = parent.lastIndex(of: "/"), slash != parent.startIndex else { throw LMDBError(code: ENOENT) }
         try makeDirectory(String(parent[..<slash]))
-        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw LMDBError(rawValue: errno) }
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw LMDBError(code: errno) }
     }
 
     deinit {

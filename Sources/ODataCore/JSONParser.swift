@@ -9,7 +9,7 @@ public enum JSON {
     /// Parses one JSON value (RFC 8259) from UTF-8 bytes.
     /// - Parameter bytes: the whole document.
     /// - Returns: the value.
-    /// - Throws: ``ODataError`` with code `.malformedJSON`, the offset and what was expected.
+    /// - Throws: ``ODataError`` `.malformedJSON`, the offset and what was expected.
     public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ODataError) -> JSONValue {
         let result: Result<JSONValue, ODataError>? = bytes.withContiguousStorageIfAvailable { buffer in
             var parser = Parser(buffer)
@@ -26,7 +26,7 @@ public enum JSON {
     /// Parses one JSON value from a string.
     /// - Parameter text: the whole document.
     /// - Returns: the value.
-    /// - Throws: ``ODataError`` with code `.malformedJSON`.
+    /// - Throws: ``ODataError`` `.malformedJSON`.
     public static func parse(_ text: String) throws(ODataError) -> JSONValue {
         try parse(Array(text.utf8))
     }

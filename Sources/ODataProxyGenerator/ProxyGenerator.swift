@@ -31,7 +31,7 @@ public struct ProxyGenerator: Sendable {
         do {
             document = try CSDLDocument(parsing: metadata)
         } catch {
-            throw GeneratorError(error)
+            throw GeneratorError(metadata: error)
         }
         return try SwiftEmitter(document: document, serviceName: serviceName, sourceName: sourceName).emit()
     }

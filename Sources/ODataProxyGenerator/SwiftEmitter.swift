@@ -58,7 +58,7 @@ struct SwiftEmitter {
         do {
             return try document.baseChain(of: type, in: byName)
         } catch {
-            throw GeneratorError(error)
+            throw GeneratorError(metadata: error)
         }
     }
 

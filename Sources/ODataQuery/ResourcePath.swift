@@ -49,7 +49,7 @@ public enum KeyPredicate: Sendable, Hashable, CustomStringConvertible {
     ///   - entitySet: the entity set's name.
     ///   - key: the key values in key order; one value renders unnamed.
     /// - Returns: the entity set name followed by the key predicate.
-    /// - Throws: ``ODataError`` with code `.invalidKey` when `key` is empty or a value is an array or object.
+    /// - Throws: ``ODataError`` `.invalidKey` when `key` is empty or a value is an array or object.
     public static func render(entitySet: String, key: [(name: String, value: JSONValue)]) throws(ODataError) -> String {
         guard !key.isEmpty else { throw ODataError(.invalidKey, "a key needs at least one value") }
         for part in key {

@@ -185,7 +185,7 @@ public final class ServiceSession: HTTPTransport {
         } catch let error as CancellationError {
             throw error
         } catch {
-            throw SessionError(.csrfTokenFetchFailed, "fetching a CSRF token from \(Self.pathOnly(serviceRoot)) failed: \(error)")
+            throw SessionError(.csrfTokenFetchFailed, "fetching a CSRF token from \(Self.pathOnly(serviceRoot)) failed: \(error)", underlying: error)
         }
         let value = response.headerFields[csrfField]
         if let value, !value.isEmpty, value.lowercased() != "required" {

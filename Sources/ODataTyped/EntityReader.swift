@@ -22,7 +22,7 @@ public struct EntityReader: ~Copyable {
     ///   - bytes: the payload.
     ///   - body: reads what it needs.
     /// - Returns: what `body` returns.
-    /// - Throws: what `body` throws; JSON that is not well formed is ``DataServiceError/Code/malformedPayload``.
+    /// - Throws: what `body` throws; JSON that is not well formed is ``DataServiceError/malformedPayload``.
     public static func read<Bytes: Collection<UInt8>, T>(
         _ bytes: Bytes, _ body: (inout EntityReader) throws(DataServiceError) -> T
     ) throws(DataServiceError) -> T {

@@ -1,3 +1,4 @@
+public import HTTPTypes
 public import ODataCore
 public import ODataTelemetry
 public import ODataSession
@@ -59,10 +60,11 @@ public struct OfflineODataParameters: Sendable {
     public var forceUploadOnUserSwitch: Bool
     /// The user working with the store now. The default is `nil`.
     public var currentUser: String?
-    /// HTTP headers (for example `Authorization`) to send per user name. The default is empty.
-    public var credentials: [String: [String: String]]
-    /// Extra headers sent with every back-end request. The default is empty.
-    public var httpHeaders: [String: String]
+    /// HTTP headers (for example `Authorization`) to send per user name, as `HTTPFields` like every header in the
+    /// library (`["alice": [.authorization: "Bearer …"]]`). The default is empty.
+    public var credentials: [String: HTTPFields]
+    /// Extra headers sent with every back-end request (`[HTTPField.Name("sap-client")!: "100"]`). The default is empty.
+    public var httpHeaders: HTTPFields
     /// The HTTP transport; `nil` (the default) makes a `CurlTransport`.
     public var transport: (any HTTPTransport)?
     /// Where the store reports its requests, uploads and downloads: a swift-log `Logger`, a swift-metrics factory and
@@ -122,8 +124,8 @@ public struct OfflineODataParameters: Sendable {
         enableRepeatableRequests: Bool = false,
         forceUploadOnUserSwitch: Bool = false,
         currentUser: String? = nil,
-        credentials: [String: [String: String]] = [:],
-        httpHeaders: [String: String] = [:],
+        credentials: [String: HTTPFields] = [:],
+        httpHeaders: HTTPFields = [:],
         transport: (any HTTPTransport)? = nil
     ) {
         self.storeName = storeName

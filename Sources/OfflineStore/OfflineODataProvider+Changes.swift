@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import ODataQuery
 import ODataTyped
@@ -20,10 +21,10 @@ extension OfflineODataProvider {
 
     /// `If-Match` with the entity's ETag as the back end last gave it (downloaded, or answered to
     /// an earlier uploaded change of ours), for updates and deletes.
-    private nonisolated static func ifMatch(_ record: EntityRecord) -> JSONObject {
-        var headers = JSONObject()
+    private nonisolated static func ifMatch(_ record: EntityRecord) -> HTTPFields {
+        var headers = HTTPFields()
         if let etag = record.entity["@odata.etag"]?.stringValue ?? record.original?["@odata.etag"]?.stringValue {
-            headers.append(.string(etag), forKey: "If-Match")
+            headers[.ifMatch] = etag
         }
         return headers
     }
@@ -37,9 +38,9 @@ extension OfflineODataProvider {
     static func withNewETag(_ later: [QueuedRequest], after entry: QueuedRequest, etag: String?) -> [QueuedRequest] {
         guard let etag else { return [] }
         return later.compactMap { request in
-            guard request.entity == entry.entity, let old = request.headers["If-Match"]?.stringValue, old != etag else { return nil }
+            guard request.entity == entry.entity, let old = request.headers[.ifMatch], old != etag else { return nil }
             var request = request
-            request.headers["If-Match"] = .string(etag)
+            request.headers[.ifMatch] = etag
             return request
         }
     }
@@ -49,7 +50,7 @@ extension OfflineODataProvider {
 
     /// Queues the request of one local change and writes the changed entity, the request and the counters in the
     /// transaction that read them (so a crash keeps both or neither, and no other change comes in between).
-    private nonisolated func queueChange(_ record: EntityRecord, method: String, url: String, body: Data?, headers: JSONObject,
+    private nonisolated func queueChange(_ record: EntityRecord, method: String, url: String, body: Data?, headers: HTTPFields,
                                          customTag: String?, changes: EntityStore.Changes) throws -> StoreCounters {
         var counters = try changes.currentCounters()
         let request = QueuedRequest(id: counters.nextRequestID, method: method, url: url,
@@ -70,15 +71,15 @@ extension OfflineODataProvider {
     /// The headers every queued request carries; with repeatable requests a
     /// `Repeatability-Request-ID` and `Repeatability-First-Sent`, stored before the first send so
     /// that a re-send after a lost answer carries the same ones.
-    nonisolated func queuedHeaders(_ headers: JSONObject = JSONObject()) -> JSONObject {
+    nonisolated func queuedHeaders(_ headers: HTTPFields = HTTPFields()) -> HTTPFields {
         var headers = headers
         if parameters.enableRepeatableRequests {
-            headers.append(.string(UUID().uuidString.lowercased()), forKey: "Repeatability-Request-ID")
+            headers[HTTPField.Name("Repeatability-Request-ID")!] = UUID().uuidString.lowercased()
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-            headers.append(.string(formatter.string(from: Date())), forKey: "Repeatability-First-Sent")
+            headers[HTTPField.Name("Repeatability-First-Sent")!] = formatter.string(from: Date())
         }
         return headers
     }
@@ -217,7 +218,7 @@ extension OfflineODataProvider {
                                   original: existing?.original, links: JSONObject())
         counters.nextOrder += 1
         try changes.putCounters(counters)
-        let written = try queueChange(record, method: "POST", url: parsed.relativeURL(), body: body, headers: JSONObject(),
+        let written = try queueChange(record, method: "POST", url: parsed.relativeURL(), body: body, headers: HTTPFields(),
                                       customTag: customTag, changes: changes)
         return (record, written)
     }

@@ -70,7 +70,7 @@ struct ServiceModel: Sendable, Hashable {
         do {
             document = try CSDLDocument(parsing: data)
         } catch {
-            throw OfflineODataError(.invalidMetadata, "the $metadata document is not usable: \(error)")
+            throw OfflineODataError(.invalidMetadata, "the $metadata document is not usable: \(error)", underlying: error)
         }
         return try ServiceModel(document)
     }

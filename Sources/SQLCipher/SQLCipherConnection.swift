@@ -50,13 +50,13 @@ public final class SQLCipherConnection {
         public var fullSync: Bool
         /// Whether the connection only reads. The default is `false`.
         public var readOnly: Bool
-        /// How long a statement waits for another connection's lock before it fails with ``SQLCipherError/Code/busy``.
+        /// How long a statement waits for another connection's lock before it fails with ``SQLCipherError/busy``.
         /// The default is 5 seconds.
         public var busyTimeout: Duration
         /// The page size in bytes, a power of two from 512 to 65,536 (``SQLCipherConnection/pageSizes``): SQLCipher's
         /// `cipher_page_size`, the unit it encrypts and authenticates. An encrypted file records it nowhere readable,
         /// so it must be given again for every connection to an existing file: with another size the first page
-        /// fails its check (``SQLCipherError/Code/notADatabase``). A plaintext database records its own; this size
+        /// fails its check (``SQLCipherError/notADatabase``). A plaintext database records its own; this size
         /// applies when it is created. The default is ``SQLCipherConnection/defaultPageSize``.
         public var pageSize: Int
 
@@ -118,10 +118,10 @@ public final class SQLCipherConnection {
     ///   - key: The raw 256-bit key (given as `PRAGMA key = "x'…'"`, so SQLCipher's own key derivation is not
     ///     used), or `nil` for a plaintext database.
     ///   - options: Journal, cache budget, durability.
-    /// - Throws: `SQLCipherError` — ``SQLCipherError/Code/badKey`` for a key that is not 32 bytes (and
-    ///   ``SQLCipherError/Code/misuse`` for a page size SQLite does not accept),
-    ///   ``SQLCipherError/Code/notSQLCipher`` when the SQLite answering in this process is not SQLCipher,
-    ///   ``SQLCipherError/Code/notADatabase`` when the key does not open the file (or it is no database, or its
+    /// - Throws: `SQLCipherError` — ``SQLCipherError/badKey`` for a key that is not 32 bytes (and
+    ///   ``SQLCipherError/misuse`` for a page size SQLite does not accept),
+    ///   ``SQLCipherError/notSQLCipher`` when the SQLite answering in this process is not SQLCipher,
+    ///   ``SQLCipherError/notADatabase`` when the key does not open the file (or it is no database, or its
     ///   first page is corrupt), or SQLite's error for a file that cannot be opened.
     public init(path: String, key: [UInt8]?, options: Options = Options()) throws(SQLCipherError) {
         self.path = path
@@ -146,7 +146,7 @@ public final class SQLCipherConnection {
             // > Whether or not an error occurs when it is opened, resources associated with the database
             // > connection handle should be released by passing it to sqlite3_close() when it is no longer required.
             sqlite3_close(db)
-            throw SQLCipherError(SQLCipherError.Code(rawValue: code), "cannot open \(path): \(message)")
+            throw SQLCipherError(resultCode: code, "cannot open \(path): \(message)")
         }
         handle = db
         do throws(SQLCipherError) {
@@ -221,7 +221,7 @@ public final class SQLCipherConnection {
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v2(db, sql, -1, &statement, nil)
         guard code == SQLITE_OK, let statement else {
-            throw SQLCipherError(SQLCipherError.Code(rawValue: sqlite3_extended_errcode(db)), "cannot prepare a statement: \(String(cString: sqlite3_errmsg(db)))")
+            throw SQLCipherError(resultCode: sqlite3_extended_errcode(db), "cannot prepare a statement: \(String(cString: sqlite3_errmsg(db)))")
         }
         return SQLCipherStatement(handle: statement, connection: self)
     }
@@ -311,7 +311,7 @@ public final class SQLCipherConnection {
     func error(_ code: Int32, _ what: String) -> SQLCipherError {
         let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
         let extended = handle.map { sqlite3_extended_errcode($0) } ?? code
-        return SQLCipherError(SQLCipherError.Code(rawValue: extended == 0 ? code : extended), "\(what): \(message)")
+        return SQLCipherError(resultCode: extended == 0 ? code : extended, "\(what): \(message)")
     }
 
     /// `sqlite3_exec`; `reportedAs` replaces the SQL in an error (the key statement is never quoted).

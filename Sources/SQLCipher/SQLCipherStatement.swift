@@ -49,7 +49,7 @@ public final class SQLCipherStatement {
     /// - Parameters:
     ///   - value: The value.
     ///   - index: The parameter's index, from 1.
-    /// - Throws: `SQLCipherError` (for example ``SQLCipherError/Code/error`` for an index out of range).
+    /// - Throws: `SQLCipherError` (for example ``SQLCipherError/error`` for an index out of range).
     public func bind(_ value: SQLCipherValue, at index: Int32) throws(SQLCipherError) {
         let handle = try statement()
         let code: Int32

@@ -1,7 +1,15 @@
 /// An error of the technical cache, its sealing (encryption) or its key store.
 ///
-/// Compare with the static members (`error == .wrongKey`, or `catch CacheError.wrongKey`); equality
-/// looks at the kind only, not at the detail text.
+/// Match a kind with its static member, as with an enum case:
+///
+/// ```swift
+/// do { try await cache.rekey(to: key) }
+/// catch CacheError.inUseElsewhere { … }
+/// ```
+///
+/// (`error == .wrongKey` and a `case CacheError.wrongKey:` in a `switch` work too.) Equality looks at the kind
+/// only, not at the detail text; ``underlying`` keeps the error that caused this one (an `LMDBError`, a lock's or
+/// a file system's failure) as a value.
 public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case notOpen
@@ -24,10 +32,13 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     private let code: Code
     /// What went wrong, in words (for logs; not compared by `==`).
     public let detail: String
+    /// The error that caused this one (the storage's `LMDBError`, a file system or lock failure), when there is one.
+    public let underlying: (any Error & Sendable)?
 
-    private init(_ code: Code, _ detail: String) {
+    private init(_ code: Code, _ detail: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.detail = detail
+        self.underlying = underlying
     }
 
     /// The cache is closed (or was closed while the operation ran).
@@ -63,12 +74,14 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A file or directory could not be created, locked or removed.
     public static let fileSystem = CacheError(.fileSystem, "a cache file operation failed")
 
-    /// The same kind of error with a more precise detail text.
+    /// The same kind of error with a more precise detail text and, when there is one, the error that caused it.
     ///
-    /// - Parameter detail: What exactly was wrong.
-    /// - Returns: An error equal to `self` (same kind) carrying `detail`.
-    public func with(detail: String) -> CacheError {
-        CacheError(code, detail)
+    /// - Parameters:
+    ///   - detail: What exactly was wrong.
+    ///   - underlying: The error that caused this one; the default is none.
+    /// - Returns: An error equal to `self` (same kind) carrying `detail` and `underlying`.
+    public func with(detail: String, underlying: (any Error & Sendable)? = nil) -> CacheError {
+        CacheError(code, detail, underlying: underlying)
     }
 
     /// A payload-free description of the kind, safe to log.

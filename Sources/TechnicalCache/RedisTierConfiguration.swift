@@ -76,7 +76,7 @@ public struct RedisTierConfiguration: Sendable, Hashable {
 
     func validate() throws(CacheError) {
         do { try redis.validate() } catch {
-            throw CacheError.invalidConfiguration.with(detail: "second tier: \(error)")
+            throw CacheError.invalidConfiguration.with(detail: "second tier: \(error)", underlying: error)
         }
         guard (1...128).contains(namespace.utf8.count), namespace.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw CacheError.invalidConfiguration.with(detail: "the second tier's namespace must be 1…128 printable ASCII characters without spaces")

@@ -129,7 +129,7 @@ public final class ResponseCache: Sendable {
         do {
             environment = try LMDBEnvironment(path: lock.directory, options: options)
         } catch {
-            throw CacheError.storage.with(detail: "cannot open the cache files in \(directory): \(error)")
+            throw CacheError.storage.with(detail: "cannot open the cache files in \(directory): \(error)", underlying: error)
         }
         // Reader slots left by processes that were killed would keep old pages from being reused.
         _ = try? environment.clearStaleReaders()
@@ -185,7 +185,7 @@ public final class ResponseCache: Sendable {
             throw error
         } catch {
             environment.close()
-            throw CacheError.storage.with(detail: "cannot open the cache in \(directory): \(error)")
+            throw CacheError.storage.with(detail: "cannot open the cache in \(directory): \(error)", underlying: error)
         }
     }
 
@@ -232,7 +232,7 @@ public final class ResponseCache: Sendable {
             let path = lock.directory + "/" + file
             guard FileManager.default.fileExists(atPath: path) else { continue }
             do { try FileManager.default.removeItem(atPath: path) } catch {
-                throw CacheError.fileSystem.with(detail: "cannot remove \(path): \(error)")
+                throw CacheError.fileSystem.with(detail: "cannot remove \(path): \(error)", underlying: error)
             }
         }
         counters.withLock { $0.currentBytes = 0; $0.entryCount = 0 }
@@ -940,7 +940,7 @@ public final class ResponseCache: Sendable {
     private static func storageError(_ error: any Error) -> CacheError {
         if let error = error as? CacheError { return error }
         if LMDBError.environmentClosed ~= error { return .notOpen }
-        return CacheError.storage.with(detail: "\(error)")
+        return CacheError.storage.with(detail: "\(error)", underlying: error)
     }
 
     private func syncIfDue(_ cache: OpenCache) {

@@ -79,7 +79,7 @@ public struct Sealer: Sendable {
         } catch let error as CacheError {
             throw error
         } catch {
-            throw CacheError.authenticationFailed.with(detail: "AES-GCM seal failed: \(error)")
+            throw CacheError.authenticationFailed.with(detail: "AES-GCM seal failed: \(error)", underlying: error)
         }
     }
 
@@ -185,7 +185,7 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
                     rounds: 1 << rounds, blockSize: blockSize, parallelism: parallelism))
             }
         } catch {
-            throw CacheError.invalidConfiguration.with(detail: "key derivation \(description) failed: \(error)")
+            throw CacheError.invalidConfiguration.with(detail: "key derivation \(description) failed: \(error)", underlying: error)
         }
     }
 }

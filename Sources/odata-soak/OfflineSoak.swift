@@ -227,7 +227,7 @@ func runOfflineChild(_ arguments: [String]) async -> Never {
         do {
             try await provider.open()
             break
-        } catch let error as OfflineODataError where error.code == .downloadFailed {
+        } catch let error as OfflineODataError where error == .downloadFailed {
             say("open: download failed under faults")
             try? await Task.sleep(for: .milliseconds(20))
         } catch {

@@ -16,14 +16,14 @@ private func parseEcho(_ data: Data) throws -> (requestLine: String, headers: [S
 /// Expects `body` to throw a `CurlError` of `kind` and returns it.
 @discardableResult
 private func expectCurlError(
-    _ kind: CurlError.Kind, sourceLocation: SourceLocation = #_sourceLocation,
+    _ kind: CurlError, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: () async throws -> Void
 ) async -> CurlError? {
     do {
         try await body()
         Issue.record("expected CurlError.\(kind), got success", sourceLocation: sourceLocation)
     } catch let error as CurlError {
-        #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
+        #expect(error == kind, "\(error)", sourceLocation: sourceLocation)
         return error
     } catch {
         Issue.record("expected CurlError.\(kind), got \(error)", sourceLocation: sourceLocation)
@@ -210,7 +210,7 @@ private func expectCurlError(
         do {
             _ = try await transport.send(TransportRequest(url: server.url("/stall-head")))
             Issue.record("expected a timeout")
-        } catch CurlError.Kind.timedOut {
+        } catch CurlError.timedOut {
             // the `~=` pattern matches the kind
         }
         #expect(await server.wait { $0.clientClosed >= 1 })
@@ -370,7 +370,7 @@ private func expectCurlError(
         do {
             _ = try await task.value
             Issue.record("expected shutdown")
-        } catch CurlError.Kind.shutdown {}
+        } catch CurlError.shutdown {}
         await expectCurlError(.shutdown) {
             _ = try await transport.send(TransportRequest(url: server.url("/echo")))
         }

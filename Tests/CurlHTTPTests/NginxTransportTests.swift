@@ -189,7 +189,7 @@ struct NginxTransportTests {
             do {
                 _ = try await transport.send(TransportRequest(url: server.url("large.json")))
                 Issue.record("expected tooLarge")
-            } catch CurlError.Kind.tooLarge {
+            } catch CurlError.tooLarge {
                 // expected, with or without gzip
             }
             // The same transport still works for a body within the limit.
@@ -206,7 +206,7 @@ struct NginxTransportTests {
         let error = try await #require(throws: CurlError.self) {
             _ = try await transport.send(TransportRequest(url: server.tlsURL("small.json")))
         }
-        #expect(error.kind == .tls, "\(error)")
+        #expect(error == .tls, "\(error)")
         #expect(error.curlCode == 60)  // CURLE_PEER_FAILED_VERIFICATION
         #expect(transport.counts.active == 0)
     }
@@ -257,6 +257,6 @@ struct NginxTransportTests {
         let error = try await #require(throws: CurlError.self) {
             _ = try await strict.send(TransportRequest(url: server.tlsURL("small.json")))
         }
-        #expect(error.kind == .tls, "\(error)")
+        #expect(error == .tls, "\(error)")
     }
 }

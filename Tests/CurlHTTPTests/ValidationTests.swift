@@ -23,7 +23,7 @@ import ODataCore
             _ = try await transport.send(TransportRequest(method: method, url: url))
             Issue.record("expected invalidRequest")
         } catch let error as CurlError {
-            #expect(error.kind == .invalidRequest)
+            #expect(error == .invalidRequest)
             #expect(error.curlCode == 0)
             #expect(error.message.contains(mentions), "\(error.message)")
         }
@@ -37,7 +37,7 @@ import ODataCore
             _ = try await transport.send(TransportRequest(url: "http://[::1/"))
             Issue.record("expected invalidRequest")
         } catch let error as CurlError {
-            #expect(error.kind == .invalidRequest)
+            #expect(error == .invalidRequest)
             #expect(error.curlCode == 3)  // CURLE_URL_MALFORMAT
         }
     }
@@ -73,7 +73,7 @@ import ODataCore
                 _ = try CurlTransport(configuration: configuration)
                 Issue.record("expected \(name) to be rejected")
             } catch let error as CurlError {
-                #expect(error.kind == .invalidConfiguration)
+                #expect(error == .invalidConfiguration)
                 #expect(error.message.contains(name), "\(error.message)")
             } catch {
                 Issue.record("unexpected \(error)")
@@ -122,9 +122,9 @@ import ODataCore
         #expect(error.shortDescription == "CurlError.timedOut (CURLcode 28)")
         #expect(error.description == "CurlError.timedOut (CURLcode 28): Operation timed out after 400 milliseconds")
         #expect(CurlError(kind: .shutdown, message: "").description == "CurlError.shutdown")
-        #expect(CurlError.Kind.timedOut ~= error)
-        #expect(!(CurlError.Kind.tls ~= error))
-        #expect(!(CurlError.Kind.timedOut ~= CancellationError()))
+        #expect(CurlError.timedOut ~= error)
+        #expect(!(CurlError.tls ~= error))
+        #expect(!(CurlError.timedOut ~= CancellationError()))
     }
 
     @Test func valueTypesAreSendable() {

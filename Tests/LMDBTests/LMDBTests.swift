@@ -276,7 +276,7 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
 
     @Test func errorsMatchByNameAndDescribeThemselves() {
-        let error: any Error = LMDBError(rawValue: -30798)
+        let error: any Error = LMDBError.notFound
         #expect(LMDBError.notFound ~= error)
         #expect(!(LMDBError.mapFull ~= error))
         #expect(LMDBError.notFound.description.contains("MDB_NOTFOUND"))

@@ -86,7 +86,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\n\r\n{}\r\n", "multipart/mixed; boundary=b", ODataError.Code.malformedBatch),
+        ("--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\n\r\n{}\r\n", "multipart/mixed; boundary=b", ODataError.malformedBatch),
         ("no delimiters at all", "multipart/mixed; boundary=b", .malformedBatch),
         ("--b--\r\n", "application/json", .malformedBatch),
         ("--b--\r\n", "multipart/mixed", .malformedBatch),
@@ -98,16 +98,16 @@ import Testing
         ("--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n{}\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedHTTPMessage),
         ("--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n--c\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 201 Created\r\n\r\n--b--\r\n", "multipart/mixed; boundary=b", .malformedBatch),
     ])
-    func malformedMultipartIsATypedError(body: String, contentType: String, code: ODataError.Code) {
+    func malformedMultipartIsATypedError(body: String, contentType: String, code: ODataError) {
         #expect { try MultipartBatch.decodeResponse(Data(body.utf8), contentType: contentType) } throws: {
-            ($0 as? ODataError)?.code == code
+            ($0 as? ODataError) == code
         }
     }
 
     @Test func malformedBatchRequestsAreTypedErrors() {
         let body = "--b\r\nContent-Type: application/http\r\n\r\nGET\r\n--b--\r\n"
         #expect { try MultipartBatch.decodeRequest(Data(body.utf8), contentType: "multipart/mixed; boundary=b") } throws: {
-            ($0 as? ODataError)?.code == .malformedHTTPMessage
+            ($0 as? ODataError) == .malformedHTTPMessage
         }
     }
 
@@ -143,6 +143,6 @@ import Testing
         #"{"requests":[{"id":"1","method":"get","url":"x","headers":{"a":1}}]}"#,
     ])
     func malformedJSONBatchesAreTypedErrors(body: String) {
-        #expect { try JSONBatch.decodeRequest(Data(body.utf8)) } throws: { ($0 as? ODataError)?.code == .malformedBatch }
+        #expect { try JSONBatch.decodeRequest(Data(body.utf8)) } throws: { ($0 as? ODataError) == .malformedBatch }
     }
 }

@@ -131,7 +131,7 @@ import Testing
             ##"{"value":[{"@context":"#Customers/$link","source":"Customers('A')","relationship":"Orders"}]}"##,
         ] {
             #expect { try read(json) } throws: { error in
-                (error as? ODataError)?.code == .malformedPayload && "\(error)".contains("link 0")
+                (error as? ODataError) == .malformedPayload && "\(error)".contains("link 0")
             }
         }
         // A deleted link of a single-valued navigation may omit its target (§15.5.2.2).

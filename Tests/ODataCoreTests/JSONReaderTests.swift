@@ -46,7 +46,7 @@ import Testing
         let pulled = read(text)
         switch (tree, pulled) {
         case (.success(let a), .success(let b)): #expect(a == b)
-        case (.failure(let a), .failure(let b)): #expect(a.code == b.code && a.offset == b.offset, "\(a) vs \(b)")
+        case (.failure(let a), .failure(let b)): #expect(a == b && a.offset == b.offset, "\(a) vs \(b)")
         default: Issue.record("the parser and the reader disagree on \(text.prefix(40)): \(tree) vs \(pulled)")
         }
     }

@@ -42,7 +42,7 @@ import Testing
             _ = try JSON.parse(input)
             Issue.record("expected an error for \(input)")
         } catch {
-            #expect(error.code == .malformedJSON)
+            #expect(error == .malformedJSON)
             #expect(error.offset == offset, "\(error)")
             #expect(error.message.contains(fragment), "\(error)")
         }

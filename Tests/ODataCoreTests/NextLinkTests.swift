@@ -45,7 +45,7 @@ import Testing
         for decode in [{ try ODataPayload.decodeEntitySet(Array(payload.utf8)).nextLink },
                        { try ODataPayload.decodeEntitySetAsV4(Array(payload.utf8)).nextLink }] as [() throws -> String?] {
             let error = #expect(throws: ODataError.self) { try decode() }
-            #expect(error?.code == .malformedNextLink, "\(String(describing: error))")
+            #expect(error == .malformedNextLink, "\(String(describing: error))")
             #expect(error?.message.contains("next link") == true)
         }
     }

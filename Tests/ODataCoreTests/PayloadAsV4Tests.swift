@@ -35,7 +35,7 @@ import Testing
             let bytes = Array(payload.utf8)
             let expected = #expect(throws: ODataError.self) { try ODataPayload.decodeEntitySet(bytes) }
             let read = #expect(throws: ODataError.self) { try ODataPayload.decodeEntitySetAsV4(bytes) }
-            #expect(read?.code == expected?.code && read?.message == expected?.message, "\(payload)")
+            #expect(read == expected && read?.message == expected?.message, "\(payload)")
         }
     }
 }

@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("[1,2]", ODataError.Code.malformedPayload),
+        ("[1,2]", ODataError.malformedPayload),
         (#"{"items":[]}"#, .malformedPayload),
         (#"{"value":{}}"#, .malformedPayload),
         (#"{"value":[1]}"#, .malformedPayload),
@@ -78,12 +78,12 @@ import Testing
         (#"{"value":["#, .malformedJSON),
         ("", .malformedJSON),
     ])
-    func badCollectionsAreTypedErrors(body: String, code: ODataError.Code) {
-        #expect { try ODataPayload.decodeEntitySet(Array(body.utf8)) } throws: { ($0 as? ODataError)?.code == code }
+    func badCollectionsAreTypedErrors(body: String, code: ODataError) {
+        #expect { try ODataPayload.decodeEntitySet(Array(body.utf8)) } throws: { ($0 as? ODataError) == code }
     }
 
     @Test func aCollectionIsNotASingleEntity() {
-        #expect { try ODataPayload.decodeEntity(Array(#"{"value":[]}"#.utf8)) } throws: { ($0 as? ODataError)?.code == .malformedPayload }
+        #expect { try ODataPayload.decodeEntity(Array(#"{"value":[]}"#.utf8)) } throws: { ($0 as? ODataError) == .malformedPayload }
     }
 
     @Test func writesV4ThatReadsBackTheSame() throws {

@@ -22,13 +22,13 @@ import Testing
 
     @Test(arguments: malformed) func aMalformedEscapeIsATypedErrorAtItsOffset(encoded: String, offset: Int) {
         let error = #expect(throws: ODataError.self) { try PercentDecoding.decodeString(encoded) }
-        #expect(error?.code == .invalidQueryOption)
+        #expect(error == .invalidQueryOption)
         #expect(error?.offset == offset)
     }
 
     @Test func bytesThatAreNotUTF8AreRefusedAsText() throws {
         #expect(try PercentDecoding.decode("%FF") == [0xFF])
-        #expect { try PercentDecoding.decodeString("%FF") } throws: { ($0 as? ODataError)?.code == .invalidQueryOption }
+        #expect { try PercentDecoding.decodeString("%FF") } throws: { ($0 as? ODataError) == .invalidQueryOption }
     }
 
     // MARK: ODataRequest(link:serviceRoot:)
@@ -46,7 +46,7 @@ import Testing
         let error = #expect(throws: ODataError.self) {
             try ODataRequest(link: "http://h/svc/Products" + encoded + "?$top=1", serviceRoot: "http://h/svc/")
         }
-        #expect(error?.code == .invalidURL)
+        #expect(error == .invalidURL)
         #expect(error?.offset == "Products".utf8.count + offset)
         #expect(error?.message.contains("Products\(encoded)") == true, "\(String(describing: error))")
     }
@@ -76,14 +76,14 @@ import Testing
         let error = #expect(throws: ODataError.self) {
             try MultipartBatch.decodeRequest(Self.multipart("Products\(encoded)?$top=1"), contentType: "multipart/mixed; boundary=b")
         }
-        #expect(error?.code == .malformedHTTPMessage)
+        #expect(error == .malformedHTTPMessage)
         #expect(error?.offset == "Products".utf8.count + offset)
         #expect(error?.message.contains("Products\(encoded)?$top=1") == true, "\(String(describing: error))")
     }
 
     @Test(arguments: malformed) func aJSONBatchRequestWithAMalformedPathIsAMalformedBatch(encoded: String, offset: Int) {
         let error = #expect(throws: ODataError.self) { try JSONBatch.decodeRequest(Self.json("Products\(encoded)")) }
-        #expect(error?.code == .malformedBatch)
+        #expect(error == .malformedBatch)
         #expect(error?.offset == "Products".utf8.count + offset)
         #expect(error?.message.contains("request 'r1'") == true, "\(String(describing: error))")
     }
@@ -106,9 +106,9 @@ import Testing
         #expect(QueryOption.encoded("\(encoded)=1").name == encoded)
         // …and the piece is refused where a URL is made of it.
         let error = #expect(throws: ODataError.self) { try option.rendered() }
-        #expect(error?.code == .invalidQueryOption)
+        #expect(error == .invalidQueryOption)
         #expect(error?.offset == "$filter=".utf8.count + offset)
-        #expect { try ODataRequest.get("Products", option).relativeURL() } throws: { ($0 as? ODataError)?.code == .invalidQueryOption }
+        #expect { try ODataRequest.get("Products", option).relativeURL() } throws: { ($0 as? ODataError) == .invalidQueryOption }
     }
 
     @Test func anEncodedOptionMayCarryBytesThatAreNotUTF8() throws {

@@ -48,11 +48,11 @@ import Testing
 
     @Test(arguments: ["ftp://host/x", "not a url", "/relative", "http://host/svc?x=1", "http://"])
     func rejectsABadServiceRoot(root: String) {
-        #expect { try ODataRequest.get("Customers").url(serviceRoot: root) } throws: { ($0 as? ODataError)?.code == .invalidURL }
+        #expect { try ODataRequest.get("Customers").url(serviceRoot: root) } throws: { ($0 as? ODataError) == .invalidURL }
     }
 
     @Test(arguments: [
-        (ODataRequest.get("Customers?$top=1"), ODataError.Code.invalidURL),
+        (ODataRequest.get("Customers?$top=1"), ODataError.invalidURL),
         (.get("Customers#x"), .invalidURL),
         (.get("http://elsewhere/Customers"), .invalidURL),
         (.get("Customers\u{0}"), .invalidURL),
@@ -63,8 +63,8 @@ import Testing
         (.get("Customers", .custom(name: "", value: "x")), .invalidQueryOption),
         (.get("Customers", .encoded("a=b&c=d")), .invalidQueryOption),
     ])
-    func badPathsAndOptionsAreTypedErrors(request: ODataRequest, code: ODataError.Code) {
-        #expect { try request.relativeURL() } throws: { ($0 as? ODataError)?.code == code }
+    func badPathsAndOptionsAreTypedErrors(request: ODataRequest, code: ODataError) {
+        #expect { try request.relativeURL() } throws: { ($0 as? ODataError) == code }
     }
 
     @Test func readsUseTheCacheByDefaultAndChangesDoNot() {

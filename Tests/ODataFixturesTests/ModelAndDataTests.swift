@@ -48,7 +48,7 @@ import Testing
                 """)
             Issue.record("a type without key must be rejected")
         } catch {
-            #expect(error.code == .invalidData)
+            #expect(error == .invalidData)
             #expect(error.message.contains("no key"))
         }
     }
@@ -77,11 +77,11 @@ import Testing
             let after = try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ALFKI"])?["City"] }
             #expect(after == "Bonn")
 
-            func code(_ body: (inout FixtureData) throws -> Void) -> FixtureError.Code? {
+            func code(_ body: (inout FixtureData) throws -> Void) -> FixtureError? {
                 do {
                     try server.mutate { data in try body(&data) }
                     return nil
-                } catch let error as FixtureError { return error.code } catch { return nil }
+                } catch let error as FixtureError { return error } catch { return nil }
             }
             #expect(code { try $0.insert(["CustomerID": "TOOLONGID", "CompanyName": "x"], into: "Customers") } == .invalidEntity)
             #expect(code { try $0.insert(["CustomerID": "NOCO"], into: "Customers") } == .invalidEntity)
@@ -116,7 +116,7 @@ import Testing
             _ = try await FixtureServer.start(FixtureConfiguration(dataDirectory: URL(fileURLWithPath: "/nonexistent/fixture")))
             Issue.record("a missing data directory must be rejected")
         } catch {
-            #expect(error.code == .invalidData)
+            #expect(error == .invalidData)
         }
     }
 
@@ -127,7 +127,7 @@ import Testing
                 await second.stop()
                 Issue.record("a second server on port \(first.port) must fail")
             } catch let error as FixtureError {
-                #expect(error.code == .serverFailure)
+                #expect(error == .serverFailure)
             }
         }
     }
@@ -165,7 +165,7 @@ import Testing
             _ = try await FixtureServer.start(FixtureConfiguration(dataDirectory: directory))
             Issue.record("duplicate keys must be rejected")
         } catch {
-            #expect(error.code == .invalidData)
+            #expect(error == .invalidData)
             #expect(error.message.contains("twice"))
         }
     }

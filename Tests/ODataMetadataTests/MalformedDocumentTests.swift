@@ -38,51 +38,40 @@ import Testing
     @Test func aTruncatedDocumentIsMalformedXML() throws {
         for length in [0, 10, Self.valid.utf8.count / 2, Self.valid.utf8.count - 5] {
             let error = try #require(Self.error(Data(Self.valid.utf8.prefix(length))), "length \(length)")
-            #expect(error.kind == .malformedXML, "length \(length): \(error)")
-        }
-    }
-
-    @Test func aKindMatchesInACatch() {
-        do {
-            _ = try CSDLDocument(parsing: Data("<Schema/>".utf8))
-            Issue.record("a wrong root must be refused")
-        } catch MetadataError.Kind.notEDMX {
-            // matched by kind
-        } catch {
-            Issue.record("unexpected \(error)")
+            #expect(error == .malformedXML, "length \(length): \(error)")
         }
     }
 
     @Test func aWrongRootIsNotEDMX() throws {
         let error = try #require(Self.error("<Schema Namespace=\"NS\"/>"))
-        #expect(error.kind == .notEDMX)
+        #expect(error == .notEDMX)
         #expect(error.element == "<Schema>")
         #expect(error.line == 1)
     }
 
     @Test func anUnsupportedVersionIsNamed() throws {
         let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "Version=\"4.0\"", with: "Version=\"3.0\"")))
-        #expect(error.kind == .unsupportedVersion)
+        #expect(error == .unsupportedVersion)
         #expect(error.message.contains("3.0"))
     }
 
     @Test func aMissingKeyIsMissingKey() throws {
         let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "<Key><PropertyRef Name=\"ID\"/></Key>", with: "")))
-        #expect(error.kind == .missingKey)
+        #expect(error == .missingKey)
         #expect(error.element == "<EntityType Name=\"Item\">")
         #expect(error.line == 4)
     }
 
     @Test func aKeyNamingNoPropertyIsAnInvalidDefinition() throws {
         let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "<PropertyRef Name=\"ID\"/>", with: "<PropertyRef Name=\"Missing\"/>")))
-        #expect(error.kind == .invalidDefinition)
+        #expect(error == .invalidDefinition)
         #expect(error.message.contains("Missing"))
         #expect(error.line == 4)
     }
 
     @Test func aMissingAttributeNamesTheElementAndLine() throws {
         let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "<Property Name=\"ID\" Type=\"Edm.Int32\"", with: "<Property Name=\"ID\"")))
-        #expect(error.kind == .missingAttribute)
+        #expect(error == .missingAttribute)
         #expect(error.element == "<Property Name=\"ID\">")
         #expect(error.line == 6)
         #expect(error.description.hasPrefix("line 6: <Property Name=\"ID\">: missing attribute: "))
@@ -90,13 +79,13 @@ import Testing
 
     @Test func anUnknownTypeIsNamed() throws {
         let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "Edm.Int32", with: "NS.Nothing")))
-        #expect(error.kind == .unknownType)
+        #expect(error == .unknownType)
         #expect(error.message.contains("NS.Nothing"))
     }
 
     @Test func anEntitySetOfAMissingTypeIsNamed() throws {
         let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "EntityType=\"NS.Item\"", with: "EntityType=\"NS.Gone\"")))
-        #expect(error.kind == .unknownEntitySetType)
+        #expect(error == .unknownEntitySetType)
         #expect(error.line == 8)
     }
 
@@ -104,7 +93,7 @@ import Testing
         let broken = CSDLDocumentTests.v2.replacingOccurrences(
             of: "Relationship=\"NS.Partner_Orders\" FromRole=\"O\"", with: "Relationship=\"NS.Missing\" FromRole=\"O\"")
         let error = try #require(Self.error(broken))
-        #expect(error.kind == .unresolvedAssociation)
+        #expect(error == .unresolvedAssociation)
         #expect(error.message.contains("NS.Missing"))
     }
 
@@ -112,7 +101,7 @@ import Testing
         var data = Data(Self.valid.utf8)
         data.insert(0xFF, at: 60)
         let error = try #require(Self.error(data))
-        #expect(error.kind == .malformedXML)
+        #expect(error == .malformedXML)
         #expect(error.message.contains("UTF-8"))
     }
 

@@ -38,14 +38,14 @@ struct ErrorTests {
 
     /// Checks the kind, element, line, and that the description names the element and the line.
     func check(
-        _ xml: String, _ kind: GeneratorError.Kind, element: String, line: Int,
+        _ xml: String, _ kind: GeneratorError, element: String, line: Int,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         guard let error = Support.error(xml) else {
             Issue.record("no error, expected \(kind)", sourceLocation: sourceLocation)
             return
         }
-        #expect(error.kind == kind, sourceLocation: sourceLocation)
+        #expect(error == kind, sourceLocation: sourceLocation)
         #expect(error.element == element, sourceLocation: sourceLocation)
         #expect(error.line == line, sourceLocation: sourceLocation)
         #expect(error.description.contains("line \(line)"), sourceLocation: sourceLocation)
@@ -56,7 +56,7 @@ struct ErrorTests {
         check(
             Self.v4("<EntityType Name=\"A\"></Entity>"), .malformedXML, element: "<EntityType>", line: 4)
         check("<edmx:Edmx Version=\"4.0\"\n\n  <<", .malformedXML, element: "document", line: 3)
-        #expect(Support.error("")?.kind == .malformedXML)
+        #expect(Support.error("") == .malformedXML)
     }
 
     @Test func notUTF8() throws {
@@ -67,7 +67,7 @@ struct ErrorTests {
             _ = try ProxyGenerator(serviceName: nil, sourceName: "x").generate(metadata: Data(bytes))
             Issue.record("no error")
         } catch {
-            #expect(error.kind == .malformedXML)
+            #expect(error == .malformedXML)
             #expect(error.line == 3)
             #expect(error.description.hasPrefix("line 3: document: malformed XML: the document is not UTF-8"))
         }
@@ -178,14 +178,17 @@ struct ErrorTests {
 
     /// Each kind of the reader's error becomes the generator's kind of the same name, with element, line and message.
     @Test func everyReaderKindMapsToItsGeneratorKind() {
-        let kinds: [MetadataError.Kind] = [
-            .malformedXML, .notEDMX, .unsupportedVersion, .missingKey, .unknownType, .unknownEntitySetType,
-            .unresolvedAssociation, .missingAttribute, .invalidDefinition,
+        let kinds: [(MetadataError, GeneratorError)] = [
+            (.malformedXML, .malformedXML), (.notEDMX, .notEDMX), (.unsupportedVersion, .unsupportedVersion),
+            (.missingKey, .missingKey), (.unknownType, .unknownType), (.unknownEntitySetType, .unknownEntitySetType),
+            (.unresolvedAssociation, .unresolvedAssociation), (.missingAttribute, .missingAttribute),
+            (.invalidDefinition, .invalidDefinition),
         ]
-        for kind in kinds {
-            let error = GeneratorError(MetadataError(kind, element: "<E>", line: 3, "m"))
-            #expect(error.kind.rawValue == kind.description)
-            #expect(error.description == "line 3: <E>: \(kind): m")
+        for (reader, generator) in kinds {
+            let error = GeneratorError(metadata: MetadataError(reader, element: "<E>", line: 3, "m"))
+            #expect(error == generator)
+            #expect(error.shortDescription == reader.shortDescription)
+            #expect(error.description == MetadataError(reader, element: "<E>", line: 3, "m").description)
         }
     }
 }

@@ -255,7 +255,7 @@ let errorCases: [ErrorCase] = [
             _ = try FilterExpression.parse(c.text)
         } throws: { error in
             guard let error = error as? ODataError else { return false }
-            #expect(error.code == .invalidQueryOption)
+            #expect(error == .invalidQueryOption)
             #expect(error.message.hasPrefix(c.message), "\(c.text): \(error.message)")
             #expect(error.offset == c.offset, "\(c.text): \(error)")
             return true

@@ -100,7 +100,7 @@ import Testing
             _ = try QueryOptions.parse(query)
         } throws: { error in
             guard let error = error as? ODataError else { return false }
-            #expect(error.code == .invalidQueryOption)
+            #expect(error == .invalidQueryOption)
             #expect(error.message == message, "\(query): \(error.message)")
             #expect(error.offset == offset, "\(query): \(error)")
             return true
@@ -175,7 +175,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("", ODataError.Code.invalidURL, "empty resource path", 0),
+        ("", ODataError.invalidURL, "empty resource path", 0),
         ("Customers('ALFKI'", .invalidKey, "unterminated key predicate", 9),
         ("Customers()x", .invalidURL, "expected '/' after a key predicate", 11),
         ("Customers(1,2)", .invalidKey, "composite keys need names (Name=value)", 11),
@@ -188,13 +188,13 @@ import Testing
         ("Customers//Orders", .invalidURL, "empty path segment", 10),
         ("$bogus", .invalidURL, "invalid path segment '$bogus'", 0),
         ("Customers(%ZZ)", .invalidURL, "invalid percent-encoding", 10),
-    ] as [(String, ODataError.Code, String, Int)])
-    func errors(_ path: String, _ code: ODataError.Code, _ message: String, _ offset: Int) {
+    ] as [(String, ODataError, String, Int)])
+    func errors(_ path: String, _ code: ODataError, _ message: String, _ offset: Int) {
         #expect {
             _ = try ResourcePath.parse(path)
         } throws: { error in
             guard let error = error as? ODataError else { return false }
-            #expect(error.code == code)
+            #expect(error == code)
             #expect(error.message == message, "\(path): \(error.message)")
             #expect(error.offset == offset, "\(path): \(error)")
             return true

@@ -24,6 +24,6 @@ import Testing
     func badV2LiteralsAreTypedErrors(_ text: String) {
         #expect {
             _ = try FilterExpression.parse(text)
-        } throws: { error in (error as? ODataError)?.code == .invalidQueryOption }
+        } throws: { error in (error as? ODataError) == .invalidQueryOption }
     }
 }

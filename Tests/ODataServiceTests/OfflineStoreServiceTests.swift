@@ -3,6 +3,7 @@ import HTTPTypes
 import ODataCore
 import TechnicalCache
 import ODataFixtures
+import ODataTesting
 import OfflineStore
 import ServiceLifecycle
 import Testing
@@ -12,11 +13,12 @@ import Testing
 struct OfflineStoreServiceTests {
     static let products = Array(1...6)
 
-    static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory) async throws -> OfflineODataProvider {
+    static func provider(_ serviceRoot: String, _ directory: TemporaryDirectory, transport: (any HTTPTransport)? = nil) async throws -> OfflineODataProvider {
         let parameters = OfflineODataParameters(storeName: "service", storePath: directory.path,
                                                 storeEncryptionKey: "correct horse battery staple",
-                                                keyDerivation: .pbkdf2(rounds: 1_000), enableRepeatableRequests: true)
-        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+                                                keyDerivation: .pbkdf2(rounds: 1_000), enableRepeatableRequests: true,
+                                                transport: transport)
+        let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
         try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Products"))
         return provider
     }
@@ -39,7 +41,7 @@ struct OfflineStoreServiceTests {
     @Test func shutdownDuringAnUploadLosesNoQueuedRequest() async throws {
         try await withFixtureServer { server in
             let directory = try TemporaryDirectory()
-            let provider = try await Self.provider(server, directory)
+            let provider = try await Self.provider(server.serviceRoot, directory)
             let service = OfflineStoreService(provider: provider, drainDeadline: .milliseconds(300), logger: quietLogger)
             let group = ServiceGroup(configuration: .init(services: [service], logger: quietLogger))
             let upload = LockedValue<Task<OfflineODataUploadResult, any Error>?>(nil)
@@ -62,7 +64,7 @@ struct OfflineStoreServiceTests {
             await #expect(throws: (any Error).self, "a closed service starts no upload") { try await service.upload() }
 
             // Restart: a new provider and service over the same directory.
-            let restarted = try await Self.provider(server, directory)
+            let restarted = try await Self.provider(server.serviceRoot, directory)
             let again = OfflineStoreService(provider: restarted, logger: quietLogger)
             let secondGroup = ServiceGroup(configuration: .init(services: [again], logger: quietLogger))
             _ = try await withServiceGroup(secondGroup) {
@@ -89,27 +91,48 @@ struct OfflineStoreServiceTests {
 
     /// An upload that ends within the deadline is waited for: everything is uploaded before the store closes.
     @Test func anUploadWithinTheDeadlineFinishes() async throws {
-        try await withFixtureServer { server in
-            let directory = try TemporaryDirectory()
-            let provider = try await Self.provider(server, directory)
-            let service = OfflineStoreService(provider: provider, drainDeadline: .seconds(20), logger: quietLogger)
-            let group = ServiceGroup(configuration: .init(services: [service], logger: quietLogger))
-            let upload = LockedValue<Task<OfflineODataUploadResult, any Error>?>(nil)
-            _ = try await withServiceGroup(group) {
-                try await waitUntil("the store opens") { await provider.currentState == .open }
-                for id in 1...3 { _ = try await provider.execute(Self.change(id)) }
-                _ = try server.faults.add(FaultRule(.latency(.milliseconds(200)), method: "PATCH", path: "Products(*)"))
-                server.resetCounters()
-                upload.withLock { $0 = Task { try await service.upload() } }
-                try await waitUntil("the upload runs") { await provider.currentState == .uploading }
-                await group.triggerGracefulShutdown()
-            }
-            #expect(await provider.currentState == .closed)
-            let result = try await upload.withLock { $0 }!.value
-            #expect(result.succeeded == 3)
-            for id in 1...3 {
-                #expect(server.counters.executions(method: "PATCH", path: "Products(\(id))") == 1)
-            }
+        let directory = try TemporaryDirectory()
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "$metadata", reply: .metadata(Self.productMetadata))
+            .on("GET", "Products", reply: .collection(Self.products.map { ["ProductID": .int(Int64($0)), "UnitsInStock": 10] }))
+            .on("GET", "", reply: .status(200))  // the CSRF token fetch before the upload
+            .on("PATCH", "Products(*", reply: .status(204).after(.milliseconds(200)))
+        let provider = try await Self.provider(backEnd.serviceRoot, directory, transport: backEnd)
+        let service = OfflineStoreService(provider: provider, drainDeadline: .seconds(20), logger: quietLogger)
+        let group = ServiceGroup(configuration: .init(services: [service], logger: quietLogger))
+        let upload = LockedValue<Task<OfflineODataUploadResult, any Error>?>(nil)
+        _ = try await withServiceGroup(group) {
+            try await waitUntil("the store opens") { await provider.currentState == .open }
+            for id in 1...3 { _ = try await provider.execute(Self.change(id)) }
+            upload.withLock { $0 = Task { try await service.upload() } }
+            try await waitUntil("the upload runs") { await provider.currentState == .uploading }
+            await group.triggerGracefulShutdown()
         }
+        #expect(await provider.currentState == .closed)
+        let result = try await upload.withLock { $0 }!.value
+        #expect(result.succeeded == 3)
+        for id in 1...3 {
+            #expect(backEnd.requests("PATCH", "Products(\(id))").count == 1)
+        }
+        #expect(backEnd.unmatchedRequests.isEmpty)
     }
+
+    /// The part of the fixture's `$metadata` the upload test needs: products with a stock.
+    static let productMetadata = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+          <edmx:DataServices>
+            <Schema Namespace="NorthwindModel" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+              <EntityType Name="Product">
+                <Key><PropertyRef Name="ProductID"/></Key>
+                <Property Name="ProductID" Type="Edm.Int32" Nullable="false"/>
+                <Property Name="UnitsInStock" Type="Edm.Int16"/>
+              </EntityType>
+              <EntityContainer Name="Entities">
+                <EntitySet Name="Products" EntityType="NorthwindModel.Product"/>
+              </EntityContainer>
+            </Schema>
+          </edmx:DataServices>
+        </edmx:Edmx>
+        """
 }

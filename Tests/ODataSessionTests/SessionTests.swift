@@ -1,47 +1,34 @@
-import CurlHTTP
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataTesting
 import Testing
 
 @testable import ODataSession
 
-/// A back end scripted in Swift: it answers each request with `answer`, records what it was sent, and can
-/// hold requests until a given number are waiting (to make them concurrent for real).
-final class ScriptedBackEnd: HTTPTransport {
-    let sent = LockedValue<[TransportRequest]>([])
-    private let answer: @Sendable (TransportRequest, Int) -> (Int, HTTPFields)
-    private let delay: Duration
-
-    init(delay: Duration = .zero, answer: @escaping @Sendable (TransportRequest, Int) -> (Int, HTTPFields)) {
-        self.answer = answer
-        self.delay = delay
-    }
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let index = sent.withLock { sent -> Int in
-            sent.append(request)
-            return sent.count - 1
-        }
-        if delay > .zero { try await Task.sleep(for: delay) }
-        let (status, fields) = answer(request, index)
-        return TransportResponse(status: status, headerFields: fields, body: Data(),
-                                 metrics: TransferMetrics(headerBytes: 0, bodyBytes: 0, totalTime: .zero, connectionReused: true,
-                                                          newConnections: 0, httpVersion: .http1_1))
-    }
-
-    var fetches: [TransportRequest] { sent.withLock { $0 }.filter { $0.headerFields[csrf] == "Fetch" } }
-    var writes: [TransportRequest] { sent.withLock { $0 }.filter { $0.method != "GET" } }
-}
-
 private let csrf = HTTPField.Name("X-CSRF-Token")!
 private let root = "http://127.0.0.1:1/service/"
 
+/// A back end that answers every request with the status and header fields `answer` gives, after `delay`.
+private func scripted(delay: Duration = .zero, _ answer: @escaping @Sendable (TransportRequest) -> (Int, HTTPFields)) -> ScriptedTransport {
+    ScriptedTransport(serviceRoot: root).on("*", "*") { request in
+        let (status, fields) = answer(request)
+        return .status(status, headerFields: fields).after(delay)
+    }
+}
+
+extension ScriptedTransport {
+    /// The CSRF token fetches sent so far.
+    var fetches: [TransportRequest] { requests.filter { $0.headerFields[csrf] == "Fetch" } }
+    /// The writes (every method but `GET`) sent so far.
+    var writes: [TransportRequest] { requests.filter { $0.method != "GET" } }
+}
+
 /// A back end as SAP Gateway behaves: a fetch gives token `T<n>` and a session cookie; a write needs the
 /// current token (`valid` decides which are current).
-private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String) -> Bool = { _ in true }) -> ScriptedBackEnd {
+private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String) -> Bool = { _ in true }) -> ScriptedTransport {
     let issued = LockedValue(0)
-    return ScriptedBackEnd(delay: delay) { request, _ in
+    return scripted(delay: delay) { request in
         if request.headerFields[csrf] == "Fetch" {
             let n = issued.withLock { $0 += 1; return $0 }
             return (200, [csrf: "T\(n)", .setCookie: "SAP_SESSIONID=S\(n); path=/"])
@@ -91,7 +78,7 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         let session = ServiceSession(serviceRoot: root, transport: backEnd)
         #expect(try await session.send(TransportRequest(url: root + "Items")).status == 200)
         #expect(backEnd.fetches.isEmpty)
-        #expect(backEnd.sent.withLock { $0 }.allSatisfy { $0.headerFields[csrf] == nil })
+        #expect(backEnd.requests.allSatisfy { $0.headerFields[csrf] == nil })
     }
 
     @Test func anExpiredTokenIsFetchedAgainOnceForAllRejectedRequests() async throws {
@@ -117,6 +104,29 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         #expect((11...21).contains(writes.count))
     }
 
+    @Test func aRejectedTokenIsCaughtByItsKindOnlyAndItsDescriptionNamesTheKind() async throws {
+        let session = ServiceSession(serviceRoot: root, transport: gateway { _ in false })
+        var matched = ""
+        var text = ""
+        do {
+            _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)"))
+        } catch SessionError.csrfTokenFetchFailed {
+            matched = "csrfTokenFetchFailed"
+        } catch SessionError.csrfTokenRejected {
+            matched = "csrfTokenRejected"
+        } catch {
+            matched = "\(error)"
+        }
+        #expect(matched == "csrfTokenRejected")
+        do {
+            _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)"))
+        } catch {
+            text = "\(error)"
+        }
+        #expect(text.hasPrefix("csrfTokenRejected (HTTP 403): "), "\(text)")
+        #expect(!["T1", "T2", "T3", "T4", "SAP_SESSIONID"].contains { text.contains($0) }, "\(text)")  // what the gateway issued
+    }
+
     @Test func aTokenRejectedTwiceIsATypedErrorThatNamesCSRFAndNoToken() async throws {
         let backEnd = gateway { _ in false }
         let session = ServiceSession(serviceRoot: root, transport: backEnd)
@@ -124,7 +134,7 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
             _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)?secret=query"))
             Issue.record("a token the back end never accepts must fail")
         } catch let error as SessionError {
-            #expect(error.code == .csrfTokenRejected)
+            #expect(error == .csrfTokenRejected)
             #expect(error.statusCode == 403)
             #expect(!error.isRetryable)
             #expect(error.description.contains("CSRF"))
@@ -136,7 +146,7 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
     }
 
     @Test func a403WithoutRequiredIsAnOrdinaryAnswer() async throws {
-        let backEnd = ScriptedBackEnd { request, _ in
+        let backEnd = scripted { request in
             request.headerFields[csrf] == "Fetch" ? (200, [csrf: "T"]) : (403, [:])
         }
         let session = ServiceSession(serviceRoot: root, transport: backEnd)
@@ -146,13 +156,13 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
     }
 
     @Test func aBackEndWithoutCSRFGetsNoTokenAndOneFetchPerSession() async throws {
-        let backEnd = ScriptedBackEnd { _, _ in (200, [:]) }
+        let backEnd = scripted { _ in (200, [:]) }
         let session = ServiceSession(serviceRoot: root, transport: backEnd)
         for _ in 0..<3 { _ = try await session.send(TransportRequest(method: "PUT", url: root + "Items(1)")) }
         #expect(backEnd.fetches.count == 1)
         #expect(backEnd.writes.allSatisfy { $0.headerFields[csrf] == nil })
 
-        let off = ScriptedBackEnd { _, _ in (200, [:]) }
+        let off = scripted { _ in (200, [:]) }
         var options = SessionOptions()
         options.csrf = .off
         _ = try await ServiceSession(serviceRoot: root, options: options, transport: off)
@@ -161,19 +171,19 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
     }
 
     @Test func aFailedFetchIsARetryableTypedErrorAndTheWriteIsNotSent() async throws {
-        let backEnd = ScriptedBackEnd { _, _ in (503, [:]) }
+        let backEnd = scripted { _ in (503, [:]) }
         let session = ServiceSession(serviceRoot: root, transport: backEnd)
         await #expect {
             _ = try await session.send(TransportRequest(method: "POST", url: root + "Items"))
         } throws: { error in
-            (error as? SessionError)?.code == .csrfTokenFetchFailed && (error as? SessionError)?.isRetryable == true
+            (error as? SessionError) == .csrfTokenFetchFailed && (error as? SessionError)?.isRetryable == true
         }
         #expect(backEnd.writes.isEmpty)
     }
 
     @Test func aCustomHeaderNameCarriesTheToken() async throws {
         let name = HTTPField.Name("X-XSRF-Token")!
-        let backEnd = ScriptedBackEnd { request, _ in
+        let backEnd = scripted { request in
             request.headerFields[name] == "Fetch" ? (200, [name: "X1"]) : (request.headerFields[name] == "X1" ? 204 : 403, [:])
         }
         var options = SessionOptions()
@@ -205,7 +215,7 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         let session = ServiceSession(serviceRoot: root, options: options, transport: backEnd)
         _ = try await session.send(TransportRequest(method: "PATCH", url: root + "Items(1)"))
         _ = try await session.send(TransportRequest(url: root + "Items?$top=1&sap-client=200"))
-        let sent = backEnd.sent.withLock { $0 }
+        let sent = backEnd.requests
         #expect(sent[0].url == root + "?sap-client=100&sap-language=DE")  // the token fetch
         #expect(sent[1].method == "MERGE" && sent[1].url == root + "Items(1)?sap-client=100&sap-language=DE")
         #expect(sent[2].url == root + "Items?$top=1&sap-client=200&sap-language=DE")  // a client given is kept
@@ -234,17 +244,17 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
     }
 
     @Test func basicAuthenticationIsSentAndA401Stands() async throws {
-        let backEnd = ScriptedBackEnd { _, _ in (401, [:]) }
+        let backEnd = scripted { _ in (401, [:]) }
         var options = SessionOptions()
         options.authentication = BasicAuthentication(user: "CLERK", password: "pw")
         let session = ServiceSession(serviceRoot: root, options: options, transport: backEnd)
         #expect(try await session.send(TransportRequest(url: root + "Items")).status == 401)
-        #expect(backEnd.sent.withLock { $0 }.map { $0.headerFields[.authorization] } == ["Basic Q0xFUks6cHc="])
+        #expect(backEnd.requests.map { $0.headerFields[.authorization] } == ["Basic Q0xFUks6cHc="])
     }
 
     @Test func twentyConcurrent401sRenewTheBearerTokenOnce() async throws {
         let current = LockedValue("A")
-        let backEnd = ScriptedBackEnd(delay: .milliseconds(10)) { request, _ in
+        let backEnd = scripted(delay: .milliseconds(10)) { request in
             request.headerFields[.authorization] == "Bearer " + current.withLock { $0 } ? (200, [:]) : (401, [:])
         }
         let issued = LockedValue(0)
@@ -266,6 +276,6 @@ private func gateway(delay: Duration = .zero, valid: @escaping @Sendable (String
         #expect(bearer.tokenRequests == 2, "one refresh for all")
         // Each request that met the 401 was retried once; one that started after the refresh needed none.
         #expect((1...20).contains(session.statistics.credentialRenewals))
-        #expect(backEnd.sent.withLock { $0 }.count == 21 + session.statistics.credentialRenewals)
+        #expect(backEnd.requests.count == 21 + session.statistics.credentialRenewals)
     }
 }

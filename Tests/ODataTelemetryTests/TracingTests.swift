@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import InMemoryTracing
 import ODataCore
-import ODataFixtures
 import ODataTelemetry
+import ODataTesting
 import OfflineStore
 import OnlineStore
 import TechnicalCache
@@ -18,8 +18,8 @@ import Tracing
     }
 
     @Test func aReadIsAClientSpanUnderTheCallersSpanAndTheProducerSeesItsContext() async throws {
-        let server = try await FixtureServer.start()
-        defer { Task { await server.stop() } }
+        let backEnd = ScriptedTransport(serviceRoot: "http://127.0.0.1:8080/odata/")
+        backEnd.on("GET", "Orders(10248)", query: ["$select": "OrderID,Freight"], reply: .entity(["OrderID": 10248, "Freight": 32.38]))
         let folder = try TemporaryFolder()
         let tracer = W3CTracer()
         var options = OnlineStoreOptions()
@@ -27,7 +27,7 @@ import Tracing
         options.cacheEncryptionKey = "tracing cache key"
         options.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
         options.telemetry = Telemetry(tracer: tracer)
-        let store = try OnlineODataStore(serviceRoot: server.serviceRoot, options: options)
+        let store = try OnlineODataStore(serviceRoot: backEnd.serviceRoot, options: options, transport: backEnd)
         try await store.open()
         try await tracer.withSpan("handle request") { _ in
             _ = try await store.response(for: ODataRequest(resourcePath: "Orders(10248)", queryOptions: [.select(["OrderID", "Freight"])]))
@@ -41,15 +41,25 @@ import Tracing
         #expect(client.traceID == parent.traceID && client.parentSpanID == parent.spanID)
         #expect(attribute(client, "http.request.method") == .string("GET"))
         #expect(attribute(client, "http.response.status_code") == .int64(200))
-        #expect(attribute(client, "url.full") == .string(server.serviceRoot + "Orders(10248)"), "no query in the URL attribute")
+        #expect(attribute(client, "url.full") == .string(backEnd.serviceRoot + "Orders(10248)"), "no query in the URL attribute")
         #expect(attribute(client, "server.address") == .string("127.0.0.1"))
-        #expect(attribute(client, "server.port") == .int64(Int64(server.port)))
-        #expect(server.counters.traceparents.contains("00-\(client.traceID)-\(client.spanID)-01"), "the producer received the client span's context")
+        #expect(attribute(client, "server.port") == .int64(8080))
+        #expect(backEnd.requests.map { $0.headerFields[HTTPField.Name("traceparent")!] } == ["00-\(client.traceID)-\(client.spanID)-01"],
+                "the back end received the client span's context")
     }
 
     @Test func uploadsAndDownloadsAreSpansWithTheirRequestsInside() async throws {
-        let server = try await FixtureServer.start()
-        defer { Task { await server.stop() } }
+        // A back end that fails Shippers(2) inside the $batch.
+        let backEnd = ScriptedTransport(serviceRoot: "http://127.0.0.1:8080/odata/")
+        backEnd.on("GET", "$metadata", reply: .metadata(Self.shipperMetadata))
+            .on("GET", "Shippers", reply: .collection([["ShipperID": 1, "Phone": "0"], ["ShipperID": 2, "Phone": "0"]]))
+            .on("GET", "", reply: .status(200))  // the CSRF token fetch before the upload
+            .on("POST", "$batch", reply: .batch { request in
+                request.resourcePath.hasSuffix("Shippers(2)")
+                    ? ODataResponse(statusCode: 400, headerFields: [.contentType: "application/json"],
+                                    payload: Data(#"{"error":{"code":"Refused","message":"not today"}}"#.utf8))
+                    : ODataResponse(statusCode: 204)
+            })
         let folder = try TemporaryFolder()
         let tracer = W3CTracer()
         var parameters = OfflineODataParameters(storeName: "tracing", storePath: folder.path, storeEncryptionKey: "tracing store key",
@@ -57,12 +67,12 @@ import Tracing
         parameters.telemetry = Telemetry(tracer: tracer)
         parameters.uploadRetries = 0
         parameters.uploadMode = .batch(maxRequestsPerBatch: 10)
-        let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
+        parameters.transport = backEnd
+        let provider = try OfflineODataProvider(serviceRoot: backEnd.serviceRoot, parameters: parameters)
         try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
         try await provider.open()
         _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Shippers(1)", body: Data(#"{"Phone":"1"}"#.utf8)))
         _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Shippers(2)", body: Data(#"{"Phone":"2"}"#.utf8)))
-        _ = try server.faults.add(FaultRule(.fail(status: 400, code: "Refused", message: "not today"), method: "PATCH", path: "Shippers(2)", insideBatch: true))
         let result = try await tracer.withSpan("sync job") { _ in try await provider.upload() }
         #expect(result.failed.count == 1)
         await provider.close()
@@ -76,9 +86,29 @@ import Tracing
         let upload = try #require(spans.first { $0.operationName == "OfflineODataProvider upload" })
         #expect(upload.parentSpanID == job.spanID && upload.traceID == job.traceID)
         let batch = try #require(spans.first { $0.parentSpanID == upload.spanID && $0.operationName == "POST" })
-        #expect(attribute(batch, "url.full") == .string(server.serviceRoot + "$batch"))
+        #expect(attribute(batch, "url.full") == .string(backEnd.serviceRoot + "$batch"))
         #expect(upload.events.map(\.name) == ["$batch", "request failed"])
         #expect(upload.events.first?.attributes["odata.batch.parts"]?.toSpanAttribute() == .int64(2))
-        #expect(server.counters.traceparents.contains("00-\(batch.traceID)-\(batch.spanID)-01"))
+        #expect(backEnd.requests("POST", "$batch").map { $0.headerFields[HTTPField.Name("traceparent")!] } == ["00-\(batch.traceID)-\(batch.spanID)-01"])
+        #expect(backEnd.unmatchedRequests.isEmpty)
     }
+
+    /// The shippers of the fixture's `$metadata`, all the upload test reads.
+    static let shipperMetadata = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+          <edmx:DataServices>
+            <Schema Namespace="NorthwindModel" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+              <EntityType Name="Shipper">
+                <Key><PropertyRef Name="ShipperID"/></Key>
+                <Property Name="ShipperID" Type="Edm.Int32" Nullable="false"/>
+                <Property Name="Phone" Type="Edm.String"/>
+              </EntityType>
+              <EntityContainer Name="Entities">
+                <EntitySet Name="Shippers" EntityType="NorthwindModel.Shipper"/>
+              </EntityContainer>
+            </Schema>
+          </edmx:DataServices>
+        </edmx:Edmx>
+        """
 }

@@ -52,7 +52,7 @@ import Testing
         #expect(try query.filterText(for: .v4) == "Orders/any(x0:x0/Freight gt 100.0 and x0/Order_Details/all(x1:x1/Quantity ge 2))")
         #expect(throws: DataServiceError.self) { try query.filterText(for: .v2) }
         do { _ = try query.filterText(for: .v2) } catch {
-            #expect(error.code == .invalidQuery && error.message.contains("lambda"))
+            #expect(error == .invalidQuery && error.message.contains("lambda"))
         }
         let nested = DataQuery<Customer>().expand(Customer.orders) { $0.top(1) }
         #expect(throws: DataServiceError.self) { try nested.queryOptions(for: .v2) }

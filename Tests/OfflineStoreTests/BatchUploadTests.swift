@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import ODataFixtures
 import Testing
@@ -119,6 +120,19 @@ private struct ScenarioOutcome: Equatable {
         #expect(singleHTTP == 9 + 1)
         #expect(batchServer.counters.requests(method: "POST", path: "$batch") == 3)
         #expect(batchHTTP == 3 + 1)
+    }
+
+    @Test func aQueuedRequestKeepsItsHeadersAndRefusesARecordWithAMalformedOne() throws {
+        var headers = HTTPFields()
+        headers[.ifMatch] = "W/\"1\""
+        headers[HTTPField.Name("Repeatability-Request-ID")!] = "3f2a"
+        let request = QueuedRequest(id: 7, method: "PATCH", url: "Customers('ALFKI')", body: "{}", customTag: nil,
+                                    headers: headers, entity: "Customers('ALFKI')", createdAt: "")
+        #expect(try QueuedRequest.decode(request.encoded()) == request)
+        let malformed = String(decoding: request.encoded(), as: UTF8.self).replacingOccurrences(of: "Repeatability-Request-ID", with: "Bad Name")
+        let error = #expect(throws: OfflineODataError.self) { try QueuedRequest.decode(Array(malformed.utf8)) }
+        #expect(error?.description.contains("queued request 7 has a malformed header") == true)
+        #expect(error?.description.contains("3f2a") == false, "a header's value is not echoed")
     }
 
     @Test func aBatchEndsAfterACreateAndAtItsLimit() async throws {

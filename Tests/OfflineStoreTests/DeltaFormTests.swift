@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataFixtures
+import ODataTesting
 import Testing
 
 @testable import OfflineStore
@@ -57,8 +58,9 @@ import Testing
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let transport = try DeltaRewriter(#"{"value":[{"@id":"Employees(1)","City":"Changed"},{"@removed":{"reason":"deleted"}}],"@odata.deltaLink":"Employees?$deltatoken=x"}"#)
-        defer { transport.curl.shutdown() }
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         var parameters = Northwind.parameters(directory)
         parameters.transport = transport
         let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
@@ -67,12 +69,13 @@ import Testing
         defer { Task { await provider.close() } }
         let before = try await provider.getAll("Employees")
 
-        transport.rewriting.withLock { $0 = true }
+        transport.on("GET", "Employees", query: ["$deltatoken": "*"], reply: .json(
+            #"{"value":[{"@id":"Employees(1)","City":"Changed"},{"@removed":{"reason":"deleted"}}],"@odata.deltaLink":"Employees?$deltatoken=x"}"#))
         do {
             try await provider.download()
             Issue.record("a tombstone without id or key must fail the download")
         } catch let error as OfflineODataError {
-            #expect(error.code == .downloadFailed)
+            #expect(error == .downloadFailed)
             #expect(error.message.contains("entity 2 of 'Employees'"), "\(error.message)")
             #expect(error.message.contains("neither an @id nor its key property EmployeeID"), "\(error.message)")
         }
@@ -86,8 +89,9 @@ import Testing
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let transport = try DeltaRewriter("")
-        defer { transport.curl.shutdown() }
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         var parameters = Northwind.parameters(directory)
         parameters.transport = transport
         let provider = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters)
@@ -101,36 +105,16 @@ import Testing
         func delta(_ members: String) -> String {
             ##"{"@odata.context":"$metadata#Employees/$delta","value":["## + members + ##"],"@odata.deltaLink":"Employees?$expand=Territories&$deltatoken=x"}"##
         }
-        transport.rewriting.withLock { $0 = true }
-        transport.body.withLock { $0 = delta(##"""
+        // The next two delta requests are answered from the script: links added, then one deleted.
+        transport.on("GET", "Employees", query: ["$deltatoken": "*"], replies: [.json(delta(##"""
             {"@odata.context":"#Employees/$link","source":"Employees(1)","relationship":"Territories","target":"Territories('\##(first)')"},
             {"@odata.context":"#Employees/$link","source":"\##(server.serviceRoot)Employees(1)","relationship":"Territories","target":"Territories('\##(second)')"}
-            """##) }
+            """##)), .json(delta(##"{"@odata.context":"#Employees/$deletedLink","source":"Employees(1)","relationship":"Territories","target":"Territories('\##(first)')"}"##))])
         try await provider.download(definingQueries: ["employees"])
         #expect(Set(try await provider.getAll("Employees(1)/Territories").compactMap { $0["TerritoryID"]?.stringValue }) == [first, second])
 
-        transport.body.withLock { $0 = delta(##"{"@odata.context":"#Employees/$deletedLink","source":"Employees(1)","relationship":"Territories","target":"Territories('\##(first)')"}"##) }
         try await provider.download(definingQueries: ["employees"])
         #expect(try await provider.getAll("Employees(1)/Territories").compactMap { $0["TerritoryID"]?.stringValue } == [second])
-    }
-}
-
-/// Sends requests to the real producer, and once `rewriting` is on, answers delta requests with `body`.
-final class DeltaRewriter: HTTPTransport {
-    let curl: CurlTransport
-    let rewriting = LockedValue(false)
-    let body: LockedValue<String>
-
-    init(_ body: String) throws {
-        curl = try CurlTransport()
-        self.body = LockedValue(body)
-    }
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let response = try await curl.send(request)
-        guard rewriting.withLock({ $0 }), request.url.contains("$deltatoken") else { return response }
-        return TransportResponse(status: 200, headerFields: [.contentType: "application/json"], body: Data(body.withLock { $0 }.utf8),
-                                 metrics: response.metrics)
     }
 }
 
@@ -174,7 +158,7 @@ final class DeltaRewriter: HTTPTransport {
         for (id, reason) in cases {
             #expect { try resolve(id) } throws: { error in
                 guard let error = error as? OfflineODataError else { return false }
-                return error.code == .downloadFailed && error.message.contains(reason)
+                return error == .downloadFailed && error.message.contains(reason)
             }
         }
         // Arbitrary bytes never crash.

@@ -141,7 +141,7 @@ import Testing
         // The skip token expired meanwhile: the back end answers 410 to the stored link.
         let expired = try server.faults.add(FaultRule(.fail(status: 410, code: "Gone", message: "skip token expired"), method: "GET", path: "Orders", firstMatch: 1, times: 1))
         let error = try await #require(throws: OfflineODataError.self) { try await provider.open() }
-        #expect(error.code == .downloadFailed && error.message.contains("starts it over"))
+        #expect(error == .downloadFailed && error.message.contains("starts it over"))
         #expect(error.httpStatus == nil)
         _ = server.faults.remove(expired)
         try await provider.open()
@@ -156,10 +156,10 @@ import Testing
         let directory = try TemporaryDirectory()
         let empty = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory))
         let error = await #expect(throws: OfflineODataError.self) { try await empty.open() }
-        #expect(error?.code == .invalidDefiningQuery)
+        #expect(error == .invalidDefiningQuery)
         let unknown = try await Northwind.provider(server, directory, queries: [OfflineODataDefiningQuery(name: "x", query: "NoSuchSet")])
         let unknownError = await #expect(throws: OfflineODataError.self) { try await unknown.open() }
-        #expect(unknownError?.code == .invalidDefiningQuery)
+        #expect(unknownError == .invalidDefiningQuery)
         #expect(unknownError?.message.contains("NoSuchSet") == true)
     }
 
@@ -177,13 +177,13 @@ import Testing
         let error = await #expect(throws: OfflineODataError.self) {
             try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "bad", query: query))
         }
-        #expect(error?.code == .invalidDefiningQuery)
+        #expect(error == .invalidDefiningQuery)
         #expect(error?.message.contains("'bad'") == true)
         #expect(error?.message.contains(mention) == true, "\(error?.message ?? "")")
         try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "good", query: "Customers"))
         let duplicate = await #expect(throws: OfflineODataError.self) {
             try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "good", query: "Orders"))
         }
-        #expect(duplicate?.code == .invalidDefiningQuery)
+        #expect(duplicate == .invalidDefiningQuery)
     }
 }

@@ -200,7 +200,7 @@ import Testing
                                   original: nil, links: JSONObject(), inErrorState: false, isDeleteError: false, queries: [],
                                   needsRefresh: false)
         let error = #expect(throws: OfflineODataError.self) { try store.writeNow { changes in try changes.put(record) } }
-        #expect(error?.code == .invalidMetadata)
+        #expect(error == .invalidMetadata)
         #expect(error?.message.contains("$metadata does not parse") == true)
         #expect(store.table("Regions") == nil)
     }

@@ -219,7 +219,7 @@ final class ILODataProcess: @unchecked Sendable {
         holder.send("pending")
         #expect(await holder.waitFor { $0.contains("pending requests: no") })
         let error = await #expect(throws: OfflineODataError.self) { try await provider.open() }
-        #expect(error?.code == .storeLocked)
+        #expect(error == .storeLocked)
         let (status, text) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--command", "queue"])
         #expect(status != 0)
         #expect(text.contains("storeLocked"), "\(text)")

@@ -116,7 +116,7 @@ import Testing
         #expect(difference(try await provider.getAll("Products").map(plain), expected) == nil)
     }
 
-    static let badRequests: [(String, String, String, OfflineODataError.Code)] = [
+    static let badRequests: [(String, String, String, OfflineODataError)] = [
         ("POST", "Customers", #"{"CustomerID":"ALFKI","CompanyName":"Dup"}"#, .entityExists),
         ("POST", "Customers", #"{"CustomerID":"NEWCO","NoSuchProperty":1}"#, .invalidRequest),
         ("POST", "Customers", #"[1,2]"#, .invalidRequest),
@@ -143,7 +143,7 @@ import Testing
             let error = await #expect(throws: OfflineODataError.self, "\(method) \(url)") {
                 try await provider.execute(.local(method, url, body: body.isEmpty ? nil : body))
             }
-            #expect(error?.code == code, "\(method) \(url): \(error?.description ?? "")")
+            #expect(error == code, "\(method) \(url): \(error?.description ?? "")")
         }
         #expect(try await provider.hasPendingUpload == false)
         #expect(try await provider.get("Customers('ALFKI')")["CompanyName"] == "Alfreds Futterkiste")
@@ -154,10 +154,10 @@ import Testing
         let directory = try TemporaryDirectory()
         let provider = try OfflineODataProvider(serviceRoot: "http://127.0.0.1:1/svc", parameters: Northwind.parameters(directory))
         let error = await #expect(throws: OfflineODataError.self) { try await provider.execute(.local("GET", "Customers")) }
-        #expect(error?.code == .notOpen)
+        #expect(error == .notOpen)
         await #expect(throws: OfflineODataError.self) { try await provider.hasPendingUpload }
         let passive = await #expect(throws: OfflineODataError.self) { try await provider.setPassiveMode(true) }
-        #expect(passive?.code == .unsupported)
+        #expect(passive == .unsupported)
         await #expect(throws: OfflineODataError.self) { try await provider.clearTechnicalCache() }
         #expect(throws: OfflineODataError.self) { try OfflineODataProvider(serviceRoot: "ftp://x/", parameters: Northwind.parameters(directory)) }
         #expect(throws: OfflineODataError.self) {

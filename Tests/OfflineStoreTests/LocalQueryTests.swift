@@ -120,9 +120,9 @@ import Testing
         #expect(try provider.read(.local("GET", "Customers('ALFKI')")).statusCode == 200)
         #expect(try JSON.parse(try provider.read(.local("GET", "Customers('ALFKI')")).payload)["Phone"] == "19")
         let notRead = #expect(throws: OfflineODataError.self) { try provider.read(.local("DELETE", "Customers('ALFKI')")) }
-        #expect(notRead?.code == .invalidRequest)
+        #expect(notRead == .invalidRequest)
         await provider.close()
         let closed = #expect(throws: OfflineODataError.self) { try provider.read(.local("GET", "Customers")) }
-        #expect(closed?.code == .notOpen)
+        #expect(closed == .notOpen)
     }
 }

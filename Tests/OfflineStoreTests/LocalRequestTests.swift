@@ -50,7 +50,7 @@ import Testing
             _ = try LocalRequest(url, serviceRoot: Self.root)
         } throws: { error in
             guard let error = error as? OfflineODataError else { return false }
-            return error.code == .invalidRequest && error.message.contains(message)
+            return error == .invalidRequest && error.message.contains(message)
         }
     }
 

@@ -33,13 +33,13 @@ import Glibc
         let provider = try OfflineODataProvider(serviceRoot: "http://127.0.0.1:9/svc/", parameters: parameters)
         try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
         let refused = await #expect(throws: OfflineODataError.self) { try await provider.open() }
-        #expect(refused?.code == .storeLocked, "\(String(describing: refused))")
+        #expect(refused == .storeLocked, "\(String(describing: refused))")
         #expect(refused?.message.contains("earlier version") == true)
         #expect(await provider.currentState == .closed)
         let lookup = #expect(throws: OfflineODataError.self) {
             try StorageLock.store(parameters.storeDirectory).release()
         }
-        #expect(lookup?.code == .storeLocked)
+        #expect(lookup == .storeLocked)
         old.stop()
         // Gone with its process: the lock can be taken.
         try StorageLock.store(parameters.storeDirectory).release()

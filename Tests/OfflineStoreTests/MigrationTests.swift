@@ -34,10 +34,10 @@ private enum StoreDirectory {
         let opened = await #expect(throws: OfflineODataError.self) {
             try await OfflineODataProvider(serviceRoot: StoreDirectory.serviceRoot, parameters: parameters).open()
         }
-        #expect(opened?.code == .unsupportedStoreFormat)
+        #expect(opened == .unsupportedStoreFormat)
         #expect(opened?.message.contains("LMDB format") == true)
         let read = #expect(throws: OfflineODataError.self) { try OfflineODataProvider.storedServiceRoot(parameters: parameters) }
-        #expect(read?.code == .unsupportedStoreFormat)
+        #expect(read == .unsupportedStoreFormat)
         #expect(try StoreDirectory.files(directory) == ["data.mdb"])
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/store/data.mdb")) == legacy)
     }
@@ -52,7 +52,7 @@ private enum StoreDirectory {
         let error = await #expect(throws: OfflineODataError.self) {
             try await OfflineODataProvider(serviceRoot: StoreDirectory.serviceRoot, parameters: parameters).open()
         }
-        #expect(error?.code == .unsupportedStoreFormat)
+        #expect(error == .unsupportedStoreFormat)
         #expect(error?.message.contains("format \(EntityStore.format + 1)") == true)
         #expect(try Data(contentsOf: URL(fileURLWithPath: EntityStore.databasePath(in: directory.path + "/store"))) == before)
     }
@@ -150,7 +150,7 @@ private enum StoreDirectory {
         let error = await #expect(throws: OfflineODataError.self) {
             try await OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: odd).open()
         }
-        #expect(error?.code == .invalidParameters && error?.message.contains("databasePageSize") == true)
+        #expect(error == .invalidParameters && error?.message.contains("databasePageSize") == true)
     }
 
     /// A store whose last commit sits only in the write-ahead log of a process that was killed (the files copied while

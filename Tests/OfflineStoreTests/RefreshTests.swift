@@ -39,7 +39,7 @@ import Testing
             _ = try await provider.execute(.local("GET", url))
             Issue.record("\(url) is still there", sourceLocation: sourceLocation)
         } catch let error as OfflineODataError {
-            #expect(error.code == .entityNotFound, sourceLocation: sourceLocation)
+            #expect(error == .entityNotFound, sourceLocation: sourceLocation)
         } catch {
             Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
         }

@@ -16,7 +16,7 @@ import Testing
         await server.stop()
         let wrong = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory, key: "not the key"))
         let error = await #expect(throws: OfflineODataError.self) { try await wrong.open() }
-        #expect(error?.code == .wrongKey)
+        #expect(error == .wrongKey)
         #expect(await wrong.currentState == .closed)
         // Nothing was erased: the right key opens the same data and queue, without network.
         let right = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: Northwind.parameters(directory))
@@ -30,7 +30,7 @@ import Testing
         let mismatch = await #expect(throws: OfflineODataError.self) {
             try await OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: plaintext).open()
         }
-        #expect(mismatch?.code == .encryptionMismatch)
+        #expect(mismatch == .encryptionMismatch)
     }
 
     @Test func noPlaintextOfAKnownValueReachesTheStoreFiles() async throws {
@@ -72,7 +72,7 @@ import Testing
         let lost = await #expect(throws: OfflineODataError.self) {
             try await OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: parameters).open()
         }
-        #expect(lost?.code == .wrongKey)
+        #expect(lost == .wrongKey)
         // Switched off explicitly: plaintext (the check above can see plaintext when it is there).
         parameters = Northwind.parameters(directory, key: nil, name: "plain")
         parameters.disableDefaultEncryptionKey = true
@@ -89,7 +89,7 @@ import Testing
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
         let second = try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: provider.parameters)
         let error = await #expect(throws: OfflineODataError.self) { try await second.open() }
-        #expect(error?.code == .storeLocked)
+        #expect(error == .storeLocked)
         // The first store is unharmed; after it closes the second may open.
         #expect(try await provider.getAll("Shippers").count == 3)
         await provider.close()
@@ -101,7 +101,7 @@ import Testing
         // Another service root on the same files is refused.
         let other = try OfflineODataProvider(serviceRoot: "http://127.0.0.1:9/other/", parameters: provider.parameters)
         let mismatch = await #expect(throws: OfflineODataError.self) { try await other.open() }
-        #expect(mismatch?.code == .serviceRootMismatch)
+        #expect(mismatch == .serviceRootMismatch)
     }
 
     @Test func aTamperedPageIsDetected() async throws {
@@ -129,7 +129,7 @@ import Testing
         // The page fails its HMAC: a typed error, never another value; the other pages still read.
         store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
         let error = #expect(throws: OfflineODataError.self) { try store.record(set: "Shippers", key: "(1)") }
-        #expect(error?.code == .storage)
+        #expect(error == .storage)
         #expect(try store.record(set: "Customers", key: "('ALFKI')")?.entity["CompanyName"] == "Alfreds Futterkiste")
         store.close()
     }

@@ -2,38 +2,13 @@ import CurlHTTP
 import Foundation
 import ODataCore
 import ODataFixtures
+import ODataTesting
 import Testing
 @testable import OfflineStore
 
 /// The re-send rule for requests that are not idempotent, and a create whose answer gives no key, against the real
 /// fixture producer (its request counters tell what it received and executed).
 struct UploadRetryTests {
-    /// Sends through curl; the first `POST` goes to a closed port (a real `CURLE_COULDNT_CONNECT`), and with
-    /// `createAnswer` set, every accepted create's answer body is replaced by it.
-    final class Detour: HTTPTransport {
-        let curl: CurlTransport
-        let refusals = LockedValue(0)
-        let refuseFirstPost: Bool
-        let createAnswer: String?
-
-        init(refuseFirstPost: Bool = false, createAnswer: String? = nil) throws {
-            curl = try CurlTransport()
-            self.refuseFirstPost = refuseFirstPost
-            self.createAnswer = createAnswer
-        }
-
-        func send(_ request: TransportRequest) async throws -> TransportResponse {
-            if refuseFirstPost, request.method == "POST", refusals.withLock({ count in count += 1; return count == 1 }) {
-                var moved = request
-                moved.url = "http://127.0.0.1:9/service/Customers"
-                return try await curl.send(moved)
-            }
-            let response = try await curl.send(request)
-            guard let createAnswer, request.method == "POST", (200..<300).contains(response.status) else { return response }
-            return TransportResponse(status: response.status, headerFields: response.headerFields, body: Data(createAnswer.utf8), metrics: response.metrics)
-        }
-    }
-
     static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory, transport: (any HTTPTransport)? = nil) async throws -> OfflineODataProvider {
         var parameters = Northwind.parameters(directory)
         parameters.uploadRetryDelay = .milliseconds(10)
@@ -69,20 +44,23 @@ struct UploadRetryTests {
         await provider.close()
     }
 
-    /// A `POST` refused at connect (`CURLE_COULDNT_CONNECT`) never reached the back end: it is re-sent, and
-    /// executed once.
+    /// A `POST` refused at connect (`CURLE_COULDNT_CONNECT`, scripted) never reached the back end: it is re-sent,
+    /// and executed once.
     @Test func aPostRefusedAtConnectIsResentAndExecutedOnce() async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let detour = try Detour(refuseFirstPost: true)
-        let provider = try await Self.provider(server, directory, transport: detour)
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
+        transport.on("POST", "Customers", replies: [.connectionRefused])
+        let provider = try await Self.provider(server, directory, transport: transport)
         _ = try await provider.execute(.local("POST", "Customers", body: #"{"CustomerID":"NEWCO","CompanyName":"New Co"}"#))
         server.resetCounters()
         let result = try await provider.upload()
         #expect(result.failed.isEmpty, "\(result.failed.map(\.message))")
         #expect(result.succeeded == 1)
-        #expect(detour.refusals.withLock { $0 } == 2, "the first send was refused, the second reached the producer")
+        #expect(transport.requests("POST", "Customers").count == 2, "the first send was refused, the second reached the producer")
         #expect(server.counters.requests(method: "POST", path: "Customers") == 1)
         #expect(server.counters.executions(method: "POST", path: "Customers") == 1)
         #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "NEWCO"]) }?["CompanyName"] == "New Co")
@@ -98,7 +76,15 @@ struct UploadRetryTests {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let provider = try await Self.provider(server, directory, transport: try Detour(createAnswer: answer))
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        // Every accepted create's answer body is replaced by `answer`.
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
+        transport.on("POST", "*", reply: .forward { response in
+            guard (200..<300).contains(response.status) else { return response }
+            return TransportResponse(status: response.status, headerFields: response.headerFields, body: Data(answer.utf8), metrics: response.metrics)
+        })
+        let provider = try await Self.provider(server, directory, transport: transport)
         let before = try await provider.getAll("Orders").count
         let created = try JSON.parse(try await provider.execute(.local("POST", "Orders", body: #"{"ShipCity":"Kiel","CustomerID":"ALFKI"}"#)).payload)
         let temporary = try #require(created.objectValue?["OrderID"]?.intValue)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import ODataFixtures
 import Synchronization
@@ -209,8 +210,8 @@ final class FailureRecorder: OfflineODataDelegate {
         try await provider.open()
         _ = try await provider.execute(.local("POST", "Customers", body: #"{"CustomerID":"NEWCO","CompanyName":"New Co"}"#))
         let headers = try #require(try await provider.store?.queuedRequests().first?.headers)
-        #expect((headers["Repeatability-Request-ID"] != nil) == repeatable)
-        #expect((headers["Repeatability-First-Sent"] != nil) == repeatable)
+        #expect((headers[HTTPField.Name("Repeatability-Request-ID")!] != nil) == repeatable)
+        #expect((headers[HTTPField.Name("Repeatability-First-Sent")!] != nil) == repeatable)
         _ = try server.faults.add(FaultRule(.executeThenDropConnection, method: "POST", path: "Customers", times: 1))
         server.resetCounters()
         let result = try await provider.upload()

@@ -3,35 +3,23 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataFixtures
-import Synchronization
+import ODataTesting
 import Testing
 
 @testable import OfflineStore
 
-/// A real curl transport that remembers the method, URL and `Authorization` of every request.
-final class RecordingTransport: HTTPTransport {
-    let curl: CurlTransport
-    let sent = LockedValue<[(method: String, url: String, authorization: String?)]>([])
-    let requests = LockedValue<[TransportRequest]>([])
-
-    init() throws { curl = try CurlTransport() }
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        sent.withLock { $0.append((request.method, request.url, request.headerFields[.authorization])) }
-        requests.withLock { $0.append(request) }
-        return try await curl.send(request)
-    }
-
+extension ScriptedTransport {
+    /// The `Authorization` of every request sent with `method`, in order.
     func authorizations(method: String) -> [String?] {
-        sent.withLock { $0.filter { $0.method == method }.map(\.authorization) }
+        requests(method, "*").map { $0.headerFields[.authorization] }
     }
 }
 
 @Suite struct UserSwitchTests {
-    static let credentials = ["alice": ["Authorization": "Basic YWxpY2U="], "bob": ["Authorization": "Basic Ym9i"]]
+    static let credentials: [String: HTTPFields] = ["alice": [.authorization: "Basic YWxpY2U="], "bob": [.authorization: "Basic Ym9i"]]
 
     static func provider(_ server: FixtureServer, _ directory: TemporaryDirectory, user: String,
-                         transport: RecordingTransport) throws -> OfflineODataProvider {
+                         transport: ScriptedTransport) throws -> OfflineODataProvider {
         var parameters = Northwind.parameters(directory)
         parameters.forceUploadOnUserSwitch = true
         parameters.currentUser = user
@@ -45,8 +33,9 @@ final class RecordingTransport: HTTPTransport {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let transport = try RecordingTransport()
-        defer { transport.curl.shutdown() }
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         let alice = try Self.provider(server, directory, user: "alice", transport: transport)
         try await alice.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
         try await alice.open()
@@ -83,8 +72,9 @@ final class RecordingTransport: HTTPTransport {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let transport = try RecordingTransport()
-        defer { transport.curl.shutdown() }
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         func provider(_ user: String) throws -> OfflineODataProvider {
             var parameters = Northwind.parameters(directory)
             parameters.currentUser = user
@@ -103,7 +93,7 @@ final class RecordingTransport: HTTPTransport {
             try await bob.open()
             Issue.record("the open should fail")
         } catch let error as OfflineODataError {
-            #expect(error.code == .pendingRequestsOfAnotherUser)
+            #expect(error == .pendingRequestsOfAnotherUser)
             #expect(error.previousUser == "alice")
             #expect(error.message.contains("1 requests queued by 'alice'"))
         }
@@ -127,8 +117,9 @@ final class RecordingTransport: HTTPTransport {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let transport = try RecordingTransport()
-        defer { transport.curl.shutdown() }
+        let curl = try CurlTransport()
+        defer { curl.shutdown() }
+        let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         let alice = try Self.provider(server, directory, user: "alice", transport: transport)
         try await alice.add(definingQuery: OfflineODataDefiningQuery(name: "shippers", query: "Shippers"))
         try await alice.open()
@@ -141,8 +132,8 @@ final class RecordingTransport: HTTPTransport {
             try await bob.open()
             Issue.record("the open should fail")
         } catch let error as OfflineODataError {
-            #expect(error.code == .userSwitchUploadFailed)
-            #expect(error.code.number == -10425)
+            #expect(error == .userSwitchUploadFailed)
+            #expect(error.errorNumber == -10425)
             #expect(error.previousUser == "alice")
         }
         #expect(await bob.currentState == .closed)

@@ -76,7 +76,7 @@ import Testing
         server.v2NextLink = form
 
         let error = await #expect(throws: OfflineODataError.self) { try await provider.download() }
-        #expect(error?.code == .invalidNextLink)
+        #expect(error == .invalidNextLink)
         #expect(error?.entitySet == "Customers" && error?.page == 1, "\(String(describing: error))")
         #expect(error?.message.contains("'Customers'") == true && error?.message.contains("page 1") == true)
         #expect((try store.recordCount(in: "Customers"), try store.recordCount(in: "Orders")) == before, "nothing applied")
@@ -87,7 +87,7 @@ import Testing
         let second = try TemporaryDirectory()
         let fresh = try await Self.provider(server, second)
         let opening = await #expect(throws: OfflineODataError.self) { try await fresh.open() }
-        #expect(opening?.code == .invalidNextLink && opening?.entitySet == "Customers" && opening?.page == 1)
+        #expect(opening == .invalidNextLink && opening?.entitySet == "Customers" && opening?.page == 1)
         #expect(await fresh.state == .closed)
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataFixtures
+import ODataTesting
 import Synchronization
 import TechnicalCache
 import Testing
@@ -34,8 +35,10 @@ import Testing
     }
 
     @Test func theFinishedResponseIsTheVeryServerResponseObject() async throws {
-        try await Harness.run { harness in
-            let store = try await harness.openStore()
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "Customers('ALFKI')", reply: .entity(["CustomerID": "ALFKI"]))
+            .on("GET", "Customers('NOPE0')", reply: .odataError(status: 404, code: "NotFound", message: "no customer NOPE0"))
+        try await backEnd.withOnlineStore { store in
             let (success, _) = await record(store, .get("Customers('ALFKI')"))
             #expect(success.object("finished") != nil && success.object("finished") == success.object("server"))
             let (failure, _) = await record(store, .get("Customers('NOPE0')"))
@@ -118,14 +121,14 @@ import Testing
     }
 
     @Test func identicalConcurrentReadsShareOneServerRequest() async throws {
-        try await Harness.run { harness in
-            let store = try await harness.openStore()
-            _ = try harness.server.faults.add(FaultRule(.latency(.milliseconds(300)), method: "GET", path: "Products"))
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "Products", reply: .collection([["ProductID": 1]]).after(.milliseconds(300)))
+        try await backEnd.withOnlineStore { store in
             let recorders = (0..<50).map { _ in CallbackRecorder() }
             let executions = recorders.map { store.execute(.get("Products"), listener: $0) }
             for execution in executions { _ = try await execution.result() }
             for recorder in recorders { #expect(recorder.entries == activeSuccess) }
-            #expect(harness.server.counters.requests(method: "GET", path: "Products") == 1)
+            #expect(backEnd.requests("GET", "Products").count == 1)
             #expect(store.statistics.coalesced == 49)
         }
     }

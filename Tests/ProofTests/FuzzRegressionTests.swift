@@ -13,7 +13,7 @@ import ODataCore
             _ = try JSON.parse(text)
         } throws: { error in
             guard let error = error as? ODataError else { return false }
-            return error.code == .malformedJSON && error.message.contains("out of range")
+            return error == .malformedJSON && error.message.contains("out of range")
         }
     }
 

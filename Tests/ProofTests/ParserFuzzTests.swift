@@ -25,7 +25,7 @@ import Testing
             let mutated = factory.mutate(bytes)
             do throws(ODataError) { _ = try JSON.parse(mutated) } catch {
                 rejected += 1
-                #expect(error.code == .malformedJSON, "\(error) for \(Array(mutated.prefix(200)))")
+                #expect(error == .malformedJSON, "\(error) for \(Array(mutated.prefix(200)))")
                 #expect(!error.message.isEmpty)
             }
         }
@@ -44,11 +44,11 @@ import Testing
             for input in [factory.mutate(set), factory.mutate(entity)] {
                 do throws(ODataError) { _ = try ODataPayload.decodeEntitySet(input) } catch {
                     rejected += 1
-                    #expect([.malformedJSON, .malformedPayload].contains(error.code), "\(error)")
+                    #expect([.malformedJSON, .malformedPayload].contains(error), "\(error)")
                 }
                 do throws(ODataError) { _ = try ODataPayload.decodeEntity(input) } catch {
                     rejected += 1
-                    #expect([.malformedJSON, .malformedPayload].contains(error.code), "\(error)")
+                    #expect([.malformedJSON, .malformedPayload].contains(error), "\(error)")
                 }
             }
         }
@@ -72,7 +72,7 @@ import Testing
         #expect(seconds < Self.budget)
     }
 
-    static let batchCodes: Set<ODataError.Code> = [.malformedBatch, .malformedHTTPMessage, .invalidQueryOption, .invalidURL]
+    static let batchCodes: Set<ODataError> = [.malformedBatch, .malformedHTTPMessage, .invalidQueryOption, .invalidURL]
 
     @Test(arguments: [UInt64(0x5EED_0301)])
     func multipartRequests(seed: UInt64) throws {
@@ -86,7 +86,7 @@ import Testing
             let (mutatedBody, mutatedType) = Self.multipartGames(&factory, body: Array(body), contentType: contentType, boundary: "batch_\(index)")
             do throws(ODataError) { _ = try MultipartBatch.decodeRequest(Data(mutatedBody), contentType: mutatedType) } catch {
                 rejected += 1
-                #expect(Self.batchCodes.contains(error.code), "\(error)")
+                #expect(Self.batchCodes.contains(error), "\(error)")
             }
         }
         #expect(rejected > 100)
@@ -105,7 +105,7 @@ import Testing
             let (mutatedBody, mutatedType) = Self.multipartGames(&factory, body: Array(body), contentType: contentType, boundary: "batchresponse_\(index)")
             do throws(ODataError) { _ = try MultipartBatch.decodeResponse(Data(mutatedBody), contentType: mutatedType) } catch {
                 rejected += 1
-                #expect(Self.batchCodes.contains(error.code), "\(error)")
+                #expect(Self.batchCodes.contains(error), "\(error)")
             }
         }
         #expect(rejected > 100)
@@ -164,11 +164,11 @@ import Testing
             #expect(decodedResponse.allResponses.map(\.statusCode) == response.allResponses.map(\.statusCode))
             do throws(ODataError) { _ = try JSONBatch.decodeRequest(Data(factory.mutate(Array(body)))) } catch {
                 rejected += 1
-                #expect(Self.batchCodes.union([.malformedJSON, .malformedPayload]).contains(error.code), "\(error)")
+                #expect(Self.batchCodes.union([.malformedJSON, .malformedPayload]).contains(error), "\(error)")
             }
             do throws(ODataError) { _ = try JSONBatch.decodeResponse(Data(factory.mutate(Array(responseBody)))) } catch {
                 rejected += 1
-                #expect(Self.batchCodes.union([.malformedJSON, .malformedPayload]).contains(error.code), "\(error)")
+                #expect(Self.batchCodes.union([.malformedJSON, .malformedPayload]).contains(error), "\(error)")
             }
         }
         #expect(rejected > 100)
@@ -187,7 +187,7 @@ import Testing
             let valid = Array(text.utf8)
             do throws(ODataError) { _ = try MultipartBatch.parseHeaders(valid, from: 0, end: valid.count, what: "fuzz") } catch {
                 // Generated values may hold a NUL or tab-only strings; those must be rejected, typed.
-                #expect(error.code == .malformedHTTPMessage)
+                #expect(error == .malformedHTTPMessage)
             }
             let mutated = factory.mutate(valid)
             let end = factory.random.chance(0.2) ? factory.random.int(0..<mutated.count + 1) : mutated.count
@@ -196,7 +196,7 @@ import Testing
                 #expect(bodyStart <= mutated.count)
             } catch {
                 rejected += 1
-                #expect(error.code == .malformedHTTPMessage, "\(error)")
+                #expect(error == .malformedHTTPMessage, "\(error)")
             }
         }
         #expect(rejected > 100)

@@ -75,7 +75,7 @@ struct RedisClientTests {
             _ = try without.get("k")
             Issue.record("a command without AUTH succeeded")
         } catch {
-            #expect(error.kind == .serverError)
+            #expect(error == .serverError)
         }
         let wrong = try RedisClient(configuration: RedisConfiguration(port: server.port, password: "wrong-pass"))
         do {

@@ -96,7 +96,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         }
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         // Another size fails the first page's check and writes nothing; its own size reads every row.
-        #expect { try SQLCipherConnection(path: path, key: key) } throws: { ($0 as? SQLCipherError)?.code == .notADatabase }
+        #expect { try SQLCipherConnection(path: path, key: key) } throws: { ($0 as? SQLCipherError) == .notADatabase }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
         let reopened = try SQLCipherConnection(path: path, key: key, options: .init(pageSize: 1024))
         #expect(try names(reopened).count == 20)
@@ -109,7 +109,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         plainAgain.close()
         // A size SQLite does not accept.
         #expect { try SQLCipherConnection(path: directory.path + "/odd.db", key: key, options: .init(pageSize: 1000)) } throws: {
-            ($0 as? SQLCipherError)?.code == .misuse
+            ($0 as? SQLCipherError) == .misuse
         }
     }
 
@@ -129,12 +129,12 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(try names(connection).count == 2)
         // A duplicate primary key: a constraint error with SQLite's words, and the transaction rolled back.
         let error = #expect(throws: SQLCipherError.self) { try insertRows(connection, count: 2, from: 1) }
-        #expect(error.map { SQLCipherError.Code.constraint ~= $0.code } == true)
-        #expect(error?.code != .constraint)  // the extended code: SQLITE_CONSTRAINT_PRIMARYKEY
+        #expect(error.map { SQLCipherError.constraint ~= $0 } == true)
+        #expect(error != .constraint)  // the extended code: SQLITE_CONSTRAINT_PRIMARYKEY
         #expect(error?.message.contains("UNIQUE constraint failed: items.id") == true)
         #expect(try names(connection).count == 2)
         let syntax = #expect(throws: SQLCipherError.self) { _ = try connection.prepare("SELEKT 1") }
-        #expect(syntax?.code == .error)
+        #expect(syntax == .error)
         #expect(syntax?.message.contains("syntax error") == true)
         #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: directory.path + "/short.db", key: [1, 2, 3]) }
     }
@@ -150,7 +150,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(before.keys.sorted() == ["keyed.db"])  // the last close removed -wal and -shm
         for attempt in [otherKey, nil] {
             let error = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: path, key: attempt) }
-            #expect(error?.code == .notADatabase, "\(String(describing: error))")
+            #expect(error == .notADatabase, "\(String(describing: error))")
             #expect(error.map { String(describing: $0) }?.contains("x'") == false)  // the key is never quoted
             #expect(try directory.files() == before, "a failed open changed the files")
         }
@@ -160,7 +160,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         try insertRows(plain, count: 1)
         plain.close()
         let plainError = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: plainPath, key: key) }
-        #expect(plainError?.code == .notADatabase)
+        #expect(plainError == .notADatabase)
         // The right key still opens everything.
         let again = try SQLCipherConnection(path: path, key: key)
         #expect(try names(again).count == 10)
@@ -181,7 +181,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         first[200] ^= 0x01
         try first.write(to: URL(fileURLWithPath: path))
         let openError = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: path, key: key) }
-        #expect(openError?.code == .notADatabase)
+        #expect(openError == .notADatabase)
         // A byte of a later page: the open succeeds, the read of that page fails with a typed error.
         var later = original
         later[6 * SQLCipherConnection.defaultPageSize + 100] ^= 0x01
@@ -194,7 +194,7 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         let garbage = directory.path + "/garbage.db"
         try Data(repeating: 0x5A, count: 3 * SQLCipherConnection.defaultPageSize).write(to: URL(fileURLWithPath: garbage))
         let garbageError = #expect(throws: SQLCipherError.self) { try SQLCipherConnection(path: garbage, key: key) }
-        #expect(garbageError?.code == .notADatabase)
+        #expect(garbageError == .notADatabase)
     }
 
     @Test(arguments: [SQLCipherConnection.Options.Journal.writeAheadLog, .rollback])

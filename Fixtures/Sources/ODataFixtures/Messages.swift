@@ -107,10 +107,12 @@ struct ServiceFailure: Error, Sendable {
 
     /// The HTTP view of a data error.
     init(_ error: FixtureError) {
-        switch error.code {
-        case .notFound: self.init(404, "NotFound", error.message)
-        case .conflict: self.init(409, "Conflict", error.message)
-        default: self.init(400, "BadRequest", error.message)
+        if error == .notFound {
+            self.init(404, "NotFound", error.message)
+        } else if error == .conflict {
+            self.init(409, "Conflict", error.message)
+        } else {
+            self.init(400, "BadRequest", error.message)
         }
     }
 

@@ -320,7 +320,7 @@ final class CurlEasyHandle {
         return line.count
     }
 
-    private func abort(_ kind: CurlError.Kind, _ message: String) -> Int {
+    private func abort(_ kind: CurlError, _ message: String) -> Int {
         callbackError = CurlError(kind: kind, message: message)
         return 0
     }
@@ -352,7 +352,7 @@ final class CurlEasyHandle {
         defer { clearResponse(); headerList = nil }
         if var error = callbackError {
             if result != CURLE_OK {
-                error = CurlError(kind: error.kind, curlCode: Int(result.rawValue), message: error.message)
+                error = CurlError(kind: error, curlCode: Int(result.rawValue), message: error.message)
             }
             return .failure(error)
         }

@@ -28,7 +28,7 @@ extension CurlError {
     }
 
     /// The classification of a `CURLcode`.
-    static func kind(of code: CURLcode) -> Kind {
+    static func kind(of code: CURLcode) -> CurlError {
         switch code {
         case CURLE_COULDNT_CONNECT, CURLE_FAILED_INIT, CURLE_INTERFACE_FAILED:
             return .connectFailed

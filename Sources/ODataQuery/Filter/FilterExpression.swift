@@ -42,7 +42,7 @@ public indirect enum FilterExpression: Sendable, Hashable {
     ///   - aliases: parameter alias values (`p` for `@p`) from the same query; aliases found here are
     ///     substituted by their parsed value, others stay ``alias(_:)`` and evaluate to `null`.
     /// - Returns: the expression tree.
-    /// - Throws: ``ODataError`` with code `.invalidQueryOption`, a message saying what was expected,
+    /// - Throws: ``ODataError`` `.invalidQueryOption`, a message saying what was expected,
     ///   and the UTF-8 offset in `text` where it was expected.
     public static func parse(_ text: String, aliases: [String: String] = [:]) throws(ODataError) -> FilterExpression {
         var parser = ExpressionParser(text, aliases: aliases)

@@ -62,7 +62,7 @@ extension EntityStore {
         for size in sizes {
             do {
                 return try SQLCipherConnection(path: path, key: key, options: .init(cacheBudget: budget, pageSize: size))
-            } catch let error where error.code == .notADatabase {
+            } catch let error where error == .notADatabase {
                 continue
             } catch {
                 throw OfflineODataError(.storage, "cannot open the store's database \(path): \(error.message)")

@@ -102,8 +102,8 @@ final class EntityStore: Sendable {
     /// An `OfflineODataError` for any error: itself when it is one, else `.storage` with what SQLite said.
     static func storageError(_ error: any Error, _ context: String) -> OfflineODataError {
         if let error = error as? OfflineODataError { return error }
-        if let error = error as? SQLCipherError { return OfflineODataError(.storage, "\(context): \(error.message)") }
-        return OfflineODataError(.storage, "\(context): \(error)")
+        if let error = error as? SQLCipherError { return OfflineODataError(.storage, "\(context): \(error.message)", underlying: error) }
+        return OfflineODataError(.storage, "\(context): \(error)", underlying: error)
     }
 
     func close() {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 
 /// The local state of a stored entity relative to the back end.
@@ -70,7 +71,8 @@ struct QueuedRequest: Sendable, Hashable {
     var url: String
     var body: String?
     var customTag: String?
-    var headers: JSONObject
+    /// The request's own headers (`If-Match`, `Repeatability-*`); kept in the record as a JSON object by name.
+    var headers: HTTPFields
     /// `Set(key)` of the entity the request affects (its local, possibly temporary, key).
     var entity: String
     var createdAt: String
@@ -90,7 +92,11 @@ struct QueuedRequest: Sendable, Hashable {
         object.append(.string("pending"), forKey: "Status")
         object.append(.string(entity), forKey: "AffectedEntity")
         object.append(.string(createdAt), forKey: "CreatedAt")
-        if `internal` { object.append(.object(headers), forKey: "Headers") }
+        if `internal` {
+            var fields = JSONObject()
+            for field in headers { fields.append(.string(field.value), forKey: field.name.rawName) }
+            object.append(.object(fields), forKey: "Headers")
+        }
         return object
     }
 
@@ -99,8 +105,15 @@ struct QueuedRequest: Sendable, Hashable {
               let id = object["RequestID"]?.intValue, let method = object["Method"]?.stringValue,
               let url = object["URL"]?.stringValue, let entity = object["AffectedEntity"]?.stringValue
         else { throw OfflineODataError(.storage, "a queued request record is malformed") }
+        var headers = HTTPFields()
+        for (name, value) in object["Headers"]?.objectValue ?? JSONObject() {
+            guard let fieldName = HTTPField.Name(name), let text = value.stringValue else {
+                throw OfflineODataError(.storage, "queued request \(id) has a malformed header (\(name.debugDescription.prefix(40)))")
+            }
+            headers.append(HTTPField(name: fieldName, value: text))
+        }
         return QueuedRequest(id: id, method: method, url: url, body: object["Body"]?.stringValue,
-                             customTag: object["CustomTag"]?.stringValue, headers: object["Headers"]?.objectValue ?? JSONObject(),
+                             customTag: object["CustomTag"]?.stringValue, headers: headers,
                              entity: entity, createdAt: object["CreatedAt"]?.stringValue ?? "")
     }
 }

@@ -29,7 +29,7 @@ extension OfflineODataError {
         case .heldByAnotherProcess:
             self.init(.storeLocked, "the store \(storeDirectory) is already open in another process: \(failure.message)")
         case .fileSystem:
-            self.init(.storage, failure.message)
+            self.init(.storage, failure.message, underlying: failure)
         }
     }
 }

@@ -20,12 +20,9 @@ extension OfflineODataProvider {
         var fields = HTTPFields()
         fields[.accept] = accept
         fields[HTTPField.Name("OData-Version")!] = "4.0"
-        var extra = parameters.httpHeaders
-        if let user = credentialsUser ?? parameters.currentUser, let credentials = parameters.credentials[user] {
-            extra.merge(credentials) { _, new in new }
-        }
-        for (name, value) in extra.sorted(by: { $0.key < $1.key }) {
-            if let fieldName = HTTPField.Name(name) { fields[fieldName] = value }
+        let credentials = (credentialsUser ?? parameters.currentUser).flatMap { parameters.credentials[$0] } ?? [:]
+        for overriding in [parameters.httpHeaders, credentials] {
+            for field in overriding { fields[fields: field.name] = overriding[fields: field.name] }
         }
         return fields
     }
@@ -63,7 +60,7 @@ extension OfflineODataProvider {
                 response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
             }
         } catch {
-            throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)")
+            throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)", underlying: error)
         }
         if changeTracking == .delta && response.status == 410 { throw DeltaExpired() }
         if missingIsNil && (response.status == 404 || response.status == 410) { return nil }

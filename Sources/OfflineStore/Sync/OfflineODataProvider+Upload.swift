@@ -38,8 +38,8 @@ public struct OfflineODataPlannedRequest: Sendable, Hashable {
     public var method: String
     /// The absolute URL.
     public var url: String
-    /// The headers by lower-case name (credentials left out).
-    public var headers: [String: String]
+    /// The headers it would carry (credentials left out).
+    public var headers: HTTPFields
     /// The JSON body, if any.
     public var body: String?
 }
@@ -167,9 +167,7 @@ extension OfflineODataProvider {
     /// A queued request's own headers: `Content-Type` for a body, `If-Match`, `Repeatability-*`.
     private static func addOwnHeaders(of entry: QueuedRequest, to fields: inout HTTPFields) {
         if entry.body != nil { fields[.contentType] = "application/json" }
-        for (name, value) in entry.headers {
-            if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
-        }
+        for field in entry.headers { fields[field.name] = field.value }
     }
 
     /// The queued requests that go into one `$batch` (``UploadMachine/batchGroup(_:limit:failedCreates:)``).
@@ -184,13 +182,10 @@ extension OfflineODataProvider {
     /// - Returns: Per queued request its ID, method, absolute URL, headers (credentials are left out) and body.
     /// - Throws: `OfflineODataError.notOpen`, `.storage` for an unreadable record.
     public func pendingUpload() throws -> [OfflineODataPlannedRequest] {
-        let credentialNames = Set((parameters.credentials[credentialsUser ?? parameters.currentUser ?? ""] ?? [:]).keys.map { $0.lowercased() })
+        let credentialNames = Set((parameters.credentials[credentialsUser ?? parameters.currentUser ?? ""] ?? [:]).map(\.name))
         return try openStore().queuedRequests().map { entry in
             let request = uploadRequest(entry)
-            var headers: [String: String] = [:]
-            for field in request.headerFields where !credentialNames.contains(field.name.canonicalName) {
-                headers[field.name.canonicalName] = field.value
-            }
+            let headers = HTTPFields(request.headerFields.filter { !credentialNames.contains($0.name) })
             return OfflineODataPlannedRequest(requestID: entry.id, method: entry.method, url: request.url, headers: headers, body: entry.body)
         }
     }
@@ -217,7 +212,7 @@ extension OfflineODataProvider {
             return .session(retryable: error.isRetryable, statusCode: error.statusCode, description: "\(error)")
         }
         if let error = error as? CurlError {
-            return .transport(neverReached: error.kind == .connectFailed || error.kind == .couldNotResolveHost, description: "\(error)")
+            return .transport(neverReached: error == .connectFailed || error == .couldNotResolveHost, description: "\(error)")
         }
         return .transport(neverReached: false, description: "\(error)")
     }
@@ -254,9 +249,7 @@ extension OfflineODataProvider {
         fields[.contentType] = encoded.contentType
         // With repeatable requests the `$batch` itself gets its own `Repeatability-*` headers
         // (the parts keep theirs), so a re-send after a lost answer is not executed again.
-        for (name, value) in queuedHeaders() {
-            if let fieldName = HTTPField.Name(name), let text = value.stringValue { fields[fieldName] = text }
-        }
+        for field in queuedHeaders() { fields[field.name] = field.value }
         var request = TransportRequest(method: "POST", url: serviceRoot + "$batch", headerFields: fields, body: encoded.body)
         request.freshConnection = UploadMachine.needsFreshConnection(group.map(\.method), repeatable: parameters.enableRepeatableRequests)
         let response: TransportResponse

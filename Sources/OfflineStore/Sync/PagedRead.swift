@@ -90,7 +90,7 @@ extension OfflineODataProvider {
                     page.entities = decoded.entities
                     (nextLink, page.deltaLink) = (decoded.nextLink, decoded.deltaLink)
                 }
-            } catch where error.code == .malformedNextLink {
+            } catch where error == .malformedNextLink {
                 throw unreadableNextLink(query, set: set, page: number, url: url, error.message)
             } catch {
                 throw OfflineODataError(.downloadFailed, "defining query '\(query.name)': the \(isDelta ? "delta answer" : "answer") of GET \(url) is not an OData payload: \(error.message)")

@@ -34,7 +34,7 @@ extension StorageLock {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw CacheError.fileSystem.with(detail: "cannot create \(directory): \(error)")
+            throw CacheError.fileSystem.with(detail: "cannot create \(directory): \(error)", underlying: error)
         }
     }
 }
@@ -46,9 +46,9 @@ extension CacheError {
     /// anything else → `fileSystem`.
     init(lockFailure failure: StorageLock.Failure) {
         switch failure.kind {
-        case .heldInThisProcess: self = .alreadyOpen.with(detail: failure.message)
-        case .heldByAnotherProcess: self = .inUseElsewhere.with(detail: failure.message)
-        case .fileSystem: self = .fileSystem.with(detail: failure.message)
+        case .heldInThisProcess: self = .alreadyOpen.with(detail: failure.message, underlying: failure)
+        case .heldByAnotherProcess: self = .inUseElsewhere.with(detail: failure.message, underlying: failure)
+        case .fileSystem: self = .fileSystem.with(detail: failure.message, underlying: failure)
         }
     }
 }

@@ -49,7 +49,7 @@ final class RedisTier: Sendable {
                 }
             }
         } catch {
-            throw CacheError.invalidConfiguration.with(detail: "second tier: \(error)")
+            throw CacheError.invalidConfiguration.with(detail: "second tier: \(error)", underlying: error)
         }
     }
 
@@ -109,7 +109,7 @@ final class RedisTier: Sendable {
             value = try client.get(redisKey(key))
         } catch {
             counters.withLock {
-                if error.kind == .unavailable { $0.skippedLookups += 1 } else { $0.lookups += 1; $0.failures += 1 }
+                if error == .unavailable { $0.skippedLookups += 1 } else { $0.lookups += 1; $0.failures += 1 }
             }
             return nil
         }
@@ -152,7 +152,7 @@ final class RedisTier: Sendable {
                 try client.set(redisKey(key), value: bytes, expiresAfter: ttl)
                 counters.withLock { $0.writes += 1 }
             } catch {
-                let unavailable = (error as? RedisError)?.kind == .unavailable
+                let unavailable = (error as? RedisError) == .unavailable
                 counters.withLock { if unavailable { $0.droppedWrites += 1 } else { $0.failures += 1 } }
             }
         }
@@ -168,7 +168,7 @@ final class RedisTier: Sendable {
                     counters.withLock { $0.removals += 1 }
                 }
             } catch {
-                let unavailable = (error as? RedisError)?.kind == .unavailable
+                let unavailable = (error as? RedisError) == .unavailable
                 counters.withLock { if unavailable { $0.droppedWrites += 1 } else { $0.failures += 1 } }
             }
         }
