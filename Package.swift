@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "Redis", targets: ["Redis"]),
         .library(name: "TechnicalCache", targets: ["TechnicalCache"]),
         .library(name: "ODataQuery", targets: ["ODataQuery"]),
+        .library(name: "ODataMetadata", targets: ["ODataMetadata"]),
         .library(name: "ODataSession", targets: ["ODataSession"]),
         .library(name: "OnlineStore", targets: ["OnlineStore"]),
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
@@ -83,6 +84,8 @@ let package = Package(
             ]
         ),
         .target(name: "ODataQuery", dependencies: ["ODataCore"]),
+        // The one reader of `$metadata` (CSDL V4 and V2): the offline store, the proxy generator and the fixture read through it.
+        .target(name: "ODataMetadata", dependencies: ["ODataCore"]),
         // The session with a back end, below both stores: authentication, CSRF tokens, cookies, SAP dialect.
         .target(
             name: "ODataSession",
@@ -115,6 +118,7 @@ let package = Package(
             name: "OfflineStore",
             dependencies: [
                 "ODataCore", "CurlHTTP", "ODataSession", "SQLCipher", "TechnicalCache", "ODataQuery", "ODataTelemetry", "ODataTyped",
+                "ODataMetadata",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -130,7 +134,7 @@ let package = Package(
         .target(
             name: "ODataFixtures",
             dependencies: [
-                "ODataCore", "ODataQuery", "CurlHTTP", .product(name: "Hummingbird", package: "hummingbird"),
+                "ODataCore", "ODataQuery", "ODataMetadata", "CurlHTTP", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -158,7 +162,7 @@ let package = Package(
         .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // The proxy generator: CSDL $metadata (V4, V2) to Swift source for ODataTyped; its tool and command plugin.
-        .target(name: "ODataProxyGenerator"),
+        .target(name: "ODataProxyGenerator", dependencies: ["ODataMetadata", "ODataCore"]),
         .executableTarget(
             name: "odata-proxygen",
             dependencies: ["ODataProxyGenerator", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -233,7 +237,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataCore"]),
+        .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataMetadata", "ODataCore"]),
+        .testTarget(name: "ODataMetadataTests", dependencies: ["ODataMetadata", "ODataCore"]),
         // ilodata's own parsing (its typed requests), without a store; OfflineStoreTests runs the built binary.
         .testTarget(name: "ilodataTests", dependencies: ["ilodata", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(

@@ -1,3 +1,5 @@
+import ODataMetadata
+
 /// Why a `$metadata` document could not be turned into Swift source: what was wrong, the element, and its line.
 ///
 /// Match a kind with its static member, as with an enum case:
@@ -58,6 +60,20 @@ public struct GeneratorError: Error, CustomStringConvertible, Hashable, Sendable
         self.element = element
         self.line = line
         self.message = message
+    }
+
+    /// The generator's error for a document `ODataMetadata` could not read: the same kind, element, line and message.
+    /// - Parameter error: the reader's error.
+    public init(metadata error: MetadataError) {
+        let kinds: [(MetadataError, GeneratorError)] = [
+            (.malformedXML, .malformedXML), (.notEDMX, .notEDMX), (.unsupportedVersion, .unsupportedVersion),
+            (.missingKey, .missingKey), (.unknownType, .unknownType), (.unknownEntitySetType, .unknownEntitySetType),
+            (.unresolvedAssociation, .unresolvedAssociation), (.missingAttribute, .missingAttribute),
+            (.invalidDefinition, .invalidDefinition),
+        ]
+        // Every reader kind has its generator kind (ErrorTests checks each); a new one reads as an invalid definition.
+        let kind = kinds.first(where: { $0.0 == error })?.1 ?? .invalidDefinition
+        self.init(kind, element: error.element, line: error.line, error.message)
     }
 
     /// The document is not well-formed XML.

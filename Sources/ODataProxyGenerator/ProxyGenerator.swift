@@ -1,4 +1,5 @@
 import Foundation
+import ODataMetadata
 
 /// Turns an OData `$metadata` document (CSDL: EDMX 4.0/4.01, or EDMX 1.0 with OData V2) into Swift source for the
 /// `ODataTyped` runtime: a struct per entity and complex type, an enum per enum type, and a service struct per entity
@@ -26,7 +27,12 @@ public struct ProxyGenerator: Sendable {
     /// - Returns: the Swift source text.
     /// - Throws: ``GeneratorError`` naming what was wrong, the element and its line.
     public func generate(metadata: Data) throws(GeneratorError) -> String {
-        let document = try CSDLParser.parse(metadata)
+        let document: CSDLDocument
+        do {
+            document = try CSDLDocument(parsing: metadata)
+        } catch {
+            throw GeneratorError(metadata: error)
+        }
         return try SwiftEmitter(document: document, serviceName: serviceName, sourceName: sourceName).emit()
     }
 }

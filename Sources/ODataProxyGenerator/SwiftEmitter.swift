@@ -2,6 +2,9 @@
 // one enum per enum type (types sorted by qualified name), one service struct per entity container, and a closing
 // comment listing what is not generated. Output depends on the document and the options only.
 
+import ODataCore
+import ODataMetadata
+
 /// Writes Swift source for a resolved ``CSDLDocument``.
 struct SwiftEmitter {
     let document: CSDLDocument
@@ -46,6 +49,17 @@ struct SwiftEmitter {
     func emit() throws(GeneratorError) -> String {
         var emitter = self
         return try emitter.run()
+    }
+
+    /// The type and its base types, the root first (resolution rejected cycles already).
+    private func chain(
+        of type: CSDLStructuredType, in byName: [String: CSDLStructuredType]
+    ) throws(GeneratorError) -> [CSDLStructuredType] {
+        do {
+            return try document.baseChain(of: type, in: byName)
+        } catch {
+            throw GeneratorError(metadata: error)
+        }
     }
 
     private mutating func run() throws(GeneratorError) -> String {
@@ -106,7 +120,7 @@ struct SwiftEmitter {
         }
         let notGenerated =
             containers.flatMap { container in
-                container.notGenerated.map { "\($0.kind) `\(Self.line($0.name))` in `\(Self.line(container.name))`" }
+                container.operations.map { "\($0.kind) `\(Self.line($0.name))` in `\(Self.line(container.name))`" }
             }
             + document.schemas.flatMap(\.operations).map { "\($0.kind) `\(Self.line($0.name))`" } + emptyNotes
         if !notGenerated.isEmpty {
@@ -238,7 +252,7 @@ struct SwiftEmitter {
     private func structuredType(
         _ type: CSDLStructuredType, byName: [String: CSDLStructuredType]
     ) throws(GeneratorError) -> String {
-        let chain = try document.baseChain(of: type, in: byName)
+        let chain = try chain(of: type, in: byName)
         let key = type.isEntity ? chain.reversed().compactMap(\.key).first(where: { !$0.isEmpty }) ?? [] : []
         let (members, streams) = members(of: type, chain: chain, key: key)
         let name = typeNames[type.qualifiedName] ?? type.name
@@ -432,7 +446,7 @@ struct SwiftEmitter {
         out += staticNames.map(Naming.quoted).joined(separator: ", ") + "]\n\n"
         out += "    /// Creates the service over a store (an `OnlineODataStore` or an `OfflineODataProvider`).\n"
         out += "    public init(provider: any DataServiceProvider) {\n"
-        let version = document.family == .v2 ? ".v2" : ".v4"
+        let version = document.version == .v2 ? ".v2" : ".v4"
         out += "        dataService = DataService(provider: provider, version: \(version), entitySets: Self.entitySets)\n"
         out += "    }\n"
 
@@ -442,7 +456,7 @@ struct SwiftEmitter {
             let setReference = "Self.\(Naming.quoted(staticName))"
             let setName = Self.line(set.name)
             let singular = (typeCounts[set.entityType] ?? 0) > 1 ? Naming.upperCamel(set.name) + "Entity" : type
-            let chain = try document.baseChain(of: entity, in: byName)
+            let chain = try chain(of: entity, in: byName)
             let key = chain.reversed().compactMap(\.key).first(where: { !$0.isEmpty }) ?? []
             let keyMembers = members(of: entity, chain: chain, key: key).members.filter(\.isKey)
             let ordered = key.compactMap { name in keyMembers.first { $0.odataName == name } }

@@ -1,10 +1,9 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
+import ODataCore
+import ODataMetadata
 
-/// What the offline store needs to know of a service's CSDL (`$metadata`): entity sets, their
-/// types' keys and property types, and navigation properties with their targets.
+/// What the offline store needs to know of a service's CSDL (`$metadata`, read by `ODataMetadata`): entity sets,
+/// their types' keys and property types, and navigation properties with their targets.
 struct ServiceModel: Sendable, Hashable {
     struct NavigationProperty: Sendable, Hashable {
         var name: String
@@ -58,184 +57,61 @@ struct ServiceModel: Sendable, Hashable {
         return entitySets.values.filter { $0.entityType == nav.targetType }.map(\.name).sorted().first
     }
 
-    /// Parses CSDL XML: V4 `edmx:Edmx`, and V2 (EDMX 1.0) with its property types (`Edm.DateTime`,
-    /// `Edm.Decimal`, …) and its associations, which give navigation properties their targets,
-    /// multiplicities, referential constraints and, through association sets, their entity sets.
+    /// An empty model (no store configured yet).
+    init() {}
+
+    /// Reads `$metadata` through `ODataMetadata` (V4, and V2 with its associations, which give navigation
+    /// properties their targets, multiplicities, referential constraints and, through association sets, their
+    /// entity sets) and keeps the offline store's view of it.
     ///
-    /// - Throws: `OfflineODataError.invalidMetadata` naming what was wrong.
+    /// - Throws: `OfflineODataError.invalidMetadata` naming what was wrong (the element and its line).
     static func parse(_ data: Data) throws(OfflineODataError) -> ServiceModel {
-        let delegate = CSDLReader()
-        let parser = XMLParser(data: data)
-        parser.delegate = delegate
-        guard parser.parse() else {
-            throw OfflineODataError(.invalidMetadata, "the $metadata document is not well-formed XML: \(parser.parserError.map { "\($0)" } ?? "unknown error")")
+        let document: CSDLDocument
+        do {
+            document = try CSDLDocument(parsing: data)
+        } catch {
+            throw OfflineODataError(.invalidMetadata, "the $metadata document is not usable: \(error)", underlying: error)
         }
-        var model = delegate.model
-        try delegate.resolveAssociations(into: &model)
-        // Resolve alias- or namespace-qualified type names to the qualified names used as keys.
-        for (name, set) in model.entitySets where model.entityTypes[set.entityType] == nil {
-            let short = set.entityType.split(separator: ".").last.map(String.init) ?? set.entityType
-            if let match = model.entityTypes.keys.first(where: { $0.hasSuffix("." + short) }) {
-                model.entitySets[name]?.entityType = match
-            } else {
-                throw OfflineODataError(.invalidMetadata, "entity set '\(name)' has the unknown type '\(set.entityType)'")
-            }
-        }
-        for (name, type) in model.entityTypes where type.key.isEmpty {
-            throw OfflineODataError(.invalidMetadata, "entity type '\(name)' has no key")
-        }
-        guard !model.entitySets.isEmpty else { throw OfflineODataError(.invalidMetadata, "the $metadata document has no entity set") }
-        return model
+        return try ServiceModel(document)
     }
-}
 
-private final class CSDLReader: NSObject, XMLParserDelegate {
-    var model = ServiceModel()
-    private var namespace = ""
-    private var currentType: ServiceModel.EntityType?
-    private var currentNavigation: ServiceModel.NavigationProperty?
-    private var currentSet: ServiceModel.EntitySet?
-    private var inKey = false
-
-    // OData V2: navigation properties name an association and roles; associations are read after.
-    private struct PendingNavigation { var type: String; var name: String; var relationship: String; var from: String; var to: String }
-    private struct Association {
-        var ends: [String: (type: String, many: Bool)] = [:]
-        var principal: (role: String, properties: [String])?
-        var dependent: (role: String, properties: [String])?
-    }
-    private var pending: [PendingNavigation] = []
-    private var associations: [String: Association] = [:]
-    /// Association name → role → entity set.
-    private var associationSets: [String: [String: String]] = [:]
-    private var currentAssociation: (name: String, value: Association)?
-    private var currentAssociationSet: String?
-    private var constraintRole: (role: String, isPrincipal: Bool)?
-    private var constraintProperties: [String] = []
-
-    func resolveAssociations(into model: inout ServiceModel) throws(OfflineODataError) {
-        for navigation in pending {
-            let short = navigation.relationship.split(separator: ".").last.map(String.init) ?? navigation.relationship
-            guard let association = associations[navigation.relationship] ?? associations.first(where: { $0.key.hasSuffix("." + short) })?.value,
-                  let to = association.ends[navigation.to], association.ends[navigation.from] != nil
-            else {
-                throw OfflineODataError(.invalidMetadata, "navigation property '\(navigation.name)' of '\(navigation.type)' names the unknown association or role '\(navigation.relationship)'")
-            }
-            var property = ServiceModel.NavigationProperty(name: navigation.name, targetType: to.type, isCollection: to.many, partner: nil, constraints: [])
-            if let principal = association.principal, let dependent = association.dependent, principal.properties.count == dependent.properties.count {
-                let pairs = Array(zip(dependent.properties, principal.properties))
-                if navigation.from == dependent.role && navigation.to == principal.role {
-                    property.constraints = pairs
-                } else if navigation.from == principal.role && navigation.to == dependent.role {
-                    property.targetConstraints = pairs
+    /// The view of a resolved document: entity types with their base types' keys and properties flattened in.
+    init(_ document: CSDLDocument) throws(OfflineODataError) {
+        isV2 = document.version == .v2
+        let byName = document.structuredTypesByName()
+        for schema in document.schemas {
+            for type in schema.entityTypes {
+                var chain = [type]
+                while let base = chain[0].baseType, let next = byName[base], !chain.contains(where: { $0.qualifiedName == next.qualifiedName }) {
+                    chain.insert(next, at: 0)
                 }
-            }
-            model.entityTypes[navigation.type]?.navigation[navigation.name] = property
-            let name = associations[navigation.relationship] != nil ? navigation.relationship : (associations.first { $0.key.hasSuffix("." + short) }?.key ?? "")
-            if let roles = associationSets[name] ?? associationSets[short], let source = roles[navigation.from], let target = roles[navigation.to],
-               model.entitySets[source]?.bindings[navigation.name] == nil {
-                model.entitySets[source]?.bindings[navigation.name] = target
-            }
-        }
-    }
-
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?, attributes: [String: String] = [:]) {
-        let local = elementName.split(separator: ":").last.map(String.init) ?? elementName
-        switch local {
-        case "Edmx":
-            if attributes["Version"] == "1.0" { model.isV2 = true }
-        case "Schema":
-            namespace = attributes["Namespace"] ?? ""
-        case "EntityType":
-            let name = attributes["Name"] ?? ""
-            currentType = ServiceModel.EntityType(name: namespace + "." + name, key: [], propertyTypes: [:], propertyOrder: [], navigation: [:])
-        case "Key":
-            inKey = true
-        case "PropertyRef":
-            if inKey, let name = attributes["Name"] { currentType?.key.append(name) }
-            if constraintRole != nil, let name = attributes["Name"] { constraintProperties.append(name) }
-        case "Association":
-            currentAssociation = (namespace + "." + (attributes["Name"] ?? ""), Association())
-        case "AssociationSet":
-            currentAssociationSet = attributes["Association"]
-        case "End":
-            guard let role = attributes["Role"] else { return }
-            if let type = attributes["Type"], currentAssociation != nil {
-                currentAssociation?.value.ends[role] = (type, attributes["Multiplicity"] == "*")
-            } else if let set = attributes["EntitySet"], let association = currentAssociationSet {
-                associationSets[association, default: [:]][role] = set
-                let short = association.split(separator: ".").last.map(String.init) ?? association
-                associationSets[short, default: [:]][role] = set
-            }
-        case "Principal", "Dependent":
-            if currentAssociation != nil, let role = attributes["Role"] {
-                constraintRole = (role, local == "Principal")
-                constraintProperties = []
-            }
-        case "Property":
-            if let name = attributes["Name"], currentType != nil {
-                currentType?.propertyTypes[name] = attributes["Type"] ?? "Edm.String"
-                currentType?.propertyOrder.append(name)
-            }
-        case "NavigationProperty":
-            guard let name = attributes["Name"], let typeName = currentType?.name else { return }
-            if attributes["Type"] == nil, let relationship = attributes["Relationship"], let from = attributes["FromRole"], let to = attributes["ToRole"] {
-                pending.append(PendingNavigation(type: typeName, name: name, relationship: relationship, from: from, to: to))
-                return
-            }
-            var type = attributes["Type"] ?? ""
-            var collection = false
-            if type.hasPrefix("Collection(") && type.hasSuffix(")") {
-                collection = true
-                type = String(type.dropFirst("Collection(".count).dropLast())
-            }
-            currentNavigation = ServiceModel.NavigationProperty(name: name, targetType: type, isCollection: collection, partner: attributes["Partner"], constraints: [])
-        case "ReferentialConstraint":
-            if let property = attributes["Property"], let referenced = attributes["ReferencedProperty"] {
-                currentNavigation?.constraints.append((property, referenced))
-            }
-        case "EntitySet":
-            guard let name = attributes["Name"], let type = attributes["EntityType"] else { return }
-            currentSet = ServiceModel.EntitySet(name: name, entityType: type, bindings: [:])
-        case "NavigationPropertyBinding":
-            if let path = attributes["Path"], let target = attributes["Target"] {
-                currentSet?.bindings[path] = target.split(separator: "/").last.map(String.init) ?? target
-            }
-        default:
-            break
-        }
-    }
-
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
-        let local = elementName.split(separator: ":").last.map(String.init) ?? elementName
-        switch local {
-        case "Key":
-            inKey = false
-        case "NavigationProperty":
-            if let navigation = currentNavigation { currentType?.navigation[navigation.name] = navigation }
-            currentNavigation = nil
-        case "EntityType":
-            if let type = currentType { model.entityTypes[type.name] = type }
-            currentType = nil
-        case "EntitySet":
-            if let set = currentSet { model.entitySets[set.name] = set }
-            currentSet = nil
-        case "Association":
-            if let (name, association) = currentAssociation { associations[name] = association }
-            currentAssociation = nil
-        case "AssociationSet":
-            currentAssociationSet = nil
-        case "Principal", "Dependent":
-            if let (role, isPrincipal) = constraintRole {
-                if isPrincipal {
-                    currentAssociation?.value.principal = (role, constraintProperties)
-                } else {
-                    currentAssociation?.value.dependent = (role, constraintProperties)
+                var entityType = EntityType(name: type.qualifiedName, key: document.key(of: type), propertyTypes: [:], propertyOrder: [], navigation: [:])
+                for property in chain.flatMap(\.properties) {
+                    entityType.propertyTypes[property.name] = property.type
+                    entityType.propertyOrder.append(property.name)
                 }
+                for navigation in chain.flatMap(\.navigationProperties) {
+                    var view = NavigationProperty(name: navigation.name, targetType: navigation.target, isCollection: navigation.isCollection,
+                                                  partner: navigation.partner,
+                                                  constraints: navigation.referentialConstraints.map { ($0.property, $0.referencedProperty) })
+                    // V2, this type the principal: the association's constraint is the foreign key the targets hold.
+                    if let relationship = navigation.relationship, let constraint = document.association(named: relationship)?.referentialConstraint,
+                       constraint.principal.role == navigation.fromRole, constraint.dependent.role == navigation.toRole,
+                       constraint.principal.properties.count == constraint.dependent.properties.count {
+                        view.targetConstraints = Array(zip(constraint.dependent.properties, constraint.principal.properties))
+                    }
+                    entityType.navigation[navigation.name] = view
+                }
+                entityTypes[entityType.name] = entityType
             }
-            constraintRole = nil
-        default:
-            break
         }
+        for set in document.entitySets {
+            guard let type = entityTypes[set.entityType] else { continue }
+            guard !type.key.isEmpty else { throw OfflineODataError(.invalidMetadata, "entity set '\(set.name)' has the abstract type '\(type.name)', which has no key") }
+            var bindings: [String: String] = [:]
+            for binding in set.navigationPropertyBindings where bindings[binding.path] == nil { bindings[binding.path] = binding.targetSetName }
+            entitySets[set.name] = EntitySet(name: set.name, entityType: set.entityType, bindings: bindings)
+        }
+        guard !entitySets.isEmpty else { throw OfflineODataError(.invalidMetadata, "the $metadata document has no entity set") }
     }
 }

@@ -35,13 +35,16 @@ import Testing
     }
 
     @Test func csdlWithoutContainerIsRejected() {
-        #expect(throws: FixtureError.self) {
-            try ServiceModel(csdl: "<edmx:Edmx><Schema Namespace=\"N\"><EntityType Name=\"T\"><Key><PropertyRef Name=\"ID\"/></Key></EntityType></Schema></edmx:Edmx>")
+        let noContainer = #expect(throws: FixtureError.self) {
+            try ServiceModel(csdl: "<edmx:Edmx Version=\"4.0\" xmlns:edmx=\"http://docs.oasis-open.org/odata/ns/edmx\"><edmx:DataServices><Schema Namespace=\"N\"><EntityType Name=\"T\"><Key><PropertyRef Name=\"ID\"/></Key><Property Name=\"ID\" Type=\"Edm.Int32\"/></EntityType></Schema></edmx:DataServices></edmx:Edmx>")
         }
+        #expect(noContainer?.message.contains("no EntityContainer") == true)
         do {
             _ = try ServiceModel(csdl: """
+                <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>
                 <Schema Namespace="N"><EntityType Name="T"><Property Name="A" Type="Edm.String"/></EntityType>
                 <EntityContainer Name="C"><EntitySet Name="Ts" EntityType="N.T"/></EntityContainer></Schema>
+                </edmx:DataServices></edmx:Edmx>
                 """)
             Issue.record("a type without key must be rejected")
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import ODataMetadata
 import Testing
 @testable import ODataProxyGenerator
 
@@ -173,5 +174,21 @@ struct ErrorTests {
         #expect(
             error?.description
                 == "line 5: <Property Name=\"X\">: unknown type: the type `N.Nope` names no type in the document")
+    }
+
+    /// Each kind of the reader's error becomes the generator's kind of the same name, with element, line and message.
+    @Test func everyReaderKindMapsToItsGeneratorKind() {
+        let kinds: [(MetadataError, GeneratorError)] = [
+            (.malformedXML, .malformedXML), (.notEDMX, .notEDMX), (.unsupportedVersion, .unsupportedVersion),
+            (.missingKey, .missingKey), (.unknownType, .unknownType), (.unknownEntitySetType, .unknownEntitySetType),
+            (.unresolvedAssociation, .unresolvedAssociation), (.missingAttribute, .missingAttribute),
+            (.invalidDefinition, .invalidDefinition),
+        ]
+        for (reader, generator) in kinds {
+            let error = GeneratorError(metadata: MetadataError(reader, element: "<E>", line: 3, "m"))
+            #expect(error == generator)
+            #expect(error.shortDescription == reader.shortDescription)
+            #expect(error.description == MetadataError(reader, element: "<E>", line: 3, "m").description)
+        }
     }
 }

@@ -1,12 +1,14 @@
 import Foundation
 import Testing
+import ODataCore
+import ODataMetadata
 @testable import ODataProxyGenerator
 
 /// SAP documents: GWSAMPLE_BASIC (V2, associations) and API_PRODUCT (V4, vocabulary aliases, SAP__ names).
 struct SAPParseTests {
     @Test func gwsampleIsV2() throws {
         let document = try Support.parse(Support.gwsample)
-        #expect(document.family == .v2)
+        #expect(document.version == .v2)
         #expect(document.versionText == "2.0")
         let container = try #require(document.schemas.first?.entityContainers.first)
         #expect(container.name == "GWSAMPLE_BASIC_Entities")
@@ -57,7 +59,7 @@ struct SAPParseTests {
 
     @Test func apiProductIsV4WithSAPNames() throws {
         let document = try Support.parse(Support.product)
-        #expect(document.family == .v4)
+        #expect(document.version == .v4)
         #expect(document.aliases["Core"] == "Org.OData.Core.V1")
         let product = try #require(
             Support.entityType("com.sap.gateway.srvd_a2x.api_product.v0001.ProductType", in: document))

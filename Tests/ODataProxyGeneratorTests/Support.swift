@@ -1,4 +1,5 @@
 import Foundation
+import ODataMetadata
 @testable import ODataProxyGenerator
 
 /// Paths and helpers shared by the generator's tests.
@@ -20,7 +21,7 @@ enum Support {
 
     /// Parses and resolves a document below the package root.
     static func parse(_ relativePath: String) throws -> CSDLDocument {
-        try CSDLParser.parse(data(relativePath))
+        try CSDLDocument(parsing: data(relativePath))
     }
 
     /// The generation error for an inline document, or nil if it generated.

@@ -1,12 +1,14 @@
 import Foundation
 import Testing
+import ODataCore
+import ODataMetadata
 @testable import ODataProxyGenerator
 
 /// The V4 fixture document (Northwind) parses, resolves and generates the contract's shapes.
 struct V4ParseTests {
     @Test func parsesTheFixture() throws {
         let document = try Support.parse(Support.fixture)
-        #expect(document.family == .v4)
+        #expect(document.version == .v4)
         #expect(document.versionText == "4.0")
         #expect(document.schemas.map(\.namespace) == ["NorthwindModel", "ODataWebExperimental.Northwind.Model"])
         let customer = try #require(Support.entityType("NorthwindModel.Customer", in: document))

@@ -1,0 +1,389 @@
+import Foundation
+import ODataCore
+
+// MARK: - Resolution
+
+/// The `Edm` primitive types a property may have (besides the geography and geometry types).
+let knownPrimitiveTypes: Set<String> = [
+    "Edm.String", "Edm.Boolean", "Edm.Byte", "Edm.SByte", "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Single",
+    "Edm.Double", "Edm.Decimal", "Edm.Guid", "Edm.Binary", "Edm.DateTimeOffset", "Edm.DateTime", "Edm.Date",
+    "Edm.TimeOfDay", "Edm.Time", "Edm.Duration", "Edm.Untyped", "Edm.Stream", "Edm.PrimitiveType",
+]
+
+/// Whether `name` is an `Edm` primitive type.
+func isKnownPrimitive(_ name: String) -> Bool {
+    knownPrimitiveTypes.contains(name) || name.hasPrefix("Edm.Geography") || name.hasPrefix("Edm.Geometry")
+}
+
+extension CSDLDocument {
+    /// Reads and resolves a `$metadata` document: EDMX 4.0/4.01, or EDMX 1.0 with OData V2 CSDL (its `sap:`
+    /// annotations are read past).
+    ///
+    /// Resolution replaces aliases by namespaces, resolves every property type, base type and navigation target,
+    /// resolves V2 navigation properties through their associations (target, multiplicity, referential constraint)
+    /// and derives V2 navigation property bindings from the association sets.
+    /// - Parameter data: the document's bytes (UTF-8).
+    /// - Throws: ``MetadataError`` naming what was wrong, the element and its line: the document is not
+    ///   well-formed, not EDMX, of an unsupported version, lacks a required attribute, or names a type, key
+    ///   property or association end that is not there.
+    public init(parsing data: Data) throws(MetadataError) {
+        self = try CSDLParser.parse(data).resolved()
+    }
+
+    /// The entity or complex type with this qualified name (or alias-qualified name).
+    /// - Parameter name: `Namespace.Name` or `Alias.Name`.
+    /// - Returns: the type, or nil when the document has none of that name.
+    public func structuredType(named name: String) -> CSDLStructuredType? {
+        let qualified = canonical(name)
+        for schema in schemas {
+            if let type = (schema.entityTypes + schema.complexTypes).first(where: { $0.qualifiedName == qualified }) {
+                return type
+            }
+        }
+        return nil
+    }
+
+    /// The V2 association with this qualified name (or alias-qualified name).
+    /// - Parameter name: `Namespace.Name` or `Alias.Name`.
+    /// - Returns: the association, or nil when the document has none of that name.
+    public func association(named name: String) -> CSDLAssociation? {
+        let qualified = canonical(name)
+        return schemas.lazy.flatMap(\.associations).first { $0.qualifiedName == qualified }
+    }
+
+    /// The entity sets of every container, in document order.
+    public var entitySets: [CSDLEntitySet] {
+        schemas.flatMap(\.entityContainers).flatMap(\.entitySets)
+    }
+
+    /// The key of an entity type: its own `Key`, or the nearest base type's.
+    /// - Parameter type: an entity type of this (resolved) document.
+    /// - Returns: the key's property names; empty for an abstract type without one.
+    public func key(of type: CSDLStructuredType) -> [String] {
+        var current = type
+        var seen: Set<String> = [type.qualifiedName]
+        while true {
+            if let key = current.key, !key.isEmpty { return key }
+            guard let base = current.baseType, let next = structuredType(named: base),
+                seen.insert(next.qualifiedName).inserted
+            else { return [] }
+            current = next
+        }
+    }
+
+    /// What a qualified name denotes.
+    enum Definition {
+        case entity, complex, enumeration, typeDefinition(String)
+    }
+
+    /// `Alias.Name` → `Namespace.Name`; other names unchanged.
+    /// - Parameter name: a qualified name, perhaps alias-qualified.
+    /// - Returns: the namespace-qualified name.
+    public func canonical(_ name: String) -> String {
+        let trimmed = name.trimmedOfWhitespace
+        guard !aliases.isEmpty, let dot = trimmed.utf8.lastIndex(of: UInt8(ascii: ".")) else { return trimmed }
+        guard let namespace = aliases[String(trimmed[..<dot])] else { return trimmed }
+        return namespace + trimmed[dot...]
+    }
+
+    /// The definitions by qualified name; a name defined twice is an error at the second definition.
+    func definitions() throws(MetadataError) -> [String: Definition] {
+        var result: [String: Definition] = [:]
+        func add(_ name: String, _ definition: Definition, _ location: CSDLLocation) throws(MetadataError) {
+            guard result[name] == nil else {
+                throw MetadataError(
+                    .invalidDefinition, element: location.element, line: location.line,
+                    "the type `\(name)` is defined twice")
+            }
+            result[name] = definition
+        }
+        for schema in schemas {
+            for type in schema.entityTypes { try add(type.qualifiedName, .entity, type.location) }
+            for type in schema.complexTypes { try add(type.qualifiedName, .complex, type.location) }
+            for type in schema.enumTypes { try add(type.qualifiedName, .enumeration, type.location) }
+            for type in schema.typeDefinitions {
+                try add(type.qualifiedName, .typeDefinition(canonical(type.underlyingType)), type.location)
+            }
+        }
+        return result
+    }
+
+    /// A resolved copy: every type reference checked and resolved, V2 navigation properties resolved.
+    func resolved() throws(MetadataError) -> CSDLDocument {
+        var document = self
+        let definitions = try definitions()
+        var associations: [String: CSDLAssociation] = [:]
+        for schema in schemas {
+            for association in schema.associations {
+                let name = association.namespace + "." + association.name
+                if associations[name] == nil { associations[name] = association }
+            }
+            for definition in schema.typeDefinitions where !isKnownPrimitive(canonical(definition.underlyingType)) {
+                throw MetadataError(
+                    .unknownType, element: definition.location.element, line: definition.location.line,
+                    "the underlying type `\(definition.underlyingType)` is not an Edm primitive type")
+            }
+        }
+
+        func resolveType(_ written: String) -> CSDLTypeReference? {
+            let trimmed = written.trimmedOfWhitespace
+            if trimmed.hasPrefix("Collection("), trimmed.hasSuffix(")") {
+                let inner = trimmed.dropFirst("Collection(".count).dropLast()
+                return resolveType(String(inner)).map { .collection($0) }
+            }
+            let name = canonical(trimmed)
+            if name.hasPrefix("Edm.") { return isKnownPrimitive(name) ? .primitive(name) : nil }
+            switch definitions[name] {
+            case .entity, .complex: return .structured(name)
+            case .enumeration: return .enumType(name)
+            case .typeDefinition(let underlying): return .primitive(underlying)
+            case nil: return nil
+            }
+        }
+
+        func resolveStructured(_ type: inout CSDLStructuredType) throws(MetadataError) {
+            if let base = type.baseType {
+                let name = canonical(base)
+                switch definitions[name] {
+                case .entity where type.isEntity, .complex where !type.isEntity:
+                    type.baseType = name
+                default:
+                    throw MetadataError(
+                        .unknownType, element: type.location.element, line: type.location.line,
+                        "the base type `\(base)` names no \(type.isEntity ? "entity" : "complex") type in the document")
+                }
+            }
+            var names: Set<String> = []
+            for index in type.properties.indices {
+                let property = type.properties[index]
+                guard names.insert(property.name).inserted else {
+                    throw MetadataError(
+                        .invalidDefinition, element: property.location.element, line: property.location.line,
+                        "`\(property.name)` is declared twice in `\(type.qualifiedName)`")
+                }
+                guard let resolved = resolveType(property.type) else {
+                    throw MetadataError(
+                        .unknownType, element: property.location.element, line: property.location.line,
+                        "the type `\(property.type)` names no type in the document")
+                }
+                type.properties[index].type = canonicalTypeText(property.type)
+                type.properties[index].resolved = resolved
+            }
+            for index in type.navigationProperties.indices {
+                var navigation = type.navigationProperties[index]
+                let location = navigation.location
+                guard names.insert(navigation.name).inserted else {
+                    throw MetadataError(
+                        .invalidDefinition, element: location.element, line: location.line,
+                        "`\(navigation.name)` is declared twice in `\(type.qualifiedName)`")
+                }
+                if let written = navigation.type {
+                    var target = written.trimmedOfWhitespace
+                    if target.hasPrefix("Collection("), target.hasSuffix(")") {
+                        navigation.isCollection = true
+                        target = String(target.dropFirst("Collection(".count).dropLast())
+                    }
+                    target = canonical(target)
+                    guard case .entity = definitions[target] else {
+                        throw MetadataError(
+                            .unknownType, element: location.element, line: location.line,
+                            "the type `\(written)` names no entity type in the document")
+                    }
+                    navigation.target = target
+                } else {
+                    let relationship = canonical(navigation.relationship ?? "")
+                    guard let association = associations[relationship] else {
+                        throw MetadataError(
+                            .unresolvedAssociation, element: location.element, line: location.line,
+                            "the Relationship `\(navigation.relationship ?? "")` names no association in the document")
+                    }
+                    guard association.ends.contains(where: { $0.role == navigation.fromRole }) else {
+                        throw MetadataError(
+                            .unresolvedAssociation, element: location.element, line: location.line,
+                            "the FromRole `\(navigation.fromRole ?? "")` is no end of `\(relationship)`")
+                    }
+                    guard let end = association.ends.first(where: { $0.role == navigation.toRole }) else {
+                        throw MetadataError(
+                            .unresolvedAssociation, element: location.element, line: location.line,
+                            "the ToRole `\(navigation.toRole ?? "")` is no end of `\(relationship)`")
+                    }
+                    let target = canonical(end.type)
+                    guard case .entity = definitions[target] else {
+                        throw MetadataError(
+                            .unresolvedAssociation, element: location.element, line: location.line,
+                            "the end `\(end.role)` of `\(relationship)` has the type `\(end.type)`, no entity type")
+                    }
+                    navigation.target = target
+                    navigation.isCollection = end.multiplicity.trimmingCharacters(in: .whitespaces) == "*"
+                    navigation.relationship = relationship
+                    // This side the dependent, the target the principal: the association's constraint is this
+                    // navigation property's foreign key, as a V4 `ReferentialConstraint` would say it.
+                    if let constraint = association.referentialConstraint,
+                        constraint.dependent.role == navigation.fromRole, constraint.principal.role == navigation.toRole,
+                        constraint.dependent.properties.count == constraint.principal.properties.count
+                    {
+                        navigation.referentialConstraints = zip(
+                            constraint.dependent.properties, constraint.principal.properties
+                        ).map { CSDLReferentialConstraint(property: $0, referencedProperty: $1) }
+                    }
+                }
+                type.navigationProperties[index] = navigation
+            }
+        }
+
+        for schemaIndex in document.schemas.indices {
+            for index in document.schemas[schemaIndex].entityTypes.indices {
+                try resolveStructured(&document.schemas[schemaIndex].entityTypes[index])
+            }
+            for index in document.schemas[schemaIndex].complexTypes.indices {
+                try resolveStructured(&document.schemas[schemaIndex].complexTypes[index])
+            }
+        }
+
+        // Base type chains: no cycles; flattened property names unique; every concrete entity type has a key.
+        let structured = document.structuredTypesByName()
+        for schema in document.schemas {
+            for type in schema.entityTypes + schema.complexTypes {
+                let chain = try document.baseChain(of: type, in: structured)
+                var names: Set<String> = []
+                for member in chain {
+                    for name in member.properties.map(\.name) + member.navigationProperties.map(\.name)
+                    where !names.insert(name).inserted {
+                        throw MetadataError(
+                            .invalidDefinition, element: type.location.element, line: type.location.line,
+                            "`\(name)` is declared both in `\(type.qualifiedName)` and in a base type")
+                    }
+                }
+                guard type.isEntity else { continue }
+                guard let key = chain.reversed().lazy.compactMap(\.key).first(where: { !$0.isEmpty }) else {
+                    if type.isAbstract { continue }
+                    throw MetadataError(
+                        .missingKey, element: type.location.element, line: type.location.line,
+                        "the entity type `\(type.qualifiedName)` has no key, and no base type that has one")
+                }
+                let properties = chain.flatMap(\.properties)
+                for name in key where !properties.contains(where: { $0.name == name }) {
+                    throw MetadataError(
+                        .invalidDefinition, element: type.location.element, line: type.location.line,
+                        "the key property `\(name)` is no structural property of `\(type.qualifiedName)`")
+                }
+            }
+            for container in schema.entityContainers {
+                for set in container.entitySets {
+                    guard case .entity = definitions[canonical(set.entityType)] else {
+                        throw MetadataError(
+                            .unknownEntitySetType, element: set.location.element, line: set.location.line,
+                            "the entity type `\(set.entityType)` is not in the document")
+                    }
+                }
+            }
+        }
+        for schemaIndex in document.schemas.indices {
+            for containerIndex in document.schemas[schemaIndex].entityContainers.indices {
+                for setIndex in document.schemas[schemaIndex].entityContainers[containerIndex].entitySets.indices {
+                    let written = document.schemas[schemaIndex].entityContainers[containerIndex].entitySets[setIndex]
+                        .entityType
+                    document.schemas[schemaIndex].entityContainers[containerIndex].entitySets[setIndex].entityType =
+                        canonical(written)
+                }
+            }
+        }
+        document.deriveV2Bindings()
+        return document
+    }
+
+    /// V2: every navigation property whose association has an association set gets, on the set playing its
+    /// `FromRole`, the binding to the set playing its `ToRole` (a binding declared already is kept).
+    private mutating func deriveV2Bindings() {
+        guard version == .v2 else { return }
+        var navigations: [String: [CSDLNavigationProperty]] = [:]
+        for schema in schemas {
+            for type in schema.entityTypes {
+                for navigation in type.navigationProperties {
+                    if let relationship = navigation.relationship { navigations[relationship, default: []].append(navigation) }
+                }
+            }
+        }
+        for schemaIndex in schemas.indices {
+            for containerIndex in schemas[schemaIndex].entityContainers.indices {
+                var container = schemas[schemaIndex].entityContainers[containerIndex]
+                for setIndex in container.associationSets.indices {
+                    container.associationSets[setIndex].association = canonical(container.associationSets[setIndex].association)
+                }
+                for associationSet in container.associationSets {
+                    func set(playing role: String?) -> String? {
+                        associationSet.ends.first { $0.role != nil && $0.role == role }?.entitySet
+                    }
+                    for navigation in navigations[associationSet.association] ?? [] {
+                        guard let source = set(playing: navigation.fromRole), let target = set(playing: navigation.toRole),
+                            let sourceIndex = container.entitySets.firstIndex(where: { $0.name == source }),
+                            !container.entitySets[sourceIndex].navigationPropertyBindings.contains(where: {
+                                $0.path == navigation.name
+                            })
+                        else { continue }
+                        container.entitySets[sourceIndex].navigationPropertyBindings.append(
+                            CSDLNavigationPropertyBinding(path: navigation.name, target: target))
+                    }
+                }
+                schemas[schemaIndex].entityContainers[containerIndex] = container
+            }
+        }
+    }
+
+    /// A type text with aliases replaced (`Collection(Alias.T)` → `Collection(Namespace.T)`), for doc comments.
+    func canonicalTypeText(_ written: String) -> String {
+        let trimmed = written.trimmedOfWhitespace
+        if trimmed.hasPrefix("Collection("), trimmed.hasSuffix(")") {
+            return "Collection(" + canonicalTypeText(String(trimmed.dropFirst("Collection(".count).dropLast())) + ")"
+        }
+        return canonical(trimmed)
+    }
+
+    /// Entity and complex types by qualified name (the first definition wins; duplicates were rejected).
+    /// - Returns: the types by `Namespace.Name`.
+    public func structuredTypesByName() -> [String: CSDLStructuredType] {
+        var result: [String: CSDLStructuredType] = [:]
+        for schema in schemas {
+            for type in schema.entityTypes + schema.complexTypes where result[type.qualifiedName] == nil {
+                result[type.qualifiedName] = type
+            }
+        }
+        return result
+    }
+
+    /// The type and its base types, the root first; a cycle is an error.
+    /// - Parameters:
+    ///   - type: an entity or complex type.
+    ///   - types: the document's types by qualified name (``structuredTypesByName()``).
+    /// - Returns: the chain, the root first and `type` last.
+    /// - Throws: ``MetadataError`` when the base types form a cycle (resolution already rejects that).
+    public func baseChain(
+        of type: CSDLStructuredType, in types: [String: CSDLStructuredType]
+    ) throws(MetadataError) -> [CSDLStructuredType] {
+        var chain = [type]
+        var seen: Set<String> = [type.qualifiedName]
+        var current = type
+        while let base = current.baseType {
+            guard let next = types[base] else { break }
+            guard seen.insert(next.qualifiedName).inserted else {
+                throw MetadataError(
+                    .invalidDefinition, element: type.location.element, line: type.location.line,
+                    "the base types of `\(type.qualifiedName)` form a cycle")
+            }
+            chain.append(next)
+            current = next
+        }
+        return chain.reversed()
+    }
+}
+
+extension String {
+    /// The text without leading and trailing white space and newlines; most names have none, and are returned
+    /// as they are without Foundation's (slow) trimming.
+    var trimmedOfWhitespace: String {
+        guard let first = utf8.first, let last = utf8.last else { return self }
+        // Printable ASCII at both ends (no space): nothing to trim.
+        if first > 0x20, first < 0x80, last > 0x20, last < 0x80 { return self }
+        return trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
