@@ -27,7 +27,20 @@ extension CSDLDocument {
     ///   well-formed, not EDMX, of an unsupported version, lacks a required attribute, or names a type, key
     ///   property or association end that is not there.
     public init(parsing data: Data) throws(MetadataError) {
-        self = try CSDLParser.parse(data).resolved()
+        self = try CSDLParser.parse(data).resolved(allowingUnresolvedPropertyTypes: false)
+    }
+
+    /// Reads and resolves a `$metadata` document as ``init(parsing:)`` does, except that a structural property whose
+    /// type names nothing in the document (a type from a document the service includes with `edmx:Reference`)
+    /// is kept with its written type and ``CSDLProperty/resolved`` `nil` instead of refusing the document: for a
+    /// reader that keeps such values as they come (the offline store), unlike one that must type them (the proxy
+    /// generator).
+    /// - Parameters:
+    ///   - data: the document's bytes (UTF-8).
+    ///   - allowingUnresolvedPropertyTypes: keep properties of unknown types unresolved.
+    /// - Throws: ``MetadataError`` as ``init(parsing:)``, apart from the properties' types.
+    public init(parsing data: Data, allowingUnresolvedPropertyTypes: Bool) throws(MetadataError) {
+        self = try CSDLParser.parse(data).resolved(allowingUnresolvedPropertyTypes: allowingUnresolvedPropertyTypes)
     }
 
     /// The entity or complex type with this qualified name (or alias-qualified name).
@@ -109,7 +122,7 @@ extension CSDLDocument {
     }
 
     /// A resolved copy: every type reference checked and resolved, V2 navigation properties resolved.
-    func resolved() throws(MetadataError) -> CSDLDocument {
+    func resolved(allowingUnresolvedPropertyTypes: Bool) throws(MetadataError) -> CSDLDocument {
         var document = self
         let definitions = try definitions()
         var associations: [String: CSDLAssociation] = [:]
@@ -161,7 +174,12 @@ extension CSDLDocument {
                         .invalidDefinition, element: property.location.element, line: property.location.line,
                         "`\(property.name)` is declared twice in `\(type.qualifiedName)`")
                 }
-                guard let resolved = resolveType(property.type) else {
+                let resolved = resolveType(property.type)
+                if resolved == nil, allowingUnresolvedPropertyTypes {
+                    type.properties[index].type = canonicalTypeText(property.type)
+                    continue
+                }
+                guard let resolved else {
                     throw MetadataError(
                         .unknownType, element: property.location.element, line: property.location.line,
                         "the type `\(property.type)` names no type in the document")

@@ -68,7 +68,8 @@ struct ServiceModel: Sendable, Hashable {
     static func parse(_ data: Data) throws(OfflineODataError) -> ServiceModel {
         let document: CSDLDocument
         do {
-            document = try CSDLDocument(parsing: data)
+            // A property typed from a referenced document is stored as it comes, as before this reader.
+            document = try CSDLDocument(parsing: data, allowingUnresolvedPropertyTypes: true)
         } catch {
             throw OfflineODataError(.invalidMetadata, "the $metadata document is not usable: \(error)", underlying: error)
         }

@@ -83,6 +83,16 @@ import Testing
         #expect(error.message.contains("NS.Nothing"))
     }
 
+    @Test func aPropertyOfAReferencedTypeIsKeptUnresolvedOnlyWhenAsked() throws {
+        let text = Self.valid.replacingOccurrences(of: "<Property Name=\"ID\" Type=\"Edm.Int32\"", with: "<Property Name=\"ID\" Type=\"Edm.Int32\"/><Property Name=\"Amount\" Type=\"Common.Money\"")
+        #expect(Self.error(text) == .unknownType)
+        let document = try CSDLDocument(parsing: Data(text.utf8), allowingUnresolvedPropertyTypes: true)
+        let amount = try #require(document.structuredType(named: "NS.Item")?.properties.first { $0.name == "Amount" })
+        #expect(amount.type == "Common.Money")
+        #expect(amount.resolved == nil)
+        #expect(document.structuredType(named: "NS.Item")?.properties.first { $0.name == "ID" }?.resolved != nil)
+    }
+
     @Test func anEntitySetOfAMissingTypeIsNamed() throws {
         let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "EntityType=\"NS.Item\"", with: "EntityType=\"NS.Gone\"")))
         #expect(error == .unknownEntitySetType)
