@@ -10,4 +10,14 @@
 /// `SQLITE_TRANSIENT` is a macro around a cast of -1 to a function pointer, which Swift cannot import:
 /// binding with it makes SQLite copy the bytes before the call returns.
 static inline sqlite3_destructor_type CSQLCipher_transient(void) { return SQLITE_TRANSIENT; }
+
+/// `sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, lines)`: every page cache made after it takes its first `lines`
+/// cache lines from one allocation (sqlite3_config is variadic, which Swift cannot call). `SQLITE_MISUSE` once
+/// SQLite is initialized in this process.
+static inline int CSQLCipher_configureBulkPageCache(int lines) {
+    return sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, lines);
+}
+
+/// The bytes SQLite has allocated and not freed (`sqlite3_memory_used`).
+static inline sqlite3_int64 CSQLCipher_memoryUsed(void) { return sqlite3_memory_used(); }
 #endif
