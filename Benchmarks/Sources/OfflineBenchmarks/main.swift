@@ -139,7 +139,8 @@ func threadCPUNanoseconds() -> Double {
 /// The minor page faults of the calling thread so far (memory the kernel maps on first touch: fresh heap, code pages).
 func threadMinorFaults() -> Double {
     var usage = rusage()
-    getrusage(RUSAGE_THREAD.rawValue, &usage)
+    // RUSAGE_THREAD (1, Linux): Glibc's module leaves it out (it needs _GNU_SOURCE).
+    getrusage(type(of: RUSAGE_SELF.rawValue).init(1), &usage)
     return Double(usage.ru_minflt)
 }
 func elapsed(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) }
