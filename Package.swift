@@ -53,7 +53,7 @@ let package = Package(
         .systemLibrary(
             name: "CSQLCipher",
             pkgConfig: "sqlcipher",
-            providers: [.apt(["libsqlcipher-dev"])]
+            providers: [.apt(["libsqlcipher-dev", "libssl-dev"])]
         ),
         .systemLibrary(
             name: "CHiredis",

@@ -91,7 +91,8 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         defer { connection.close() }
         // The setting is given before the first connection of the process opens, so it applies (nothing else in this
         // test process uses SQLite first).
-        #expect(SQLCipherConnection.bulkPageCache)
+        #expect(SQLCipherConnection.processSetup.bulkPageCache)
+        #expect(SQLCipherConnection.processSetup.fetchedCrypto)
         // The connection read page 1 at open: its page cache allocated the block then (other tests' connections only
         // add to the total).
         #expect(SQLCipherConnection.sqliteMemoryUsed >= Int(SQLCipherConnection.bulkPageCacheLines) * SQLCipherConnection.defaultPageSize)
