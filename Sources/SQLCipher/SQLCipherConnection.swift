@@ -107,7 +107,8 @@ public final class SQLCipherConnection {
     ///   once. SQLCipher 3.4.1 hands OpenSSL 3 the legacy `EVP_sha1()` and `EVP_aes_256_cbc()` for every page, and
     ///   OpenSSL 3 looks their implementation up again (its method store, under a lock) at each call: ≈ 0.5 µs of
     ///   ≈ 3.5 µs per 4 KiB page on this project's machine. Same algorithms, keys and bytes; `false` (SQLCipher's own
-    ///   functions stay) when the registered provider is not SQLCipher 3.4's OpenSSL one.
+    ///   functions stay) when the SQLite answering the `sqlite3_*` symbols is not SQLCipher 3.4.1 (the connection then
+    ///   refuses to open, ``SQLCipherError/Code/notSQLCipher``) or its registered provider is not the OpenSSL one.
     static let processSetup: (bulkPageCache: Bool, fetchedCrypto: Bool) = {
         let bulkPageCache = CSQLCipher_configureBulkPageCache(bulkPageCacheLines) == SQLITE_OK
         return (bulkPageCache, CSQLCipher_installFetchedCrypto() == 1)
