@@ -55,7 +55,7 @@ let package = Package(
         .systemLibrary(
             name: "CSQLCipher",
             pkgConfig: "sqlcipher",
-            providers: [.apt(["libsqlcipher-dev"])]
+            providers: [.apt(["libsqlcipher-dev", "libssl-dev"])]
         ),
         .systemLibrary(
             name: "CHiredis",

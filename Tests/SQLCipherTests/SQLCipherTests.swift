@@ -84,6 +84,20 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
     }
 
+    @Test func theProcessSetUpItsPageCacheBlockAndFetchedCryptoBeforeTheFirstConnection() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let connection = try SQLCipherConnection(path: directory.path + "/bulk.db", key: key)
+        defer { connection.close() }
+        // Both are set up before the first connection of the process opens, so they apply (nothing else in this test
+        // process uses SQLite first; the round-trip tests read and write pages through the fetched crypto).
+        #expect(SQLCipherConnection.processSetup.bulkPageCache)
+        #expect(SQLCipherConnection.processSetup.fetchedCrypto)
+        // The connection read page 1 at open: its page cache allocated the block then (other tests' connections only
+        // add to the total).
+        #expect(SQLCipherConnection.sqliteMemoryUsed >= Int(SQLCipherConnection.bulkPageCacheLines) * SQLCipherConnection.defaultPageSize)
+    }
+
     @Test func thePageSizeIsTheOptionsAndAnEncryptedFileOpensOnlyWithItsOwn() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
