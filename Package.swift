@@ -212,7 +212,7 @@ let package = Package(
             dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
-        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataFixtures", "ODataTesting"]),
+        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataTesting"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher", "ODataTesting"]),
         .testTarget(
             name: "ODataTestingTests",

@@ -2,7 +2,6 @@ import Foundation
 import HTTPTypes
 import NorthwindProxies
 import ODataCore
-import ODataFixtures
 import ODataTesting
 import ODataTyped
 import OnlineStore
@@ -16,48 +15,76 @@ private final class CannedProvider: DataServiceProvider {
     func executeRequest(_ request: ODataRequest) async throws -> ODataResponse? { response }
 }
 
-/// `DataService` over the online store and the fixture producer: server-driven paging, counts, passive mode,
+/// `DataService` over the online store and a scripted back end: server-driven paging, counts, passive mode,
 /// and what a full replacement sends.
 @Suite(.serialized) struct DataServiceTests {
-    @Test func pagesCountsAndPassiveMode() async throws {
-        let server = try await FixtureServer.start()
-        defer { Task { await server.stop() } }
-        let directory = try TemporaryDirectory()
-        let store = try OnlineODataStore(serviceRoot: server.serviceRoot, options: directory.onlineOptions())
-        try await store.open()
-        defer { store.close() }
-        let service = NorthwindService(provider: store)
-        let total = try server.read { try $0.entities(in: "Orders").count }
+    /// 230 orders, one in three shipped to Germany.
+    static let orders: [JSONValue] = (0..<230).map { index in
+        ["OrderID": .int(Int64(10_248 + index)), "CustomerID": "ALFKI", "ShipCountry": .string(index % 3 == 0 ? "Germany" : "France")]
+    }
 
-        // One page at a time, with the total count.
-        let first = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).orderBy(Order.orderID).count())
-        #expect(try first.count() == total && first.entities.count == 100 && first.nextLink != nil)
-        let second = try #require(try await service.dataService.nextPage(of: first))
-        #expect(second.entities.first?.orderID == first.entities.last.map { $0.orderID + 1 })
-        #expect(second.entities.allSatisfy { $0.odata.entitySet == "Orders" })
-
-        // fetch follows every next link.
-        let all = try await service.fetchOrders()
-        #expect(all.count == total && Set(all.map(\.orderID)).count == total && total > 200)
-
-        // A count without entities.
-        let counted = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders)
-            .filter(Order.shipCountry == "Germany").count().top(0))
-        #expect(counted.entities.isEmpty)
-        #expect(try counted.count() == (try server.read { try $0.entities(in: "Orders").filter { $0["ShipCountry"] == "Germany" }.count }))
-        let uncounted = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).top(1))
-        #expect(throws: DataServiceError.self) { try uncounted.count() }
-
-        // Passive mode: what was read is answered from the cache; what never was is `.noData`.
-        try store.setMode(.passive)
-        let cached = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).orderBy(Order.orderID).count())
-        #expect(cached.entities.map(\.orderID) == first.entities.map(\.orderID))
-        do {
-            _ = try await service.fetchCustomers(matching: DataQuery().filter(Customer.city == "Nowhere"))
-            Issue.record("a read nothing was cached for answered")
-        } catch let error as DataServiceError {
-            #expect(error == .noData)
+    /// `Orders` as a service with server-driven paging answers it: at most 100 per page with a next link
+    /// (`$skiptoken`), `$filter` on the ship country, `$top`, and the count with `$count=true`.
+    static func pagedOrders(_ backEnd: ScriptedTransport) {
+        backEnd.on("GET", "Orders") { request in
+            let items = URLComponents(string: request.url)?.queryItems ?? []
+            func option(_ name: String) -> String? { items.first { $0.name == name }?.value }
+            var rows = Self.orders
+            if let filter = option("$filter") {
+                guard filter == "ShipCountry eq 'Germany'" else { return .odataError(status: 501, code: "Unscripted", message: filter) }
+                rows = rows.filter { $0.objectValue?["ShipCountry"] == "Germany" }
+            }
+            let start = Int(option("$skiptoken") ?? "0") ?? 0
+            let top = option("$top").flatMap { Int($0) }
+            let end = min(rows.count, start + min(top ?? 100, 100))
+            var next: String?
+            if top == nil && end < rows.count {
+                var components = URLComponents(string: request.url)
+                components?.queryItems = items.filter { $0.name != "$skiptoken" } + [URLQueryItem(name: "$skiptoken", value: String(end))]
+                next = components?.string
+            }
+            return .collection(Array(rows[start..<end]), count: option("$count") == "true" ? rows.count : nil, nextLink: next)
         }
+    }
+
+    @Test func pagesCountsAndPassiveMode() async throws {
+        let backEnd = ScriptedTransport()
+        Self.pagedOrders(backEnd)
+        try await backEnd.withOnlineStore { store in
+            let service = NorthwindService(provider: store)
+            let total = Self.orders.count
+
+            // One page at a time, with the total count.
+            let first = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).orderBy(Order.orderID).count())
+            #expect(try first.count() == total && first.entities.count == 100 && first.nextLink != nil)
+            let second = try #require(try await service.dataService.nextPage(of: first))
+            #expect(second.entities.first?.orderID == first.entities.last.map { $0.orderID + 1 })
+            #expect(second.entities.allSatisfy { $0.odata.entitySet == "Orders" })
+
+            // fetch follows every next link.
+            let all = try await service.fetchOrders()
+            #expect(all.count == total && Set(all.map(\.orderID)).count == total && total > 200)
+
+            // A count without entities.
+            let counted = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders)
+                .filter(Order.shipCountry == "Germany").count().top(0))
+            #expect(counted.entities.isEmpty)
+            #expect(try counted.count() == Self.orders.filter { $0.objectValue?["ShipCountry"] == "Germany" }.count)
+            let uncounted = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).top(1))
+            #expect(throws: DataServiceError.self) { try uncounted.count() }
+
+            // Passive mode: what was read is answered from the cache; what never was is `.noData`.
+            try store.setMode(.passive)
+            let cached = try await service.dataService.executeQuery(DataQuery<Order>().from(NorthwindService.orders).orderBy(Order.orderID).count())
+            #expect(cached.entities.map(\.orderID) == first.entities.map(\.orderID))
+            do {
+                _ = try await service.fetchCustomers(matching: DataQuery().filter(Customer.city == "Nowhere"))
+                Issue.record("a read nothing was cached for answered")
+            } catch let error as DataServiceError {
+                #expect(error == .noData)
+            }
+        }
+        #expect(backEnd.unmatchedRequests.isEmpty)
     }
 
     @Test func aQueryWithoutASetAndAnEntityWithoutKeysAreTypedErrors() async throws {

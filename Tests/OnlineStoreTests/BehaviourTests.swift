@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import ODataCore
-import ODataFixtures
 import ODataTesting
 import Synchronization
 import TechnicalCache
@@ -10,7 +9,18 @@ import Testing
 
 @Suite struct BehaviourTests {
     @Test func activeReadsRevalidateWithA304AndFewBytes() async throws {
-        try await Harness.run { harness in
+        let orders = (0..<60).map { index -> JSONValue in
+            ["OrderID": .int(Int64(10_248 + index)), "CustomerID": "ALFKI", "ShipName": "Alfreds Futterkiste", "ShipCity": "Berlin"]
+        }
+        let body = Data(JSON.string(["value": .array(orders)]).utf8)
+        let etag = #"W/"orders-1""#
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "Orders", query: ["$top": "60"]) { request in
+            request.headerFields[.ifNoneMatch] == etag
+                ? .response(onTheWire(304, [.eTag: etag], Data()))
+                : .response(onTheWire(200, [.contentType: "application/json", .eTag: etag], body))
+        }
+        try await Harness.run(on: backEnd) { harness in
             let store = try await harness.openStore()
             let request = ODataRequest.get("Orders", .top(60))
             let (first, firstExecution) = await record(store, request)
@@ -30,7 +40,7 @@ import Testing
             #expect(store.statistics.notModified == 1)
             let bytesOfRevalidation = store.statistics.bytesReceived - bytesAfterFirst
             #expect(bytesOfRevalidation * 10 < bytesAfterFirst, "304: \(bytesOfRevalidation) bytes vs full read \(bytesAfterFirst)")
-            #expect(harness.server.counters.requests(method: "GET", path: "Orders") == 2)
+            #expect(backEnd.requests("GET", "Orders").map { $0.headerFields[.ifNoneMatch] } == [nil, etag])
         }
     }
 
@@ -48,11 +58,11 @@ import Testing
     }
 
     @Test func passiveModeAnswersFromTheCacheWithoutTheNetwork() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             _ = await record(store, .get("Customers('ALFKI')"))
             try store.setMode(.passive)
-            harness.server.resetCounters()
+            harness.backEnd.removeRecordedRequests()
             let (hit, hitExecution) = await record(store, .get("Customers('ALFKI')"))
             #expect(hit.entries == passiveSuccess)
             #expect(try await hitExecution.result()?.isFromCache == true)
@@ -60,7 +70,7 @@ import Testing
             #expect(miss.entries == passiveSuccess, "nothing cached is not a failure in passive mode")
             #expect(try await missExecution.result() == nil)
             #expect(miss.cacheResponses.withLock { $0 }.count == 1 && miss.cacheResponses.withLock { $0[0] } == nil)
-            #expect(harness.server.counters.totalRequests == 0, "passive mode opens no connection")
+            #expect(harness.backEnd.requests.isEmpty, "passive mode sends nothing")
             let statistics = store.statistics.cache
             #expect(statistics?.writes == 1, "passive mode changes no entry")
         }
@@ -69,7 +79,7 @@ import Testing
     /// A read that cannot become a URL is a failed read: in active mode its (empty) cache answer
     /// still comes first; in passive mode it fails without one.
     @Test func aMalformedReadFailsWithTheModesSequence() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             let bad = ODataRequest(resourcePath: "Customers", queryOptions: [.top(-1)])
             let (active, execution) = await record(store, bad)
@@ -79,14 +89,14 @@ import Testing
             try store.setMode(.passive)
             let (passive, _) = await record(store, bad)
             #expect(passive.entries == ["started(initialized)", "failed(failed)", "finished(failed)"])
-            #expect(harness.server.counters.totalRequests == 0, "nothing was sent")
+            #expect(harness.backEnd.requests.isEmpty, "nothing was sent")
         }
     }
 
     @Test func anEmptyPayloadIsNotNoResponse() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
-            // ALFKI's Region is null: the producer answers 204 with no body, which is cached as an empty payload.
+            // ALFKI's Region is null: the back end answers 204 with no body, which is cached as an empty payload.
             let (_, execution) = await record(store, .get("Customers('ALFKI')/Region"))
             let server = try #require(try await execution.result())
             #expect(server.statusCode == 204 && server.payload.isEmpty)
@@ -101,16 +111,19 @@ import Testing
 
     @Test(arguments: [404, 410])
     func goneResourcesAreEvictedAndOtherFailuresLeaveTheEntry(status: Int) async throws {
-        try await Harness.run { harness in
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "Customers('ALFKI')", replies: [
+            .entity(ScriptedTransport.customer("ALFKI")),
+            .odataError(status: 503, code: "DOWN", message: "maintenance"),
+            .odataError(status: status, code: "GONE", message: "gone"),
+        ])
+        try await Harness.run(on: backEnd) { harness in
             let store = try await harness.openStore()
             let request = ODataRequest.get("Customers('ALFKI')")
             _ = await record(store, request)
-            let serverError = try harness.server.faults.add(FaultRule(.fail(status: 503, code: "DOWN", message: "maintenance"), method: "GET", path: "Customers*", times: 1))
             let (failed, _) = await record(store, request)
             #expect(failed.entries == activeFailure)
             #expect(failed.cacheResponses.withLock { $0[0] } != nil, "a 503 leaves the entry")
-            _ = harness.server.faults.remove(serverError)
-            _ = try harness.server.faults.add(FaultRule(.fail(status: status, code: "GONE", message: "gone"), method: "GET", path: "Customers*", times: 1))
             let (gone, goneExecution) = await record(store, request)
             #expect(gone.entries == activeFailure)
             await #expect(throws: ODataServiceError.self) { try await goneExecution.result() }
@@ -136,24 +149,43 @@ import Testing
     /// A read that begins after a write this store made never shares the answer of a read that began
     /// before it; and that earlier read's slower answer never replaces the later one in the cache.
     @Test func aReadAfterAWriteGetsTheNewValueAndKeepsItCached() async throws {
-        try await Harness.run { harness in
+        let backEnd = ScriptedTransport()
+        let unitsInStock = LockedValue<Int64>(17)
+        let reads = LockedValue(0)
+        let (sent, sentSignal) = AsyncStream<Void>.makeStream()
+        let (release, releaseSignal) = AsyncStream<Void>.makeStream()
+        backEnd.on("GET", "Products(1)") { _ in
+            let stock = unitsInStock.withLock { $0 }  // read now, answered later
+            if reads.withLock({ $0 += 1; return $0 }) == 1 {
+                // The first read is executed at once but its answer arrives only when the test releases it.
+                sentSignal.yield()
+                for await _ in release { break }
+            }
+            return .entity(["ProductID": 1, "UnitsInStock": .int(stock)])
+        }
+        backEnd.on("GET", "", reply: .status(200))  // the CSRF token fetch before the write
+        backEnd.on("PATCH", "Products(1)") { request in
+            guard request.body.map({ String(decoding: $0, as: UTF8.self) }) == #"{"UnitsInStock":4242}"# else { return .status(400) }
+            unitsInStock.withLock { $0 = 4242 }
+            // A write takes a few milliseconds, as over a network: the cache orders answers by the millisecond
+            // their requests were sent, and the early read must have been sent in an earlier one.
+            return .status(204).after(.milliseconds(5))
+        }
+        try await Harness.run(on: backEnd) { harness in
             let store = try await harness.openStore()
             func stock(_ response: ODataResponse?) throws -> Int64? { try response?.entity().properties["UnitsInStock"]?.intValue }
-            // The first read is executed at once but its body arrives slowly.
-            _ = try harness.server.faults.add(FaultRule(.slowBody(chunkSize: 40, interval: .milliseconds(150)), method: "GET", path: "Products(1)", times: 1))
             let early = store.execute(.get("Products(1)"))
-            for _ in 0..<200 where harness.server.counters.requests(method: "GET", path: "Products(1)") == 0 {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            for await _ in sent { break }
             var patch = ODataRequest(method: .patch, resourcePath: "Products(1)", body: Data(#"{"UnitsInStock":4242}"#.utf8))
             patch.headerFields[.contentType] = "application/json"
             #expect(try await store.execute(patch).result()?.isSuccess == true)
             let late = try await store.execute(.get("Products(1)")).result()
             #expect(try stock(late) == 4242, "not the answer of the read that began before the write")
             #expect(early.status == .inProgress || early.status == .initialized, "the early read is still under way")
+            releaseSignal.yield()
             let earlyResponse = try await early.result()
             #expect(try stock(earlyResponse) != 4242, "the early read was executed before the write")
-            #expect(harness.server.counters.requests(method: "GET", path: "Products(1)") == 2 && store.statistics.coalesced == 0)
+            #expect(backEnd.requests("GET", "Products(1)").count == 2 && store.statistics.coalesced == 0)
             #expect(store.statistics.cache?.supersededWrites == 1)
             try store.setMode(.passive)
             #expect(try stock(await store.execute(.get("Products(1)")).result()) == 4242, "the cache kept the later answer")
@@ -161,9 +193,10 @@ import Testing
     }
 
     @Test func closingTheStoreWhileRequestsRunEndsEachClearly() async throws {
-        try await Harness.run { harness in
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "Customers", reply: .collection([ScriptedTransport.customer("ALFKI")]).after(.milliseconds(200)))
+        try await Harness.run(on: backEnd) { harness in
             let store = try await harness.openStore()
-            _ = try harness.server.faults.add(FaultRule(.latency(.milliseconds(200)), method: "GET"))
             let executions = (0..<100).map { store.execute(.get("Customers", .top($0 + 1))) }
             try await Task.sleep(for: .milliseconds(50))
             store.close()
@@ -178,9 +211,10 @@ import Testing
     }
 
     @Test func closingTheCacheWhileRequestsRunDoesNotCrash() async throws {
-        try await Harness.run { harness in
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "Customers", reply: .collection([ScriptedTransport.customer("ALFKI")]).after(.milliseconds(100)))
+        try await Harness.run(on: backEnd) { harness in
             let store = try await harness.openStore()
-            _ = try harness.server.faults.add(FaultRule(.latency(.milliseconds(100)), method: "GET"))
             let executions = (0..<100).map { store.execute(.get("Customers", .skip($0))) }
             try await Task.sleep(for: .milliseconds(30))
             store.closeCache()
@@ -201,7 +235,7 @@ import Testing
             func loadKey() throws -> String? { key.withLock { $0 } }
             func saveKey(_ key: String) throws { self.key.withLock { $0 = key } }
         }
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let keyStore = MemoryKeyStore()
             let change: (inout OnlineStoreOptions) -> Void = { options in
                 options.cacheEncryptionKey = nil
@@ -237,7 +271,7 @@ import Testing
 
     /// A rekeyed cache keeps its entries and opens with the new passphrase only.
     @Test func rekeyingTheCacheKeepsItsEntries() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             _ = await record(store, .get("Customers('ALFKI')"))
             try store.rekeyCache(to: "a new passphrase")
@@ -256,7 +290,7 @@ import Testing
     }
 
     @Test func cacheLifecycleOnTheStore() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             try await store.open() // harmless
             _ = await record(store, .get("Customers('ALFKI')"))
@@ -277,7 +311,7 @@ import Testing
     }
 
     @Test func partitionsNeverSeeEachOthersEntries() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let alice = try await harness.openStore { $0.cachePartition = "alice"; $0.storeName = "shared" }
             _ = await record(alice, .get("Customers('ALFKI')"))
             alice.close()
@@ -294,24 +328,24 @@ import Testing
     }
 
     @Test func aFreshEntryWithinMaxAgeSkipsTheServer() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore { $0.maxAge = .seconds(60) }
             _ = await record(store, .get("Customers('ALFKI')"))
-            harness.server.resetCounters()
+            harness.backEnd.removeRecordedRequests()
             let (recorder, execution) = await record(store, .get("Customers('ALFKI')"))
             #expect(recorder.entries == activeSuccess)
             #expect(try await execution.result()?.isFromCache == true)
-            #expect(harness.server.counters.totalRequests == 0)
+            #expect(harness.backEnd.requests.isEmpty)
         }
     }
 
     /// `Cache-Control: only-if-cached` in active mode: the stored entry without the network, or a
     /// 504 failure when nothing is stored (RFC 9111 §5.2.1.7).
     @Test func onlyIfCachedAnswersFromTheCacheOrFailsWith504() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             _ = await record(store, .get("Customers('ALFKI')"))
-            harness.server.resetCounters()
+            harness.backEnd.removeRecordedRequests()
             var cachedOnly = ODataRequest.get("Customers('ALFKI')")
             cachedOnly.headerFields[.cacheControl] = "only-if-cached"
             let (hit, hitExecution) = await record(store, cachedOnly)
@@ -322,12 +356,12 @@ import Testing
             let (miss, missExecution) = await record(store, missing)
             #expect(miss.entries == activeFailure)
             await #expect(throws: ODataServiceError.self) { try await missExecution.result() }
-            #expect(harness.server.counters.totalRequests == 0)
+            #expect(harness.backEnd.requests.isEmpty)
         }
     }
 
     @Test func batchesAssembleTheirCacheResponseAndUpdateEachPart() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             _ = await record(store, .get("Customers('ALFKI')"))
             let batch = BatchRequest(parts: [.request(.get("Customers('ALFKI')")), .request(.get("Customers('ANATR')"))])
@@ -348,7 +382,7 @@ import Testing
     }
 
     @Test func theInlineAPIMakesTheSameCallbacks() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             let first = CallbackRecorder()
             let response = try await store.response(for: .get("Customers('ALFKI')"), listener: first)
@@ -365,7 +399,7 @@ import Testing
     }
 
     @Test func theBlockingAPIBypassesTheCache() async throws {
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let store = try await harness.openStore()
             // A blocking call belongs on a thread of its own, never on Swift's cooperative pool.
             // The answer crosses back through a lock, which ThreadSanitizer sees (a continuation resumed from a
@@ -390,17 +424,25 @@ import Testing
             func onlineStoreOpenFinished(_ store: OnlineODataStore) { events.withLock { $0.append("finished") } }
             func onlineStoreOpenFailed(_ store: OnlineODataStore, error: any Error) { events.withLock { $0.append("failed") } }
         }
-        try await Harness.run { harness in
+        try await Harness.run(on: ScriptedTransport.customers()) { harness in
             let delegate = Delegate()
-            let store = try OnlineODataStore(serviceRoot: harness.server.serviceRoot, options: harness.options(), delegate: delegate)
+            let store = try OnlineODataStore(serviceRoot: harness.backEnd.serviceRoot, options: harness.options(), delegate: delegate, transport: harness.backEnd)
             try await store.open()
             try await store.open()
             #expect(delegate.events.withLock { $0 } == ["finished"])
             store.close()
-            let other = try OnlineODataStore(serviceRoot: harness.server.serviceRoot, options: harness.options { $0.cacheEncryptionKey = "wrong" }, delegate: delegate)
+            let other = try OnlineODataStore(serviceRoot: harness.backEnd.serviceRoot, options: harness.options { $0.cacheEncryptionKey = "wrong" }, delegate: delegate, transport: harness.backEnd)
             await #expect(throws: (any Error).self) { try await other.open() }
             #expect(delegate.events.withLock { $0 } == ["finished", "failed"])
             #expect(throws: ODataError.self) { try OnlineODataStore(serviceRoot: "not a url") }
         }
     }
+}
+
+/// A response as a server sends it, with the bytes it takes on the wire: the status line, the header fields and
+/// the body (HTTP/1.1).
+private func onTheWire(_ status: Int, _ headerFields: HTTPFields, _ body: Data) -> TransportResponse {
+    let headerBytes = "HTTP/1.1 \(status) \r\n".utf8.count + headerFields.reduce(2) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 4 }
+    return TransportResponse(status: status, headerFields: headerFields, body: body, metrics: TransferMetrics(
+        headerBytes: headerBytes, bodyBytes: body.count, totalTime: .zero, connectionReused: true, newConnections: 0, httpVersion: .http1_1))
 }

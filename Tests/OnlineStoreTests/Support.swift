@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import ODataCore
-import ODataFixtures
+import ODataTesting
 import Synchronization
 import TechnicalCache
 @testable import OnlineStore
@@ -34,24 +34,14 @@ final class CallbackRecorder: ODataRequestListener {
     }
 }
 
-/// A fixture producer plus a fresh store directory; stopped and removed by `run`.
+/// A scripted back end plus a fresh store directory (ODataTesting's `withTemporaryDirectory`), removed by `run`.
 struct Harness {
-    let server: FixtureServer
+    let backEnd: ScriptedTransport
     let directory: URL
 
-    static func run<T: Sendable>(_ body: (Harness) async throws -> T) async throws -> T {
-        let server = try await FixtureServer.start()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("online-\(UUID().uuidString)")
-        let harness = Harness(server: server, directory: directory)
-        do {
-            let result = try await body(harness)
-            await server.stop()
-            try? FileManager.default.removeItem(at: directory)
-            return result
-        } catch {
-            await server.stop()
-            try? FileManager.default.removeItem(at: directory)
-            throw error
+    static func run<T: Sendable>(on backEnd: ScriptedTransport, _ body: (Harness) async throws -> T) async throws -> T {
+        try await withTemporaryDirectory { directory in
+            try await body(Harness(backEnd: backEnd, directory: directory))
         }
     }
 
@@ -65,13 +55,44 @@ struct Harness {
     }
 
     func store(_ change: (inout OnlineStoreOptions) -> Void = { _ in }) throws -> OnlineODataStore {
-        try OnlineODataStore(serviceRoot: server.serviceRoot, options: options(change))
+        try OnlineODataStore(serviceRoot: backEnd.serviceRoot, options: options(change), transport: backEnd)
     }
 
     func openStore(_ change: (inout OnlineStoreOptions) -> Void = { _ in }) async throws -> OnlineODataStore {
         let store = try store(change)
         try await store.open()
         return store
+    }
+}
+
+extension ScriptedTransport {
+    /// The customers `customers()` serves, by key.
+    static let customerNames: KeyValuePairs<String, String> = ["ALFKI": "Alfreds Futterkiste", "ANATR": "Ana Trujillo Emparedados y helados"]
+
+    /// A customer as the back end answers it.
+    static func customer(_ id: String) -> JSONValue {
+        let name = customerNames.first { $0.key == id }?.value ?? id
+        return ["CustomerID": .string(id), "CompanyName": .string(name), "Region": .null]
+    }
+
+    /// A back end with Northwind's customers ALFKI and ANATR: each by key, its null `Region` (204, no body),
+    /// `Customers` as a collection, the service root (for the CSRF token fetch), and `$batch` answered part by
+    /// part from the same.
+    static func customers() -> ScriptedTransport {
+        let backEnd = ScriptedTransport()
+        for (id, _) in customerNames {
+            backEnd.on("GET", "Customers('\(id)')", reply: .entity(customer(id)))
+                .on("GET", "Customers('\(id)')/Region", reply: .status(204))
+        }
+        backEnd.on("GET", "Customers", reply: .collection(customerNames.map { customer($0.key) }))
+        backEnd.on("GET", "", reply: .status(200))  // the CSRF token fetch before the first write or $batch
+        backEnd.on("POST", "$batch", reply: .batch { request in
+            guard let id = customerNames.first(where: { request.resourcePath == "Customers('\($0.key)')" })?.key else {
+                return ODataResponse(statusCode: 404)
+            }
+            return ODataResponse(statusCode: 200, headerFields: [.contentType: "application/json"], payload: Data(JSON.string(customer(id)).utf8))
+        })
+        return backEnd
     }
 }
 
