@@ -59,9 +59,10 @@ public struct CacheEntry: Sendable, Equatable {
         }
     }
 
-    /// Entries are equal in their response, times and size; how one was read does not matter.
+    /// Entries are equal in their response (headers line by line: the same names as sent and values, in the
+    /// same order), times and size; how one was read does not matter.
     public static func == (lhs: CacheEntry, rhs: CacheEntry) -> Bool {
-        lhs.status == rhs.status && lhs.storedHeaders == rhs.storedHeaders && lhs.payload == rhs.payload
+        lhs.status == rhs.status && sameLines(lhs.storedHeaders, rhs.storedHeaders) && lhs.payload == rhs.payload
             && lhs.storedAt == rhs.storedAt && lhs.lastUsedAt == rhs.lastUsedAt && lhs.size == rhs.size
     }
 
@@ -89,6 +90,13 @@ public struct CacheEntry: Sendable, Equatable {
         self.storedAt = storedAt
         self.lastUsedAt = storedAt
         self.size = 0
+    }
+
+    /// Whether two header lists hold the same lines in the same order, names as sent (stricter than
+    /// `HTTPFields`' `==`, which ignores the case of names and the order of differently named fields): what
+    /// is stored is the same.
+    static func sameLines(_ lhs: HTTPFields, _ rhs: HTTPFields) -> Bool {
+        lhs.elementsEqual(rhs) { $0.name.rawName == $1.name.rawName && $0.value == $1.value }
     }
 
     /// The first value of the header `name` (case-insensitive; `headers[name]` joins all of them).

@@ -80,7 +80,7 @@ import Testing
         let now = Date()
         let original = CacheEntry(status: 200, headers: [.eTag: "W/\"1\""], payload: Data("v1".utf8), storedAt: now - 10)
         try await cache.store(original, for: "u", keepingNewer: true)
-        _ = try await cache.refresh(for: "u", with304Headers: [], revalidating: original, at: now)
+        _ = try await cache.refresh(for: "u", with304Headers: [:], revalidating: original, at: now)
         #expect(cache.pendingRefreshCount == 1)
         let earlier = CacheEntry(status: 200, headers: [.eTag: "W/\"0\""], payload: Data("v0".utf8), storedAt: now - 5)
         #expect(try await cache.store(earlier, for: "u", keepingNewer: true) == false)
@@ -143,7 +143,7 @@ import Testing
         try await cache.store(makeEntry(payload: "a", etag: "W/\"a\""), for: "a")
         try await cache.store(makeEntry(payload: "b", etag: "W/\"b\""), for: "b")
         let readA = try #require(try cache.entry(for: "a"))
-        #expect(try await cache.refresh(for: "b", with304Headers: [], revalidating: readA) == nil)
+        #expect(try await cache.refresh(for: "b", with304Headers: [:], revalidating: readA) == nil)
         #expect(try cache.entry(for: "b")?.payload == Data("b".utf8))
         #expect(cache.pendingRefreshCount == 0)
     }

@@ -272,7 +272,7 @@ import TechnicalCache
         #expect(stored.headerValue(named: "Set-Cookie") == nil)
         #expect(stored.payload == Data("body".utf8))
         #expect(cache.statistics.refreshes == 1)
-        #expect(try await cache.refresh(for: "never", with304Headers: []) == nil)
+        #expect(try await cache.refresh(for: "never", with304Headers: [:]) == nil)
     }
 
     /// A 304 refreshes only the copy it confirmed: not one that replaced it meanwhile, and not when it

@@ -254,7 +254,7 @@ struct PendingRefresh: Sendable {
 
     /// The same refresh (not a later one of the same representation).
     func isSame(as other: PendingRefresh) -> Bool {
-        matches(other.etag, other.lastModified) && entry.storedAt == other.entry.storedAt && entry.headers == other.entry.headers
+        matches(other.etag, other.lastModified) && entry.storedAt == other.entry.storedAt && CacheEntry.sameLines(entry.headers, other.entry.headers)
     }
 }
 
