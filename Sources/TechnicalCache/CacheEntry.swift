@@ -111,8 +111,8 @@ public struct CacheEntry: Sendable, Equatable {
         storedHeaders.first { $0.name == name }?.value
     }
 
-    /// Header names compared as HTTP does: ASCII letters without regard to case (RFC 9110 §5.1), byte by
-    /// byte, without Foundation's locale-aware comparison (which was a measured cost of every 304).
+    /// Tokens (a method, a `Cache-Control` directive's name) compared with ASCII letters without regard to
+    /// case, byte by byte, without Foundation's locale-aware comparison (which was a measured cost of every 304).
     static func namesEqual(_ lhs: String, _ rhs: String) -> Bool {
         guard lhs.utf8.count == rhs.utf8.count else { return false }
         var lhs = lhs
