@@ -268,7 +268,7 @@ nonisolated func runBenchmarks() async throws {
             Row("store over a replayed answer (no network), uncached GET", bytes: "0") { _ = try await replayStore.response(for: uncached) },
             Row("store over a replayed answer (no network), active read (cache + 304)", bytes: "0") { _ = try await replayStore.response(for: cached) },
             Row("TechnicalCache refresh after a 304", bytes: "0") {
-                _ = try await floorCache.refresh(for: url + "#etag", with304Headers: [], revalidating: stored)
+                _ = try await floorCache.refresh(for: url + "#etag", with304Headers: [:], revalidating: stored)
             },
             Row("URLSession + URLCache, cached (entries stored by hand)", bytes: "0") { _ = try await session.data(for: peerCached) },
             Row("URLSession, uncached GET", bytes: "\(data.count)+headers") { _ = try await session.data(for: peerUncached) },
