@@ -142,8 +142,11 @@ public struct CacheEntry: Sendable, Equatable {
         return kept
     }
 
+    /// ``credentialHeaderNames`` as field names: compared without hashing each incoming name.
+    private static let credentialNames = credentialHeaderNames.compactMap { HTTPField.Name($0) }
+
     private static func isCredential(_ field: HTTPField) -> Bool {
-        credentialHeaderNames.contains(field.name.canonicalName)
+        credentialNames.contains(field.name)
     }
 
     /// Headers that describe the stored body: a 304 never replaces them.
