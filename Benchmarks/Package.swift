@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(name: "BenchmarkKit"),
@@ -31,11 +32,15 @@ let package = Package(
                 "BenchmarkKit", "CLMDBFloor",
                 .product(name: "TechnicalCache", package: "ODataStores"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .executableTarget(
             name: "SharedCacheBenchmarks",
-            dependencies: ["BenchmarkKit", .product(name: "TechnicalCache", package: "ODataStores")]
+            dependencies: [
+                "BenchmarkKit", .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         .executableTarget(
             name: "OnlineBenchmarks",
@@ -43,6 +48,7 @@ let package = Package(
                 "BenchmarkKit",
                 .product(name: "OnlineStore", package: "ODataStores"),
                 .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ODataCore", package: "ODataStores"),
                 .product(name: "CurlHTTP", package: "ODataStores"),
             ]

@@ -10,13 +10,7 @@ public final class ODataResponse: Sendable {
     /// The HTTP status code.
     public let statusCode: Int
     /// The response headers (case-insensitive names; order and repeated fields kept).
-    public var headerFields: HTTPFields {
-        switch fields {
-        case .ready(let fields): fields
-        case .deferred(let deferred): deferred.fields
-        }
-    }
-    private let fields: Fields
+    public let headerFields: HTTPFields
     /// The body bytes; empty when the server sent no content.
     public let payload: Data
     /// Whether the payload comes from the technical cache.
@@ -33,58 +27,10 @@ public final class ODataResponse: Sendable {
     ///   - isRevalidated: whether a 304 confirmed a cached payload.
     public init(statusCode: Int, headerFields: HTTPFields = [:], payload: Data = Data(), isFromCache: Bool = false, isRevalidated: Bool = false) {
         self.statusCode = statusCode
-        fields = .ready(headerFields)
+        self.headerFields = headerFields
         self.payload = payload
         self.isFromCache = isFromCache
         self.isRevalidated = isRevalidated
-    }
-
-    /// Creates a response whose header fields are made only when first read: a cached answer keeps its headers
-    /// as plain lines, and most callers read only the payload (each field's name and value would otherwise be
-    /// validated on every read from the cache).
-    /// - Parameters:
-    ///   - statusCode: the HTTP status.
-    ///   - payload: the body.
-    ///   - isFromCache: whether it was read from the cache.
-    ///   - isRevalidated: whether a 304 confirmed a cached payload.
-    ///   - headerFields: makes the headers, at most once.
-    package init(statusCode: Int, payload: Data, isFromCache: Bool, isRevalidated: Bool, headerFields: @escaping @Sendable () -> HTTPFields) {
-        self.statusCode = statusCode
-        fields = .deferred(DeferredFields(headerFields))
-        self.payload = payload
-        self.isFromCache = isFromCache
-        self.isRevalidated = isRevalidated
-    }
-
-    /// The header fields, or what makes them.
-    private enum Fields: Sendable {
-        case ready(HTTPFields)
-        case deferred(DeferredFields)
-    }
-
-    /// Header fields made on first use, once.
-    private final class DeferredFields: Sendable {
-        private let state: LockedValue<State>
-        private enum State {
-            case pending(@Sendable () -> HTTPFields)
-            case made(HTTPFields)
-        }
-
-        init(_ make: @escaping @Sendable () -> HTTPFields) {
-            state = LockedValue(.pending(make))
-        }
-
-        var fields: HTTPFields {
-            state.withLock { state in
-                switch state {
-                case .made(let fields): return fields
-                case .pending(let make):
-                    let fields = make()
-                    state = .made(fields)
-                    return fields
-                }
-            }
-        }
     }
 
     /// The `ETag` header, if any.
@@ -125,12 +71,7 @@ public final class ODataResponse: Sendable {
     ///   - isRevalidated: whether a 304 confirmed it.
     /// - Returns: a new response object with the same status, headers and payload.
     public func with(isFromCache: Bool, isRevalidated: Bool) -> ODataResponse {
-        switch fields {
-        case .ready(let fields):
-            ODataResponse(statusCode: statusCode, headerFields: fields, payload: payload, isFromCache: isFromCache, isRevalidated: isRevalidated)
-        case .deferred(let deferred):
-            ODataResponse(statusCode: statusCode, payload: payload, isFromCache: isFromCache, isRevalidated: isRevalidated) { deferred.fields }
-        }
+        ODataResponse(statusCode: statusCode, headerFields: headerFields, payload: payload, isFromCache: isFromCache, isRevalidated: isRevalidated)
     }
 }
 

@@ -421,11 +421,8 @@ public final class OnlineODataStore: Sendable {
     /// A batch part that was never cached: `504` as for an unsatisfiable `only-if-cached` (RFC 9111 §5.2.1.7).
     private static let notCached = ODataResponse(statusCode: 504, headerFields: [HTTPField.Name("Cache-Status")!: "ODataStores; fwd=miss; detail=not-cached"], isFromCache: true)
 
-    /// The cache's answer; its header fields are made from the stored lines only if someone reads them.
+    /// The cache's answer.
     private static func response(from entry: CacheEntry, revalidated: Bool) -> ODataResponse {
-        let headers = entry.headers
-        return ODataResponse(statusCode: entry.status, payload: entry.payload, isFromCache: true, isRevalidated: revalidated) {
-            HTTPFields(headers.compactMap { header in HTTPField.Name(header.name).map { HTTPField(name: $0, value: header.value) } })
-        }
+        ODataResponse(statusCode: entry.status, headerFields: entry.headers, payload: entry.payload, isFromCache: true, isRevalidated: revalidated)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// One cached response: status, headers, payload and bookkeeping times.
 ///
@@ -6,35 +7,17 @@ import Foundation
 /// ``payload`` is empty is a cached response without content. Credentials are never kept:
 /// ``headers`` drops `Authorization`, `Cookie`, `Set-Cookie` and `Proxy-Authorization` whenever it is set.
 public struct CacheEntry: Sendable, Equatable {
-    /// One header line: a name and its value, in the order the server sent them.
-    public struct Header: Sendable, Hashable {
-        /// The header's name, as sent (compare case-insensitively).
-        public var name: String
-        /// The header's value.
-        public var value: String
-
-        /// Creates a header line.
-        ///
-        /// - Parameters:
-        ///   - name: The header's name.
-        ///   - value: The header's value.
-        public init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
-
     /// Header names (lowercased) that are never stored.
     public static let credentialHeaderNames: Set<String> = ["authorization", "cookie", "set-cookie", "proxy-authorization"]
 
     /// The HTTP status code of the stored response.
     public var status: Int
     /// The response headers, without credentials.
-    public var headers: [Header] {
+    public var headers: HTTPFields {
         get { storedHeaders }
         set { storedHeaders = Self.withoutCredentials(newValue) }
     }
-    private var storedHeaders: [Header]
+    private var storedHeaders: HTTPFields
     /// The response body (may be empty).
     public var payload: Data
     /// When the response was stored or last refreshed by a 304; a writer that orders its writes
@@ -76,9 +59,10 @@ public struct CacheEntry: Sendable, Equatable {
         }
     }
 
-    /// Entries are equal in their response, times and size; how one was read does not matter.
+    /// Entries are equal in their response (headers line by line: the same names as sent and values, in the
+    /// same order), times and size; how one was read does not matter.
     public static func == (lhs: CacheEntry, rhs: CacheEntry) -> Bool {
-        lhs.status == rhs.status && lhs.storedHeaders == rhs.storedHeaders && lhs.payload == rhs.payload
+        lhs.status == rhs.status && sameLines(lhs.storedHeaders, rhs.storedHeaders) && lhs.payload == rhs.payload
             && lhs.storedAt == rhs.storedAt && lhs.lastUsedAt == rhs.lastUsedAt && lhs.size == rhs.size
     }
 
@@ -86,10 +70,10 @@ public struct CacheEntry: Sendable, Equatable {
     ///
     /// - Parameters:
     ///   - status: The HTTP status code.
-    ///   - headers: The response headers in order.
+    ///   - headers: The response headers in order (names as sent, duplicates kept).
     ///   - payload: The body.
     ///   - storedAt: When the response was received. The default is now.
-    public init(status: Int, headers: [Header], payload: Data, storedAt: Date = Date()) {
+    public init(status: Int, headers: HTTPFields, payload: Data, storedAt: Date = Date()) {
         self.status = status
         self.storedHeaders = Self.withoutCredentials(headers)
         self.payload = payload
@@ -99,7 +83,7 @@ public struct CacheEntry: Sendable, Equatable {
     }
 
     /// An entry decoded from the cache: its headers were filtered when it was stored.
-    init(status: Int, trustedHeaders: [Header], payload: Data, storedAt: Date) {
+    init(status: Int, trustedHeaders: HTTPFields, payload: Data, storedAt: Date) {
         self.status = status
         self.storedHeaders = trustedHeaders
         self.payload = payload
@@ -108,16 +92,27 @@ public struct CacheEntry: Sendable, Equatable {
         self.size = 0
     }
 
-    /// The first value of the header `name` (case-insensitive).
-    ///
-    /// - Parameter name: The header's name.
-    /// - Returns: Its first value, or `nil`.
-    public func headerValue(named name: String) -> String? {
-        storedHeaders.first { Self.namesEqual($0.name, name) }?.value
+    /// Whether two header lists hold the same lines in the same order, names as sent (stricter than
+    /// `HTTPFields`' `==`, which ignores the case of names and the order of differently named fields): what
+    /// is stored is the same.
+    static func sameLines(_ lhs: HTTPFields, _ rhs: HTTPFields) -> Bool {
+        lhs.elementsEqual(rhs) { $0.name.rawName == $1.name.rawName && $0.value == $1.value }
     }
 
-    /// Header names compared as HTTP does: ASCII letters without regard to case (RFC 9110 §5.1), byte by
-    /// byte, without Foundation's locale-aware comparison (which was a measured cost of every 304).
+    /// The first value of the header `name` (case-insensitive; `headers[name]` joins all of them).
+    ///
+    /// - Parameter name: The header's name.
+    /// - Returns: Its first value, or `nil` (also when `name` is not a valid field name).
+    public func headerValue(named name: String) -> String? {
+        HTTPField.Name(name).flatMap(firstValue)
+    }
+
+    private func firstValue(_ name: HTTPField.Name) -> String? {
+        storedHeaders.first { $0.name == name }?.value
+    }
+
+    /// Tokens (a method, a `Cache-Control` directive's name) compared with ASCII letters without regard to
+    /// case, byte by byte, without Foundation's locale-aware comparison (which was a measured cost of every 304).
     static func namesEqual(_ lhs: String, _ rhs: String) -> Bool {
         guard lhs.utf8.count == rhs.utf8.count else { return false }
         var lhs = lhs
@@ -136,29 +131,33 @@ public struct CacheEntry: Sendable, Equatable {
     }
 
     /// The `ETag` header: the validator sent back as `If-None-Match`.
-    public var etag: String? { headerValue(named: "ETag") }
+    public var etag: String? { firstValue(.eTag) }
     /// The `Last-Modified` header: the validator sent back as `If-Modified-Since`.
-    public var lastModified: String? { headerValue(named: "Last-Modified") }
+    public var lastModified: String? { firstValue(.lastModified) }
 
-    static func withoutCredentials(_ headers: [Header]) -> [Header] {
-        headers.contains(where: isCredential) ? headers.filter { !isCredential($0) } : headers
+    static func withoutCredentials(_ headers: HTTPFields) -> HTTPFields {
+        guard headers.contains(where: isCredential) else { return headers }
+        var kept = headers
+        kept.removeAll(where: isCredential)
+        return kept
     }
 
-    private static func isCredential(_ header: Header) -> Bool {
-        credentialHeaderNames.contains { namesEqual(header.name, $0) }
+    /// ``credentialHeaderNames`` as field names: compared without hashing each incoming name.
+    private static let credentialNames = credentialHeaderNames.compactMap { HTTPField.Name($0) }
+
+    private static func isCredential(_ field: HTTPField) -> Bool {
+        credentialNames.contains(field.name)
     }
 
     /// Headers that describe the stored body: a 304 never replaces them.
-    private static let framingHeaderNames = ["content-length", "content-encoding", "content-type", "transfer-encoding", "content-range"]
+    private static let framingHeaderNames: [HTTPField.Name] = [.contentLength, .contentEncoding, .contentType, .transferEncoding, .contentRange]
 
     /// Merges the headers of a 304 response (RFC 9111 §4.3.4): each name in `newHeaders` replaces the
     /// stored lines of that name, except the framing headers that describe the stored body.
-    mutating func refresh(with newHeaders: [Header], at date: Date) {
-        let incoming = newHeaders.filter { header in
-            !Self.isCredential(header) && !Self.framingHeaderNames.contains { Self.namesEqual(header.name, $0) }
-        }
-        storedHeaders.removeAll { stored in incoming.contains { Self.namesEqual($0.name, stored.name) } }
-        storedHeaders += incoming
+    mutating func refresh(with newHeaders: HTTPFields, at date: Date) {
+        let incoming = newHeaders.filter { field in !Self.isCredential(field) && !Self.framingHeaderNames.contains(field.name) }
+        storedHeaders.removeAll { stored in incoming.contains { $0.name == stored.name } }
+        storedHeaders.append(contentsOf: incoming)
         storedAt = date
     }
 }
@@ -176,23 +175,27 @@ enum EntryCodec {
         meta.append(UInt16(clamping: entry.status))
         meta.append(UInt64(bitPattern: Int64(entry.storedAt.timeIntervalSince1970 * 1000)))
         meta.append(UInt32(entry.headers.count))
-        for header in entry.headers {
-            meta.appendString(header.name)
-            meta.appendString(header.value)
+        for field in entry.headers {
+            meta.appendString(field.name.rawName)
+            meta.appendString(field.value)
         }
         return meta.data
     }
 
-    static func decodeMeta(_ raw: UnsafeRawBufferPointer) -> (status: Int, storedAt: Date, headers: [CacheEntry.Header])? {
+    /// The metadata of `raw`; `nil` when it does not decode, including a header name that is not an HTTP
+    /// field name or more headers than `HTTPFields` holds (a damaged or foreign value): the callers treat
+    /// it as damaged.
+    static func decodeMeta(_ raw: UnsafeRawBufferPointer) -> (status: Int, storedAt: Date, headers: HTTPFields)? {
         var reader = RawReader(raw)
         guard reader.uint8() == version, let status = reader.uint16(), let stored = reader.uint64(),
-              let headerCount = reader.uint32(), Int(headerCount) <= raw.count / 8
+              let headerCount = reader.uint32(), Int(headerCount) <= raw.count / 8,
+              headerCount < UInt16.max  // more than `HTTPFields` holds
         else { return nil }
-        var headers: [CacheEntry.Header] = []
+        var headers = HTTPFields()
         headers.reserveCapacity(Int(headerCount))
         for _ in 0..<headerCount {
-            guard let name = reader.string(), let value = reader.string() else { return nil }
-            headers.append(.init(name: name, value: value))
+            guard let rawName = reader.string(), let name = HTTPField.Name(rawName), let value = reader.string() else { return nil }
+            headers.append(HTTPField(name: name, value: value))
         }
         guard reader.isAtEnd else { return nil }
         return (Int(status), Date(timeIntervalSince1970: Double(Int64(bitPattern: stored)) / 1000), headers)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// How a store uses its technical cache.
 public enum CacheMode: Sendable, Hashable {
@@ -13,7 +14,7 @@ public struct CacheRequest: Sendable, Hashable {
     /// The HTTP method, for example `GET`.
     public var method: String
     /// The request headers.
-    public var headers: [CacheEntry.Header]
+    public var headers: HTTPFields
     /// Whether the application asked for the cache on this request.
     public var useCache: Bool
 
@@ -23,7 +24,7 @@ public struct CacheRequest: Sendable, Hashable {
     ///   - method: The HTTP method.
     ///   - headers: The request headers. The default is none.
     ///   - useCache: Whether the application asked for the cache. The default is `true`.
-    public init(method: String, headers: [CacheEntry.Header] = [], useCache: Bool = true) {
+    public init(method: String, headers: HTTPFields = HTTPFields(), useCache: Bool = true) {
         self.method = method
         self.headers = headers
         self.useCache = useCache
@@ -36,7 +37,7 @@ public enum CacheDecision: Sendable, Hashable {
     case serveStored
     /// Deliver the stored entry as the cache response, then send the request with these conditional
     /// headers; a 304 means the stored entry is the answer.
-    case revalidate(conditionalHeaders: [CacheEntry.Header])
+    case revalidate(conditionalHeaders: HTTPFields)
     /// Send the request as it is.
     case fetch
     /// The request cannot be answered in this mode (passive mode and an uncacheable request, or
@@ -100,16 +101,16 @@ public enum CachePolicy {
         }
         guard let stored else { return .fetch }
         // An application that sets its own validators keeps them.
-        if request.headers.contains(where: { CacheEntry.namesEqual($0.name, "if-none-match") || CacheEntry.namesEqual($0.name, "if-modified-since") }) {
+        if request.headers.contains(.ifNoneMatch) || request.headers.contains(.ifModifiedSince) {
             return .fetch
         }
         if let maxAge, !hasDirective("no-cache", in: request.headers) {
             let seconds = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
             if now.timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
         }
-        var conditional: [CacheEntry.Header] = []
-        if let etag = stored.etag { conditional.append(.init(name: "If-None-Match", value: etag)) }
-        if let lastModified = stored.lastModified { conditional.append(.init(name: "If-Modified-Since", value: lastModified)) }
+        var conditional = HTTPFields()
+        if let etag = stored.etag { conditional.append(HTTPField(name: .ifNoneMatch, value: etag)) }
+        if let lastModified = stored.lastModified { conditional.append(HTTPField(name: .ifModifiedSince, value: lastModified)) }
         return conditional.isEmpty ? .fetch : .revalidate(conditionalHeaders: conditional)
     }
 
@@ -125,7 +126,7 @@ public enum CachePolicy {
     public static func action(
         for request: CacheRequest,
         status: Int,
-        headers: [CacheEntry.Header],
+        headers: HTTPFields,
         hasStoredEntry: Bool,
         mode: CacheMode
     ) -> CacheAction {
@@ -156,13 +157,13 @@ public enum CachePolicy {
     ///   - headers: The 304 response's headers.
     ///   - stored: The stored entry.
     /// - Returns: `false` when the 304 is about another representation: its body is not the answer.
-    public static func notModified(_ headers: [CacheEntry.Header], confirms stored: CacheEntry) -> Bool {
-        func value(_ name: String) -> String? { headers.first { CacheEntry.namesEqual($0.name, name) }?.value }
-        if let etag = value("etag") {
+    public static func notModified(_ headers: HTTPFields, confirms stored: CacheEntry) -> Bool {
+        func value(_ name: HTTPField.Name) -> String? { headers.first { $0.name == name }?.value }
+        if let etag = value(.eTag) {
             guard let storedTag = stored.etag else { return false }
             return opaqueTag(etag) == opaqueTag(storedTag)
         }
-        if let lastModified = value("last-modified"), let storedDate = stored.lastModified {
+        if let lastModified = value(.lastModified), let storedDate = stored.lastModified {
             return trimmed(lastModified) == trimmed(storedDate)
         }
         return true
@@ -198,10 +199,10 @@ public enum CachePolicy {
     ///   - directive: The directive's name, lowercased.
     ///   - headers: The headers to look in.
     /// - Returns: `true` when present.
-    public static func hasDirective(_ directive: String, in headers: [CacheEntry.Header]) -> Bool {
-        headers.contains { header in
-            guard CacheEntry.namesEqual(header.name, "cache-control") else { return false }
-            return header.value.split(separator: ",").contains { part in
+    public static func hasDirective(_ directive: String, in headers: HTTPFields) -> Bool {
+        headers.contains { field in
+            guard field.name == .cacheControl else { return false }
+            return field.value.split(separator: ",").contains { part in
                 let name = part.split(separator: "=", maxSplits: 1).first ?? part[...]
                 return CacheEntry.namesEqual(String(trimmed(name)), directive)
             }

@@ -165,7 +165,7 @@ public final class CachingTransport: HTTPTransport {
         let cached = lookup(url)
         cacheAnswer(cached)
         if mode == .passive { return .cacheOnly(cached) }
-        let cacheRequest = CacheRequest(method: request.method, headers: Self.cacheHeaders(request.headerFields))
+        let cacheRequest = CacheRequest(method: request.method, headers: request.headerFields)
         var request = request
         var conditionalNames: [HTTPField.Name] = []
         switch CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active, maxAge: maxAge) {
@@ -177,10 +177,9 @@ public final class CachingTransport: HTTPTransport {
         case .unsatisfiable:
             return .unsatisfiable
         case .revalidate(let conditional):
-            for header in conditional {
-                guard let name = HTTPField.Name(header.name) else { continue }
-                request.headerFields[name] = header.value
-                conditionalNames.append(name)
+            for field in conditional {
+                request.headerFields[field.name] = field.value
+                conditionalNames.append(field.name)
             }
         case .fetch:
             break
@@ -205,8 +204,8 @@ public final class CachingTransport: HTTPTransport {
             let refreshed = await apply(action, url: url, status: 304, headers: confirming, payload: Data(), stored: cached, confirmed: true, sentAt: sentAt)
             return .notModified(refreshed ?? cached)
         }
-        let action = CachePolicy.action(for: cacheRequest, status: reply.status, headers: Self.cacheHeaders(reply.headerFields), hasStoredEntry: cached != nil, mode: .active)
-        _ = await apply(action, url: url, status: reply.status, headers: Self.cacheHeaders(reply.headerFields), payload: reply.body, stored: cached, confirmed: false, sentAt: sentAt)
+        let action = CachePolicy.action(for: cacheRequest, status: reply.status, headers: reply.headerFields, hasStoredEntry: cached != nil, mode: .active)
+        _ = await apply(action, url: url, status: reply.status, headers: reply.headerFields, payload: reply.body, stored: cached, confirmed: false, sentAt: sentAt)
         return .network(reply)
     }
 
@@ -234,16 +233,15 @@ public final class CachingTransport: HTTPTransport {
     ///   - stored: The entry the request was made with, if any.
     ///   - sentAt: When the request was sent: the answer never replaces one to a request sent later.
     public func update(status: Int, headerFields: HTTPFields, body: Data, for request: TransportRequest, stored: CacheEntry?, sentAt: Date) async {
-        let cacheRequest = CacheRequest(method: request.method, headers: Self.cacheHeaders(request.headerFields))
-        let headers = Self.cacheHeaders(headerFields)
-        let action = CachePolicy.action(for: cacheRequest, status: status, headers: headers, hasStoredEntry: stored != nil, mode: .active)
-        _ = await apply(action, url: request.url, status: status, headers: headers, payload: body, stored: stored, confirmed: false, sentAt: sentAt)
+        let cacheRequest = CacheRequest(method: request.method, headers: request.headerFields)
+        let action = CachePolicy.action(for: cacheRequest, status: status, headers: headerFields, hasStoredEntry: stored != nil, mode: .active)
+        _ = await apply(action, url: request.url, status: status, headers: headerFields, payload: body, stored: stored, confirmed: false, sentAt: sentAt)
     }
 
     /// Carries out `action`; a failed write is reported and the request goes on. A cache closed meanwhile is
     /// left alone.
     /// - Returns: The refreshed entry after a 304, if it is still the one stored.
-    private func apply(_ action: CacheAction, url: String, status: Int, headers: [CacheEntry.Header], payload: Data,
+    private func apply(_ action: CacheAction, url: String, status: Int, headers: HTTPFields, payload: Data,
                        stored: CacheEntry?, confirmed: Bool, sentAt: Date) async -> CacheEntry? {
         guard action != .leave, cache.isOpen else { return nil }
         let operation: CacheStorageOperation = action == .store ? .write : action == .refresh ? .refresh : .removal
@@ -270,25 +268,15 @@ public final class CachingTransport: HTTPTransport {
         return nil
     }
 
-    /// A 304's headers as the cache keeps them, when they confirm the copy held (converted and checked once).
-    private static func confirmation(of reply: TransportResponse, stored: CacheEntry?) -> [CacheEntry.Header]? {
+    /// A 304's headers, when they confirm the copy held (checked once).
+    private static func confirmation(of reply: TransportResponse, stored: CacheEntry?) -> HTTPFields? {
         guard reply.status == 304, let stored else { return nil }
-        let headers = cacheHeaders(reply.headerFields)
-        return CachePolicy.notModified(headers, confirms: stored) ? headers : nil
-    }
-
-    /// Header fields as the cache keeps them: name as sent, value, in order.
-    ///
-    /// - Parameter fields: The header fields.
-    /// - Returns: The cache's header lines.
-    static func cacheHeaders(_ fields: HTTPFields) -> [CacheEntry.Header] {
-        fields.map { CacheEntry.Header(name: $0.name.rawName, value: $0.value) }
+        return CachePolicy.notModified(reply.headerFields, confirms: stored) ? reply.headerFields : nil
     }
 
     /// A stored entry as an HTTP answer (no transfer metrics: nothing went over the wire).
     private static func response(from entry: CacheEntry) -> TransportResponse {
-        let fields = HTTPFields(entry.headers.compactMap { header in HTTPField.Name(header.name).map { HTTPField(name: $0, value: header.value) } })
-        return response(status: entry.status, headerFields: fields, body: entry.payload)
+        response(status: entry.status, headerFields: entry.headers, body: entry.payload)
     }
 
     private static func response(status: Int, headerFields: HTTPFields, body: Data) -> TransportResponse {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import Redis
 
@@ -115,10 +116,10 @@ public enum SecondTierTimeToLive: Sendable, Hashable {
     }
 
     /// RFC 9111 §4.2.1, as a shared cache computes it: `s-maxage`, then `max-age`, then `Expires` − `Date`.
-    static func freshnessLifetime(of headers: [CacheEntry.Header]) -> Duration {
+    static func freshnessLifetime(of headers: HTTPFields) -> Duration {
         var maxAge: Int?
         var sharedMaxAge: Int?
-        for header in headers where CacheEntry.namesEqual(header.name, "cache-control") {
+        for header in headers where header.name == .cacheControl {
             for part in header.value.split(separator: ",") {
                 let pieces = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
                 guard pieces.count == 2, let seconds = Int(pieces[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))), seconds >= 0 else { continue }
@@ -130,8 +131,8 @@ public enum SecondTierTimeToLive: Sendable, Hashable {
             }
         }
         if let seconds = sharedMaxAge ?? maxAge { return .seconds(seconds) }
-        let expires = headers.first { CacheEntry.namesEqual($0.name, "expires") }.flatMap { httpDate($0.value) }
-        let date = headers.first { CacheEntry.namesEqual($0.name, "date") }.flatMap { httpDate($0.value) }
+        let expires = headers.first { $0.name == .expires }.flatMap { httpDate($0.value) }
+        let date = headers.first { $0.name == .date }.flatMap { httpDate($0.value) }
         if let expires, let date, expires > date { return .seconds(Int(expires.timeIntervalSince(date))) }
         return .zero
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import LMDB
 import ODataCore
 import Synchronization
@@ -24,7 +25,7 @@ extension ResponseCache {
     /// - Throws: ``CacheError/notOpen``; ``CacheError/storage`` when the write fails (counted in
     ///   ``CacheStatistics/storageFailures``).
     @discardableResult
-    public func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) async throws -> CacheEntry? {
+    public func refresh(for url: String, with304Headers headers: HTTPFields, revalidating revalidated: CacheEntry? = nil, at date: Date = Date()) async throws -> CacheEntry? {
         try await refresh(for: url, with304Headers: headers, revalidating: revalidated, confirmed: false, at: date)
     }
 
@@ -40,7 +41,7 @@ extension ResponseCache {
     ///   - date: The refreshed entry's ``CacheEntry/storedAt`` (never earlier than it was).
     /// - Returns: The refreshed entry, or `nil` when nothing it applies to is stored.
     /// - Throws: As the public variant.
-    func refresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, confirmed: Bool, at date: Date) async throws -> CacheEntry? {
+    func refresh(for url: String, with304Headers headers: HTTPFields, revalidating revalidated: CacheEntry?, confirmed: Bool, at date: Date) async throws -> CacheEntry? {
         let refreshed: CacheEntry?
         switch try prepareRefresh(for: url, with304Headers: headers, revalidating: revalidated, confirmed: confirmed, at: date) {
         case .none: refreshed = nil
@@ -79,7 +80,7 @@ extension ResponseCache {
     /// ``refreshFlushDelay`` — and many refreshes share one transaction. Whether the stored entry still
     /// has the validators of the one refreshed is checked now (a read) and again when it is written.
     /// A process killed in between loses only the refresh: the entry stays as it was stored.
-    private func prepareRefresh(for url: String, with304Headers headers: [CacheEntry.Header], revalidating revalidated: CacheEntry?, confirmed: Bool, at date: Date) throws -> PreparedRefresh {
+    private func prepareRefresh(for url: String, with304Headers headers: HTTPFields, revalidating revalidated: CacheEntry?, confirmed: Bool, at date: Date) throws -> PreparedRefresh {
         guard var entry = try revalidated ?? entry(for: url) else { return .none }
         guard (confirmed && revalidated != nil) || CachePolicy.notModified(headers, confirms: entry) else {
             counters.withLock { $0.supersededWrites += 1 }

@@ -117,7 +117,7 @@ func runChild(directory: String, verifyOnly: Bool) async -> Never {
             let payload = Data((url + "#" + String(index) + String(repeating: ".", count: index % 2_000)).utf8)
             // A write the kill interrupts, or one the disk refuses, is what this child exists to survive: its
             // outcome is checked by reading (exit 3), not by the write's own answer.
-            _ = try? await cache.store(CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"\(index)\"")], payload: payload), for: url)
+            _ = try? await cache.store(CacheEntry(status: 200, headers: [.eTag: "W/\"\(index)\""], payload: payload), for: url)
         }
         index += 1
     }

@@ -24,7 +24,7 @@ struct RedisTierTests {
         let b = try openCache(directory.cache("b"), server)
         defer { a.close(); b.close() }
         let url = "https://example.com/odata/Customers('ALFKI')?$select=Name"
-        let entry = makeEntry(#"{"Name":"Alfreds"}"#, headers: [.init(name: "ETag", value: #"W/"7""#)])
+        let entry = makeEntry(#"{"Name":"Alfreds"}"#, headers: [.eTag: #"W/"7""#])
         #expect(try await a.store(entry, for: url))
         a.waitForSecondTier()
         #expect(a.secondTierStatistics?.writes == 1)
@@ -72,9 +72,9 @@ struct RedisTierTests {
         defer { a.close() }
         let url = "https://example.com/Products(1)"
         let sent = Date(timeIntervalSinceNow: -60)
-        try await a.store(makeEntry("p1", headers: [.init(name: "ETag", value: #""v1""#)], storedAt: sent), for: url)
+        try await a.store(makeEntry("p1", headers: [.eTag: #""v1""#], storedAt: sent), for: url)
         let later = Date()
-        let refreshed = try #require(try await a.refresh(for: url, with304Headers: [.init(name: "ETag", value: #""v1""#), .init(name: "Cache-Control", value: "max-age=600")], at: later))
+        let refreshed = try #require(try await a.refresh(for: url, with304Headers: [.eTag: #""v1""#, .cacheControl: "max-age=600"], at: later))
         #expect(refreshed.headerValue(named: "Cache-Control") == "max-age=600")
         a.waitForSecondTier()
         #expect(a.secondTierStatistics?.writes == 2)
@@ -100,7 +100,7 @@ struct RedisTierTests {
         try await a.store(makeEntry("p1 again"), for: url)
         a.waitForSecondTier()
         #expect(try allKeys(redis).count == 1)
-        #expect(try await a.store(makeEntry("secret", headers: [.init(name: "Cache-Control", value: "no-store")]), for: url) == false)
+        #expect(try await a.store(makeEntry("secret", headers: [.cacheControl: "no-store"]), for: url) == false)
         a.waitForSecondTier()
         #expect(try allKeys(redis).isEmpty)
     }
@@ -108,11 +108,11 @@ struct RedisTierTests {
     @Test func timeToLivePolicyFollowsFreshness() {
         let standard = SecondTierTimeToLive.standard
         #expect(standard.duration(for: makeEntry("x")) == .seconds(3600))
-        #expect(standard.duration(for: makeEntry("x", headers: [.init(name: "Cache-Control", value: "public, max-age=60")])) == .seconds(3660))
-        #expect(standard.duration(for: makeEntry("x", headers: [.init(name: "Cache-Control", value: "max-age=60, s-maxage=120")])) == .seconds(3720))
-        #expect(standard.duration(for: makeEntry("x", headers: [.init(name: "Cache-Control", value: "max-age=999999")])) == .seconds(86_400))
-        let dated = makeEntry("x", headers: [.init(name: "Date", value: "Sun, 06 Nov 1994 08:49:37 GMT"),
-                                             .init(name: "Expires", value: "Sun, 06 Nov 1994 09:49:37 GMT")])
+        #expect(standard.duration(for: makeEntry("x", headers: [.cacheControl: "public, max-age=60"])) == .seconds(3660))
+        #expect(standard.duration(for: makeEntry("x", headers: [.cacheControl: "max-age=60, s-maxage=120"])) == .seconds(3720))
+        #expect(standard.duration(for: makeEntry("x", headers: [.cacheControl: "max-age=999999"])) == .seconds(86_400))
+        let dated = makeEntry("x", headers: [.date: "Sun, 06 Nov 1994 08:49:37 GMT",
+                                             .expires: "Sun, 06 Nov 1994 09:49:37 GMT"])
         #expect(standard.duration(for: dated) == .seconds(7200))
         #expect(SecondTierTimeToLive.fixed(.seconds(5)).duration(for: dated) == .seconds(5))
         #expect(SecondTierTimeToLive.freshness(staleAllowance: .zero, maximum: .seconds(10)).duration(for: makeEntry("x")) == .seconds(1))

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataFixtures
 import OnlineStore
 import Redis
@@ -48,8 +49,8 @@ func openCache(_ directory: String, _ server: RedisServer, secret: String = flee
     return cache
 }
 
-func makeEntry(_ payload: String, headers: [CacheEntry.Header] = [], storedAt: Date = Date()) -> CacheEntry {
-    CacheEntry(status: 200, headers: [.init(name: "Content-Type", value: "application/json")] + headers,
+func makeEntry(_ payload: String, headers: HTTPFields = [:], storedAt: Date = Date()) -> CacheEntry {
+    CacheEntry(status: 200, headers: [.contentType: "application/json"] + headers,
                payload: Data(payload.utf8), storedAt: storedAt)
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Testing
 import TechnicalCache
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 private func crashEntry(_ counter: Int) -> CacheEntry {
     CacheEntry(
         status: 200,
-        headers: [.init(name: "X-Counter", value: String(counter))],
+        headers: [HTTPField.Name("X-Counter")!: String(counter)],
         payload: patternPayload(index: counter, count: 300 + (counter * 397) % 9000))
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Testing
 
 @testable import TechnicalCache
@@ -14,7 +15,7 @@ import Testing
         let original = makeEntry(payload: "body", etag: "W/\"1\"")
         try await cache.store(original, for: "u")
         let later = Date(timeIntervalSinceNow: 5)
-        let refreshed = try #require(try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D2")], revalidating: original, at: later))
+        let refreshed = try #require(try await cache.refresh(for: "u", with304Headers: [.date: "D2"], revalidating: original, at: later))
         #expect(cache.pendingRefreshCount == 1)
         // A lookup sees the refresh before it is written.
         let seen = try #require(try cache.entry(for: "u"))
@@ -42,7 +43,7 @@ import Testing
         for round in 0..<150 {
             let original = makeEntry(payload: "body", etag: "\"\(round)\"")
             try await cache.store(original, for: "u")
-            _ = try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D\(round)")], revalidating: original)
+            _ = try await cache.refresh(for: "u", with304Headers: [.date: "D\(round)"], revalidating: original)
             // Writes of other entries write the pending refresh first, while this task keeps reading it.
             async let writes: Void = {
                 for index in 0..<4 { try await cache.store(makeEntry(payload: "other"), for: "o\(index)") }
@@ -61,7 +62,7 @@ import Testing
         try cache.open(encryption: .key("k"))
         let original = makeEntry(payload: "body", etag: "W/\"1\"")
         try await cache.store(original, for: "u")
-        try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D3")], revalidating: original)
+        try await cache.refresh(for: "u", with304Headers: [.date: "D3"], revalidating: original)
         cache.close()  // before the background write is due
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
@@ -77,11 +78,11 @@ import Testing
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
         let now = Date()
-        let original = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"1\"")], payload: Data("v1".utf8), storedAt: now - 10)
+        let original = CacheEntry(status: 200, headers: [.eTag: "W/\"1\""], payload: Data("v1".utf8), storedAt: now - 10)
         try await cache.store(original, for: "u", keepingNewer: true)
-        _ = try await cache.refresh(for: "u", with304Headers: [], revalidating: original, at: now)
+        _ = try await cache.refresh(for: "u", with304Headers: [:], revalidating: original, at: now)
         #expect(cache.pendingRefreshCount == 1)
-        let earlier = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"0\"")], payload: Data("v0".utf8), storedAt: now - 5)
+        let earlier = CacheEntry(status: 200, headers: [.eTag: "W/\"0\""], payload: Data("v0".utf8), storedAt: now - 5)
         #expect(try await cache.store(earlier, for: "u", keepingNewer: true) == false)
         #expect(try cache.entry(for: "u")?.payload == Data("v1".utf8))
         #expect(cache.pendingRefreshCount == 0, "the store's transaction wrote the refresh first")
@@ -96,7 +97,7 @@ import Testing
         defer { cache.close() }
         let first = makeEntry(payload: "first", etag: "W/\"1\"")
         try await cache.store(first, for: "u")
-        _ = try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D1")], revalidating: first)
+        _ = try await cache.refresh(for: "u", with304Headers: [.date: "D1"], revalidating: first)
         // The lookup no longer returns the refresh once the representation changed (removed, then a new one).
         try await cache.removeEntry(for: "u")
         #expect(try cache.entry(for: "u") == nil)
@@ -122,7 +123,7 @@ import Testing
         }
         for round in 0..<5 {
             for (index, entry) in entries.enumerated() {
-                _ = try await cache.refresh(for: "u\(index)", with304Headers: [.init(name: "Date", value: "R\(round)")], revalidating: entry)
+                _ = try await cache.refresh(for: "u\(index)", with304Headers: [.date: "R\(round)"], revalidating: entry)
             }
         }
         #expect(cache.pendingRefreshCount == 20, "one pending refresh per entry, the latest")
@@ -142,7 +143,7 @@ import Testing
         try await cache.store(makeEntry(payload: "a", etag: "W/\"a\""), for: "a")
         try await cache.store(makeEntry(payload: "b", etag: "W/\"b\""), for: "b")
         let readA = try #require(try cache.entry(for: "a"))
-        #expect(try await cache.refresh(for: "b", with304Headers: [], revalidating: readA) == nil)
+        #expect(try await cache.refresh(for: "b", with304Headers: [:], revalidating: readA) == nil)
         #expect(try cache.entry(for: "b")?.payload == Data("b".utf8))
         #expect(cache.pendingRefreshCount == 0)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import Testing
 
@@ -56,7 +57,7 @@ import Testing
         let original = makeEntry(payload: "body", etag: "\"1\"")
         try await cache.store(original, for: "u")
         let held = try #require(try cache.entry(for: "u"))
-        _ = try await cache.refresh(for: "u", with304Headers: [.init(name: "Date", value: "D2")], revalidating: held)
+        _ = try await cache.refresh(for: "u", with304Headers: [.date: "D2"], revalidating: held)
         #expect(try cache.entry(for: "u")?.headerValue(named: "Date") == "D2")
         for _ in 0..<200 where cache.pendingRefreshCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(cache.pendingRefreshCount == 0)
@@ -71,7 +72,7 @@ import Testing
         let cache = try openCache(dir, memoryBudget: budget)
         defer { cache.close() }
         for index in 0..<50 {
-            try await cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: index, count: 4 << 10)), for: "u\(index)")
+            try await cache.store(CacheEntry(status: 200, headers: [:], payload: patternPayload(index: index, count: 4 << 10)), for: "u\(index)")
         }
         for round in 0..<2 {
             for index in 0..<50 {
@@ -82,7 +83,7 @@ import Testing
         #expect(cache.hotUsage.count > 0 && cache.hotUsage.count < 50)
         // An entry over a quarter of the budget is read from the disk every time, never held.
         let big = patternPayload(index: 99, count: budget / 4 + 1)
-        try await cache.store(CacheEntry(status: 200, headers: [], payload: big), for: "big")
+        try await cache.store(CacheEntry(status: 200, headers: [:], payload: big), for: "big")
         let before = cache.hotUsage.count
         #expect(try cache.entry(for: "big")?.payload == big)
         #expect(cache.hotUsage.count <= before)
@@ -132,7 +133,7 @@ import Testing
             let at = start + Double(step)
             switch Int.random(in: 0..<10, using: &random) {
             case 0..<3:
-                let entry = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "\"\(step)\"")],
+                let entry = CacheEntry(status: 200, headers: [.eTag: "\"\(step)\""],
                                        payload: patternPayload(index: step, count: Int.random(in: 0..<9_000, using: &random)), storedAt: at)
                 try await held.store(entry, for: url)
                 try await plain.store(entry, for: url)
@@ -140,7 +141,7 @@ import Testing
                 _ = try await held.removeEntry(for: url)
                 _ = try await plain.removeEntry(for: url)
             case 4:
-                let headers: [CacheEntry.Header] = [.init(name: "Date", value: "D\(step)")]
+                let headers: HTTPFields = [.date: "D\(step)"]
                 let a = try held.entry(for: url)
                 let b = try plain.entry(for: url)
                 _ = try await held.refresh(for: url, with304Headers: headers, revalidating: a, at: at)

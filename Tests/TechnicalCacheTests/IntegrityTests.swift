@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import LMDB
 import Testing
 import TechnicalCache
@@ -40,12 +41,37 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
 }
 
 @Suite struct IntegrityTests {
+    /// An unencrypted cache whose value was written by the encoder before headers were `HTTPFields` reads
+    /// it; the same value with a header name that is no HTTP field name is a damaged entry: a miss, counted
+    /// and removed.
+    @Test func earlierValuesReadAndAnInvalidHeaderNameIsDamage() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        for (url, value) in [("https://h/earlier", EarlierLayout.combined), ("https://h/damaged", EarlierLayout.withInvalidName(EarlierLayout.combined))] {
+            try cache.open(encryption: .disabled)
+            try await cache.store(makeEntry(payload: "placeholder"), for: url)
+            cache.close()
+            try withRawEntries(dir.cachePath) { env, entries in
+                let placeholder = try #require(try allEntries(env, entries).first { $0.value.contains(Array("placeholder".utf8)) })
+                try env.write { txn in try txn.setValue(value, forKey: placeholder.key, in: entries) }
+            }
+        }
+        try cache.open(encryption: .disabled)
+        defer { cache.close() }
+        EarlierLayout.expectMatches(try cache.entry(for: "https://h/earlier"))
+        #expect(try cache.entry(for: "https://h/damaged") == nil)
+        let stats = cache.statistics
+        #expect(stats.integrityFailures == 1)
+        #expect(stats.entryCount == 1)
+    }
+
     @Test func aByteFlippedInTheDataFileMakesThatEntryAMiss() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
-        let victim = CacheEntry(status: 200, headers: [], payload: patternPayload(index: 1, count: 3000))
+        let victim = CacheEntry(status: 200, headers: [:], payload: patternPayload(index: 1, count: 3000))
         try await cache.store(victim, for: "https://h/victim")
         try await cache.store(makeEntry(payload: "bystander"), for: "https://h/bystander")
         let bystanderSize = try #require(try cache.entry(for: "https://h/bystander")).size
@@ -111,7 +137,7 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
         let headerName = "X-Private-Header-Name"
         let headerValue = "header-value-marker-7f3a"
         let payloadMarker = "payload-marker-91c2"
-        let entry = CacheEntry(status: 200, headers: [.init(name: headerName, value: headerValue), .init(name: "ETag", value: "\"etag-marker\"")],
+        let entry = CacheEntry(status: 200, headers: [HTTPField.Name(headerName)!: headerValue, .eTag: "\"etag-marker\""],
                                payload: Data(String(repeating: payloadMarker + " ", count: 50).utf8))
         let markers = [url, "SecretEntitySet", headerName, headerValue, payloadMarker, "etag-marker"].map { Data($0.utf8) }
 
@@ -121,7 +147,7 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
             let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(durability: .full))
             try cache.open(encryption: encrypted ? .key("k") : .disabled)
             try await cache.store(entry, for: url)
-            try await cache.refresh(for: url, with304Headers: [.init(name: headerName, value: headerValue)])
+            try await cache.refresh(for: url, with304Headers: [HTTPField.Name(headerName)!: headerValue])
             #expect(try cache.entry(for: url)?.payload == entry.payload)
             cache.close()
             let files = try filesContent(dir.cachePath)
@@ -167,7 +193,7 @@ private func filesContent(_ directory: String) throws -> [(String, Data)] {
             let url = urls[Int.random(in: 0..<urls.count, using: &random)]
             let payloadSize = Int.random(in: 0...12_000, using: &random)
             let before = cache.statistics
-            try await cache.store(CacheEntry(status: 200, headers: [.init(name: "W", value: "\(write)")],
+            try await cache.store(CacheEntry(status: 200, headers: [HTTPField.Name("W")!: "\(write)"],
                                        payload: patternPayload(index: write, count: payloadSize)), for: url)
             let after = cache.statistics
             let evicted = after.evictions - before.evictions

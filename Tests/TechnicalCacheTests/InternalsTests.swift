@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import Testing
 @testable import TechnicalCache
 
@@ -25,7 +26,7 @@ import Testing
     @Test(arguments: [0, 1, 1000, SealedEntry.combinedLimit, SealedEntry.combinedLimit + 1, 300_000])
     func sealedEntriesRoundTrip(payloadCount: Int) throws {
         let key = [UInt8](repeating: 9, count: 32)
-        let entry = CacheEntry(status: 203, headers: [.init(name: "A", value: "1"), .init(name: "B", value: "")],
+        let entry = CacheEntry(status: 203, headers: [HTTPField.Name("A")!: "1", HTTPField.Name("B")!: ""],
                                payload: patternPayload(index: payloadCount, count: payloadCount),
                                storedAt: Date(timeIntervalSince1970: 1_700_000_000.123))
         for sealer in [Sealer(key: .random()), nil] {
@@ -55,6 +56,88 @@ import Testing
             #expect([UInt8]([2, 0, 0, 0, 0]).withUnsafeBytes { crypto.open($0, key: key) } == nil)
             #expect([UInt8]([1, 255, 255, 255, 255, 0]).withUnsafeBytes { crypto.open($0, key: key) } == nil)
             #expect([UInt8]([7]).withUnsafeBytes { crypto.open($0, key: key) } == nil)
+        }
+    }
+}
+
+/// Values written by the encoder before the cache's headers were `HTTPFields` (its output for
+/// `earlierLayoutEntry`, unencrypted, taken from commit 8519861's `EntryCodec` and `SealedEntry`): the
+/// layout must not change, so caches written then still read.
+enum EarlierLayout {
+    /// Status 200, stored at 1_700_000_000.123, payload `{"value":[]}`, headers (the `Set-Cookie` given
+    /// to the old encoder was dropped before encoding) as `fields`.
+    static let combined = bytes(hex: """
+        02000000007b2276616c7565223a5b5d7d0100c80000018bcfe5687b000000050000000c436f6e74656e742d54797065000000276170706c6963\
+        6174696f6e2f6a736f6e3b6f646174612e6d657461646174613d6d696e696d616c000000044554616700000005572f22372200000007582d4f7264\
+        6572000000013100000007782d6f7264657200000001320000000d43616368652d436f6e74726f6c0000000a6d61782d6167653d36300000009a
+        """)
+    static let split = bytes(hex: """
+        010000009a0100c80000018bcfe5687b000000050000000c436f6e74656e742d54797065000000276170706c69636174696f6e2f6a736f6e3b6f\
+        646174612e6d657461646174613d6d696e696d616c000000044554616700000005572f22372200000007582d4f72646572000000013100000007\
+        782d6f7264657200000001320000000d43616368652d436f6e74726f6c0000000a6d61782d6167653d36307b2276616c7565223a5b5d7d
+        """)
+    static let fields: HTTPFields = [
+        .contentType: "application/json;odata.metadata=minimal",
+        .eTag: "W/\"7\"",
+        HTTPField.Name("X-Order")!: "1",
+        HTTPField.Name("x-order")!: "2",
+        .cacheControl: "max-age=60",
+    ]
+    static let entry = CacheEntry(status: 200, headers: fields, payload: Data("{\"value\":[]}".utf8),
+                                  storedAt: Date(timeIntervalSince1970: 1_700_000_000.123))
+
+    /// `value` with every `X-Order` name (in any case) replaced by `X Order`, which is no HTTP field name.
+    static func withInvalidName(_ value: [UInt8]) -> [UInt8] {
+        var damaged = value
+        for index in 0..<(damaged.count - 7) where String(decoding: damaged[index..<(index + 7)], as: UTF8.self).lowercased() == "x-order" {
+            damaged[index + 1] = UInt8(ascii: " ")
+        }
+        return damaged
+    }
+
+    private static func bytes(hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+    }
+
+    /// Checks an opened entry against `entry`: the same response, headers in the same order with names as sent.
+    static func expectMatches(_ opened: CacheEntry?) {
+        #expect(opened?.status == 200)
+        #expect(opened?.payload == entry.payload)
+        #expect(opened?.storedAt == entry.storedAt)
+        #expect(opened?.headers.map(\.name.rawName) == ["Content-Type", "ETag", "X-Order", "x-order", "Cache-Control"])
+        #expect(opened?.headers.map(\.value) == fields.map(\.value))
+        #expect(opened?.headers[values: HTTPField.Name("X-Order")!] == ["1", "2"])
+    }
+}
+
+@Suite struct StoredLayoutTests {
+    /// Values encoded before headers were `HTTPFields` open to the same entry, and the encoder still writes
+    /// the same bytes.
+    @Test func valuesOfTheEarlierEncoderOpenAndAreWrittenAlike() throws {
+        let key = [UInt8](repeating: 9, count: 32)
+        let crypto = CacheCrypto(sealer: nil, indexKey: SymmetricKey(size: .bits256), generation: 0)
+        EarlierLayout.expectMatches(EarlierLayout.combined.withUnsafeBytes { crypto.open($0, key: key) })
+        EarlierLayout.expectMatches(EarlierLayout.split.withUnsafeBytes { crypto.open($0, key: key) })
+        #expect(EarlierLayout.entry.headers.count == 5)
+        let sealed = try crypto.seal(EarlierLayout.entry, key: key)
+        var written = [UInt8](repeating: 0, count: sealed.byteCount)
+        written.withUnsafeMutableBytes { sealed.write(into: $0) }
+        #expect(written == EarlierLayout.combined)
+        let meta = [UInt8](EntryCodec.encodeMeta(EarlierLayout.entry))
+        #expect(meta == Array(EarlierLayout.split[5..<(5 + meta.count)]))
+    }
+
+    /// A stored header name that is not an HTTP field name (a damaged or foreign value) does not decode:
+    /// no entry, no crash.
+    @Test func anInvalidStoredHeaderNameIsNoEntry() {
+        let key = [UInt8](repeating: 9, count: 32)
+        let crypto = CacheCrypto(sealer: nil, indexKey: SymmetricKey(size: .bits256), generation: 0)
+        for value in [EarlierLayout.combined, EarlierLayout.split] {
+            let damaged = EarlierLayout.withInvalidName(value)
+            #expect(damaged != value)
+            #expect(damaged.withUnsafeBytes { crypto.open($0, key: key) } == nil)
+            #expect(damaged.withUnsafeBytes { crypto.openMeta($0, key: key) } == nil)
         }
     }
 }

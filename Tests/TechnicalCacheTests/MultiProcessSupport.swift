@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import LMDB
 import Testing
 @testable import TechnicalCache
@@ -20,7 +21,7 @@ enum Shared {
         let head = Data("\(url)\n\(worker)\n\(sequence)\n\(size)\n".utf8)
         return CacheEntry(
             status: 200,
-            headers: [.init(name: "ETag", value: etag(worker, sequence)), .init(name: "X-Writer", value: "\(worker)")],
+            headers: [.eTag: etag(worker, sequence), HTTPField.Name("X-Writer")!: "\(worker)"],
             payload: head + patternPayload(index: worker * 1_000_003 + sequence, count: size), storedAt: storedAt)
     }
 
@@ -94,7 +95,7 @@ func runSharedLoad(
                 // A 304 confirms what the lookup returned.
                 guard let found = try cache.entry(for: url) else { break }
                 guard Shared.check(found, url: url) != nil else { bump("wrong"); report("WRONG before refresh \(url)"); break }
-                let headers: [CacheEntry.Header] = [.init(name: "ETag", value: found.etag ?? ""), .init(name: "X-Checked", value: "\(worker)-\(operation)")]
+                let headers: HTTPFields = [.eTag: found.etag ?? "", HTTPField.Name("X-Checked")!: "\(worker)-\(operation)"]
                 if let refreshed = try await cache.refresh(for: url, with304Headers: headers, revalidating: found) {
                     bump("refreshes")
                     if Shared.check(refreshed, url: url) == nil { bump("wrong"); report("WRONG refresh \(url)") }

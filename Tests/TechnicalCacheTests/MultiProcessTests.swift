@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Testing
 import ODataCore
 @testable import TechnicalCache
@@ -250,7 +251,7 @@ import Glibc
         try await cache.store(Shared.entry(url: "u", worker: 0, sequence: 1, size: 300, storedAt: Date() - 2), for: "u")
         let read = try #require(try cache.entry(for: "u"))
         let refreshed = try await cache.refresh(
-            for: "u", with304Headers: [.init(name: "ETag", value: Shared.etag(0, 1)), .init(name: "X-Checked", value: "yes")],
+            for: "u", with304Headers: [.eTag: Shared.etag(0, 1), HTTPField.Name("X-Checked")!: "yes"],
             revalidating: read, at: Date() - 1)
         #expect(refreshed?.headerValue(named: "X-Checked") == "yes")
         #expect(cache.pendingRefreshCount == 1)
@@ -296,7 +297,7 @@ import Glibc
         try await cache.store(Shared.entry(url: "u", worker: 0, sequence: 1, size: 300), for: "u")
         let read = try #require(try cache.entry(for: "u"))
         #expect(child.send("store u 1 1 200") == "stored")
-        let refreshed = try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: Shared.etag(0, 1))], revalidating: read)
+        let refreshed = try await cache.refresh(for: "u", with304Headers: [.eTag: Shared.etag(0, 1)], revalidating: read)
         #expect(refreshed == nil)
         #expect(cache.pendingRefreshCount == 0)
         #expect(cache.statistics.supersededWrites == 1)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import Synchronization
 import Testing
@@ -35,7 +36,7 @@ import Testing
                         let url = "https://h/\(task)/\(step % 10)"
                         let payload = patternPayload(index: round * 100_000 + task * 1000 + step, count: payloadBytes + step)
                         let before = operations.current
-                        try await cache.store(CacheEntry(status: 200, headers: [], payload: payload), for: url)
+                        try await cache.store(CacheEntry(status: 200, headers: [:], payload: payload), for: url)
                         _ = operations.next()
                         let found = try cache.entry(for: url)
                         let since = operations.next() - before - 2
@@ -126,7 +127,7 @@ import Testing
                 for step in 0..<5 {
                     #expect(throws: CacheError.alreadyOpen) { try bob.reset() }
                     try carol.open(encryption: .key("k"))
-                    try await carol.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: step, count: 300)), for: "https://h/\(step)")
+                    try await carol.store(CacheEntry(status: 200, headers: [:], payload: patternPayload(index: step, count: 300)), for: "https://h/\(step)")
                     carol.close()
                     try carol.reset()
                 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import LMDB
 import Testing
 import TechnicalCache
@@ -11,9 +12,9 @@ import TechnicalCache
         try cache.open(encryption: .key("secret"))
         defer { cache.close() }
         let entry = makeEntry(payload: "{\"value\":[1,2,3]}", etag: "W/\"42\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT", extraHeaders: [
-            .init(name: "Set-Cookie", value: "session=abc"),
-            .init(name: "X-Order", value: "1"),
-            .init(name: "X-Order", value: "2"),
+            .setCookie: "session=abc",
+            HTTPField.Name("X-Order")!: "1",
+            HTTPField.Name("X-Order")!: "2",
         ])
         #expect(try await cache.store(entry, for: "https://h/svc/Products?$top=2&$skip=1"))
         let found = try #require(try cache.entry(for: "https://h/svc/Products?$top=2&$skip=1"))
@@ -21,8 +22,8 @@ import TechnicalCache
         #expect(found.payload == entry.payload)
         #expect(found.etag == "W/\"42\"")
         #expect(found.lastModified == "Tue, 15 Nov 1994 12:45:26 GMT")
-        #expect(found.headers.map(\.name) == ["Content-Type", "ETag", "Last-Modified", "X-Order", "X-Order"])
-        #expect(found.headers.filter { $0.name == "X-Order" }.map(\.value) == ["1", "2"])
+        #expect(found.headers.map(\.name.rawName) == ["Content-Type", "ETag", "Last-Modified", "X-Order", "X-Order"])
+        #expect(found.headers.filter { $0.name.rawName == "X-Order" }.map(\.value) == ["1", "2"])
         #expect(abs(found.storedAt.timeIntervalSince(entry.storedAt)) < 0.002)
         #expect(found.lastUsedAt >= found.storedAt)
         #expect(found.size > entry.payload.count)
@@ -39,7 +40,7 @@ import TechnicalCache
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        try await cache.store(CacheEntry(status: 204, headers: [], payload: Data()), for: "https://h/empty")
+        try await cache.store(CacheEntry(status: 204, headers: [:], payload: Data()), for: "https://h/empty")
         let empty = try #require(try cache.entry(for: "https://h/empty"))
         #expect(empty.payload.isEmpty)
         #expect(empty.status == 204)
@@ -196,7 +197,7 @@ import TechnicalCache
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
         try await cache.store(makeEntry(payload: "old"), for: "u")
-        let stored = try await cache.store(makeEntry(payload: "secret", extraHeaders: [.init(name: "Cache-Control", value: "no-store")]), for: "u")
+        let stored = try await cache.store(makeEntry(payload: "secret", extraHeaders: [.cacheControl: "no-store"]), for: "u")
         #expect(!stored)
         #expect(try cache.entry(for: "u") == nil)
         #expect(cache.statistics.writes == 1)
@@ -211,9 +212,9 @@ import TechnicalCache
         defer { cache.close() }
         try await cache.store(makeEntry(payload: "small"), for: "small")
         try await cache.store(makeEntry(payload: "old"), for: "big")
-        #expect(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 15_000)), for: "fits"))
-        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 17_000)), for: "big")))
-        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: 100_000)), for: "huge")))
+        #expect(try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data(count: 15_000)), for: "fits"))
+        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data(count: 17_000)), for: "big")))
+        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data(count: 100_000)), for: "huge")))
         let stats = cache.statistics
         #expect(stats.oversizeRejects == 2)
         #expect(stats.evictions == 0)
@@ -239,7 +240,7 @@ import TechnicalCache
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        await #expect(throws: CacheError.invalidEntry) { try await cache.store(CacheEntry(status: 42, headers: [], payload: Data()), for: "u") }
+        await #expect(throws: CacheError.invalidEntry) { try await cache.store(CacheEntry(status: 42, headers: [:], payload: Data()), for: "u") }
         // A file where the directory should be.
         try Data().write(to: URL(fileURLWithPath: dir.path + "/file"))
         let blocked = try ResponseCache(directory: dir.path + "/file", configuration: testConfiguration())
@@ -252,14 +253,14 @@ import TechnicalCache
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
-        let original = makeEntry(payload: "body", etag: "\"v1\"", extraHeaders: [.init(name: "Content-Length", value: "4")])
+        let original = makeEntry(payload: "body", etag: "\"v1\"", extraHeaders: [.contentLength: "4"])
         try await cache.store(original, for: "u")
         try await Task.sleep(for: .milliseconds(10))
         let refreshed = try #require(try await cache.refresh(for: "u", with304Headers: [
-            .init(name: "ETag", value: "W/\"v1\""),
-            .init(name: "Date", value: "Mon, 01 Jan 2024 00:00:00 GMT"),
-            .init(name: "Content-Length", value: "0"),
-            .init(name: "Set-Cookie", value: "x=1"),
+            .eTag: "W/\"v1\"",
+            .date: "Mon, 01 Jan 2024 00:00:00 GMT",
+            .contentLength: "0",
+            .setCookie: "x=1",
         ]))
         #expect(refreshed.payload == Data("body".utf8))
         #expect(refreshed.etag == "W/\"v1\"")
@@ -271,7 +272,7 @@ import TechnicalCache
         #expect(stored.headerValue(named: "Set-Cookie") == nil)
         #expect(stored.payload == Data("body".utf8))
         #expect(cache.statistics.refreshes == 1)
-        #expect(try await cache.refresh(for: "never", with304Headers: []) == nil)
+        #expect(try await cache.refresh(for: "never", with304Headers: [:]) == nil)
     }
 
     /// A 304 refreshes only the copy it confirmed: not one that replaced it meanwhile, and not when it
@@ -287,14 +288,14 @@ import TechnicalCache
         let second = makeEntry(payload: "new body", etag: "W/\"2\"")
         try await cache.store(second, for: "u")
         // The request revalidated `first`; `second` replaced it while the 304 was on its way.
-        #expect(try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"1\"")], revalidating: first) == nil)
+        #expect(try await cache.refresh(for: "u", with304Headers: [.eTag: "W/\"1\""], revalidating: first) == nil)
         // A 304 naming another tag than the stored one.
-        #expect(try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"3\"")]) == nil)
+        #expect(try await cache.refresh(for: "u", with304Headers: [.eTag: "W/\"3\""]) == nil)
         let stored = try #require(try cache.entry(for: "u"))
         #expect(stored.payload == Data("new body".utf8) && stored.etag == "W/\"2\"")
         #expect(cache.statistics.supersededWrites == 2 && cache.statistics.refreshes == 0)
         // The copy it confirmed is refreshed, and never dated earlier than it was.
-        let refreshed = try #require(try await cache.refresh(for: "u", with304Headers: [.init(name: "ETag", value: "W/\"2\"")],
+        let refreshed = try #require(try await cache.refresh(for: "u", with304Headers: [.eTag: "W/\"2\""],
                                                              revalidating: second, at: Date(timeIntervalSinceNow: -3600)))
         #expect(refreshed.payload == Data("new body".utf8) && refreshed.storedAt.timeIntervalSince(second.storedAt) > -0.001, "stored to the millisecond")
         #expect(cache.statistics.refreshes == 1)
@@ -308,14 +309,14 @@ import TechnicalCache
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
         let now = Date()
-        let later = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"2\"")], payload: Data("later".utf8), storedAt: now)
-        let earlier = CacheEntry(status: 200, headers: [.init(name: "ETag", value: "W/\"1\"")], payload: Data("earlier".utf8), storedAt: now - 0.5)
+        let later = CacheEntry(status: 200, headers: [.eTag: "W/\"2\""], payload: Data("later".utf8), storedAt: now)
+        let earlier = CacheEntry(status: 200, headers: [.eTag: "W/\"1\""], payload: Data("earlier".utf8), storedAt: now - 0.5)
         #expect(try await cache.store(later, for: "u", keepingNewer: true))
         #expect(try await cache.store(earlier, for: "u", keepingNewer: true) == false)
         #expect(try await cache.store(earlier, for: "u", keepingNewer: true) == false)
         #expect(try cache.entry(for: "u")?.payload == Data("later".utf8))
         #expect(cache.statistics.supersededWrites == 2)
-        let latest = CacheEntry(status: 200, headers: [], payload: Data("latest".utf8), storedAt: now + 0.5)
+        let latest = CacheEntry(status: 200, headers: [:], payload: Data("latest".utf8), storedAt: now + 0.5)
         #expect(try await cache.store(latest, for: "u", keepingNewer: true))
         #expect(try cache.entry(for: "u")?.payload == Data("latest".utf8))
         // Without it, the last write wins whatever its date.
@@ -366,7 +367,7 @@ import TechnicalCache
         defer { dir.remove() }
         let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
         try cache.open(encryption: .key("old"))
-        for index in 0..<50 { try await cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: index, count: index * 97)), for: "u\(index)") }
+        for index in 0..<50 { try await cache.store(CacheEntry(status: 200, headers: [:], payload: patternPayload(index: index, count: index * 97)), for: "u\(index)") }
         let bytesBefore = cache.statistics.currentBytes
         try cache.rekey(to: .key("new"))
         for index in 0..<50 { #expect(try cache.entry(for: "u\(index)")?.payload == patternPayload(index: index, count: index * 97)) }
@@ -397,7 +398,7 @@ import TechnicalCache
                     for round in 0..<40 {
                         let url = "https://h/\(task)/\(round % 10)"
                         let payload = patternPayload(index: task * 1000 + round, count: 200 + round)
-                        try await cache.store(CacheEntry(status: 200, headers: [], payload: payload), for: url)
+                        try await cache.store(CacheEntry(status: 200, headers: [:], payload: payload), for: url)
                         let found = try cache.entry(for: url)
                         // Only this task writes this URL, so it reads back what it wrote.
                         #expect(found?.payload == payload)
@@ -426,9 +427,9 @@ import TechnicalCache
         try cache.open(encryption: .key("k"))
         defer { cache.close() }
         let maximum = Int(Double(limit) * fraction)
-        #expect(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount)), for: "fits"))
+        #expect(try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data(count: payloadCount)), for: "fits"))
         #expect(try cache.entry(for: "fits")?.size == maximum)
-        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [], payload: Data(count: payloadCount + 1)), for: "too big")))
+        #expect(!(try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data(count: payloadCount + 1)), for: "too big")))
         #expect(cache.statistics.oversizeRejects == 1)
         #expect(cache.statistics.currentBytes == maximum)
     }
@@ -450,7 +451,7 @@ import TechnicalCache
                     for round in 0..<150 {
                         let url = "https://h/\(task)/\(round % 7)"
                         do {
-                            try await cache.store(CacheEntry(status: 200, headers: [], payload: patternPayload(index: round, count: 100 + round)), for: url)
+                            try await cache.store(CacheEntry(status: 200, headers: [:], payload: patternPayload(index: round, count: 100 + round)), for: url)
                             if let found = try cache.entry(for: url) {
                                 // Whatever version is read is whole: its bytes match its own length.
                                 let version = found.payload.count - 100

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Testing
 import TechnicalCache
 
@@ -33,10 +34,10 @@ func testConfiguration(
         partition: partition, keyDerivation: cheapDerivation, durability: durability)
 }
 
-func makeEntry(payload: String, etag: String? = nil, lastModified: String? = nil, extraHeaders: [CacheEntry.Header] = []) -> CacheEntry {
-    var headers: [CacheEntry.Header] = [.init(name: "Content-Type", value: "application/json")]
-    if let etag { headers.append(.init(name: "ETag", value: etag)) }
-    if let lastModified { headers.append(.init(name: "Last-Modified", value: lastModified)) }
+func makeEntry(payload: String, etag: String? = nil, lastModified: String? = nil, extraHeaders: HTTPFields = [:]) -> CacheEntry {
+    var headers: HTTPFields = [.contentType: "application/json"]
+    if let etag { headers.append(HTTPField(name: .eTag, value: etag)) }
+    if let lastModified { headers.append(HTTPField(name: .lastModified, value: lastModified)) }
     return CacheEntry(status: 200, headers: headers + extraHeaders, payload: Data(payload.utf8))
 }
 

@@ -6,6 +6,7 @@ import BenchmarkKit
 import CLMDBFloor
 import Crypto
 import Foundation
+import HTTPTypes
 import TechnicalCache
 
 @inline(never)
@@ -76,10 +77,10 @@ let sizes: [(name: String, bytes: Int, iterations: Int)] = [
     ("64 KiB", 64 << 10, 4_000),
     ("1 MiB", 1 << 20, 400),
 ]
-let headers: [CacheEntry.Header] = [
-    .init(name: "Content-Type", value: "application/json;odata.metadata=minimal"),
-    .init(name: "ETag", value: "W/\"3f2a9c\""),
-    .init(name: "OData-Version", value: "4.0"),
+let headers: HTTPFields = [
+    .contentType: "application/json;odata.metadata=minimal",
+    .eTag: "W/\"3f2a9c\"",
+    HTTPField.Name("OData-Version")!: "4.0",
 ]
 
 if ProcessInfo.processInfo.environment["CACHE_BENCH_PROFILE"] != nil {

@@ -6,6 +6,7 @@
 import BenchmarkKit
 import CurlHTTP
 import Foundation
+import HTTPTypes
 import ODataCore
 import OnlineStore
 import TechnicalCache
@@ -223,11 +224,11 @@ nonisolated func runBenchmarks() async throws {
         let revalidationBytes = try await bytesPerRead { _ = try await store.response(for: cached) }
 
         let url = root + name
-        _ = try await floorCache.store(CacheEntry(status: 200, headers: [.init(name: "Content-Type", value: "application/json")], payload: files[name]!), for: url)
-        _ = try await diskFloorCache.store(CacheEntry(status: 200, headers: [.init(name: "Content-Type", value: "application/json")], payload: files[name]!), for: url)
+        _ = try await floorCache.store(CacheEntry(status: 200, headers: [.contentType: "application/json"], payload: files[name]!), for: url)
+        _ = try await diskFloorCache.store(CacheEntry(status: 200, headers: [.contentType: "application/json"], payload: files[name]!), for: url)
         let plain = try await transport.send(TransportRequest(url: url))
         let conditional = TransportRequest(url: url, headerFields: [.ifNoneMatch: plain.headerFields[.eTag] ?? ""])
-        _ = try await floorCache.store(CacheEntry(status: 200, headers: [.init(name: "ETag", value: plain.headerFields[.eTag] ?? "")], payload: files[name]!), for: url + "#etag")
+        _ = try await floorCache.store(CacheEntry(status: 200, headers: [.eTag: plain.headerFields[.eTag] ?? ""], payload: files[name]!), for: url + "#etag")
         let stored = try floorCache.entry(for: url + "#etag")
 
         // The same store over a transport that replays these answers: the store's own work, without the network.
@@ -267,7 +268,7 @@ nonisolated func runBenchmarks() async throws {
             Row("store over a replayed answer (no network), uncached GET", bytes: "0") { _ = try await replayStore.response(for: uncached) },
             Row("store over a replayed answer (no network), active read (cache + 304)", bytes: "0") { _ = try await replayStore.response(for: cached) },
             Row("TechnicalCache refresh after a 304", bytes: "0") {
-                _ = try await floorCache.refresh(for: url + "#etag", with304Headers: [], revalidating: stored)
+                _ = try await floorCache.refresh(for: url + "#etag", with304Headers: [:], revalidating: stored)
             },
             Row("URLSession + URLCache, cached (entries stored by hand)", bytes: "0") { _ = try await session.data(for: peerCached) },
             Row("URLSession, uncached GET", bytes: "\(data.count)+headers") { _ = try await session.data(for: peerUncached) },

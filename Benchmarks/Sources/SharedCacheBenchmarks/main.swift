@@ -4,6 +4,7 @@
 // The second process is this executable again (SHARED_CACHE_PARTNER set), stopped by its process ID.
 import BenchmarkKit
 import Foundation
+import HTTPTypes
 import TechnicalCache
 #if canImport(Glibc)
 import Glibc
@@ -13,10 +14,10 @@ import Glibc
 func blackHole<T>(_ value: T) { withExtendedLifetime(value) {} }
 
 let urls = (0..<200).map { "https://services.example/sap/opu/odata4/svc/Products(\($0))?$select=ID,Name,Price" }
-let headers: [CacheEntry.Header] = [
-    .init(name: "Content-Type", value: "application/json;odata.metadata=minimal"),
-    .init(name: "ETag", value: "W/\"3f2a9c\""),
-    .init(name: "OData-Version", value: "4.0"),
+let headers: HTTPFields = [
+    .contentType: "application/json;odata.metadata=minimal",
+    .eTag: "W/\"3f2a9c\"",
+    HTTPField.Name("OData-Version")!: "4.0",
 ]
 let payload = Data((0..<1024).map { UInt8(truncatingIfNeeded: $0 &* 31) })
 let configuration = CacheConfiguration(sizeLimit: 64 << 20, keyDerivation: .pbkdf2(rounds: 1_000), durability: .periodic(interval: .seconds(1)))

@@ -1,3 +1,4 @@
+import HTTPTypes
 import ODataCore
 
 /// The entries read most recently, held decoded in memory so that reading one again costs neither the
@@ -41,7 +42,7 @@ final class HotEntries: Sendable {
 
     /// The bytes an entry costs here: its payload, headers and a fixed overhead.
     static func cost(of entry: CacheEntry, url: String) -> Int {
-        entry.payload.count + url.utf8.count + entry.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 32 } + 256
+        entry.payload.count + url.utf8.count + entry.headers.reduce(0) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 32 } + 256
     }
 
     /// The held entry for `url` under key generation `generation`, with whether it was checked at

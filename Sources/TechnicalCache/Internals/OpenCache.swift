@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import LMDB
 import Synchronization
 import ODataCore
@@ -99,7 +100,7 @@ struct CacheCrypto: @unchecked Sendable {
 
     /// The metadata of a stored value made by `seal(_:key:)`, without opening a separately sealed
     /// payload; `nil` when it fails authentication or decoding.
-    func openMeta(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> (status: Int, storedAt: Date, headers: [CacheEntry.Header])? {
+    func openMeta(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> (status: Int, storedAt: Date, headers: HTTPFields)? {
         guard let parts = SealedEntry.split(stored) else { return nil }
         guard parts.format == SealedEntry.splitFormat else {
             return open(stored, key: key).map { ($0.status, $0.storedAt, $0.headers) }
@@ -116,7 +117,7 @@ struct CacheCrypto: @unchecked Sendable {
     func open(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> CacheEntry? {
         guard let parts = SealedEntry.split(stored) else { return nil }
         let payload: Data
-        let entryMeta: (status: Int, storedAt: Date, headers: [CacheEntry.Header])?
+        let entryMeta: (status: Int, storedAt: Date, headers: HTTPFields)?
         if parts.format == SealedEntry.combinedFormat {
             let plaintext: Data
             if let sealer {
@@ -253,7 +254,7 @@ struct PendingRefresh: Sendable {
 
     /// The same refresh (not a later one of the same representation).
     func isSame(as other: PendingRefresh) -> Bool {
-        matches(other.etag, other.lastModified) && entry.storedAt == other.entry.storedAt && entry.headers == other.entry.headers
+        matches(other.etag, other.lastModified) && entry.storedAt == other.entry.storedAt && CacheEntry.sameLines(entry.headers, other.entry.headers)
     }
 }
 
