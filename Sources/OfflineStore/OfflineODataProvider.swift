@@ -39,7 +39,8 @@ public actor OfflineODataProvider {
     private nonisolated let baseTransport: any HTTPTransport
     /// The base transport with the parameters' telemetry: what every session sends through.
     private nonisolated let instrumentedTransport: any HTTPTransport
-    private weak var delegate: (any OfflineODataDelegate)?
+    /// Held strongly until replaced (``setDelegate(_:)``): see ``setDelegate(_:)`` for the rule.
+    private var delegate: (any OfflineODataDelegate)?
 
     var definingQueryList: [OfflineODataDefiningQuery] = []
     private(set) var state: OfflineODataStoreState = .closed
@@ -62,7 +63,8 @@ public actor OfflineODataProvider {
     /// - Parameters:
     ///   - serviceRoot: The back end's service root, an absolute `http(s)` URL.
     ///   - parameters: Store name, path, encryption, paging and upload settings.
-    ///   - delegate: Receives state changes and download progress; held weakly.
+    ///   - delegate: Receives state changes, failed requests and progress; held strongly until replaced with
+    ///     ``setDelegate(_:)``.
     /// - Throws: `OfflineODataError.invalidParameters` for a service root that is not an absolute
     ///   http(s) URL or unusable parameters.
     public init(serviceRoot: String, parameters: OfflineODataParameters = OfflineODataParameters(),
@@ -249,6 +251,19 @@ public actor OfflineODataProvider {
         session.endSession()
         (baseTransport as? LazyCurlTransport)?.shutdown()
         configuration = nil
+    }
+
+    /// Sets the delegate that receives state changes, failed requests (``OfflineODataDelegate/offlineODataProvider(_:requestDidFail:)``)
+    /// and progress from now on, replacing the one given to `init` or set before; `nil` removes it.
+    ///
+    /// The provider keeps a **strong** reference to its delegate until it is replaced or the provider goes away, so a
+    /// delegate made on the spot keeps receiving callbacks without the caller holding it (the reference's
+    /// `setRequestErrorDelegate:`). Every callback hands over the provider, so a delegate need not hold it; one that
+    /// does makes a reference cycle, which `setDelegate(nil)` breaks when the work is done.
+    ///
+    /// - Parameter delegate: The new delegate, or `nil`.
+    public func setDelegate(_ delegate: (any OfflineODataDelegate)?) {
+        self.delegate = delegate
     }
 
     func setState(_ newState: OfflineODataStoreState) {

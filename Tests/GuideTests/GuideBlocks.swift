@@ -392,7 +392,7 @@ final class StoreObserver: OfflineODataDelegate {
 }
 
 func run(serviceRoot: String, storePath: String) async throws {
-    let observer = StoreObserver()                        // the provider holds its delegate weakly
+    let observer = StoreObserver()                        // held by the provider until replaced (setDelegate)
     var parameters = OfflineODataParameters(storeName: "northwind", storePath: storePath)
     parameters.storeEncryptionKey = "a passphrase from your secret store"
     parameters.enableRepeatableRequests = true            // a re-sent request is never executed twice
@@ -632,6 +632,25 @@ do {
     _ = parameters
     _ = provider
     }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/SeveralUsers.md, block 2
+enum OfflineStore_SeveralUsers_2 {
+func handOver(from previous: OfflineODataProvider, to user: String, passphrase: String) async throws -> OfflineODataProvider {
+    let result = try await previous.upload()
+    guard result.failed.isEmpty else { return previous }     // the previous user repairs them first (RepairingErrors)
+    let previousParameters = previous.parameters
+    await previous.close()
+    try OfflineODataProvider.removeStore(parameters: previousParameters)
+
+    var parameters = previousParameters
+    parameters.storeName = "northwind-\(user)"
+    parameters.storeEncryptionKey = passphrase
+    parameters.currentUser = user
+    let provider = try OfflineODataProvider(serviceRoot: previous.serviceRoot, parameters: parameters)
+    try await provider.open()                    // downloads the new user's data
+    return provider
+}
 }
 
 // Sources/OfflineStore/OfflineStore.docc/TypedAccess.md, block 0

@@ -12,11 +12,16 @@ extension StorageLock {
     ///   another (of this version or an earlier one), `.storage` when the lock file cannot be used.
     static func store(_ storeDirectory: String) throws(OfflineODataError) -> StorageLock {
         do {
-            return try acquire(storeDirectory + ".lock", exclusive: true)
+            return try acquire(lockPath(of: storeDirectory), exclusive: true)
         } catch {
             throw OfflineODataError(lockFailure: error, store: storeDirectory)
         }
     }
+}
+
+extension StorageLock {
+    /// The lock file of the store at `storeDirectory`: `storePath/storeName.lock`.
+    static func lockPath(of storeDirectory: String) -> String { storeDirectory + ".lock" }
 }
 
 extension OfflineODataError {

@@ -84,8 +84,11 @@ enum StoreKeyCheck {
     }
 
     private static func keyStore(_ parameters: OfflineODataParameters, _ directory: String) -> any KeyStore {
-        parameters.keyStore ?? FileKeyStore(path: directory + ".key")
+        parameters.keyStore ?? FileKeyStore(path: defaultKeyPath(of: directory))
     }
+
+    /// Where the random default key of the store at `directory` is kept when the parameters give no key store.
+    static func defaultKeyPath(of directory: String) -> String { directory + ".key" }
 
     // MARK: The file
 

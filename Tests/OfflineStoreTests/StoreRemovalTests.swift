@@ -1,0 +1,138 @@
+import Foundation
+import ODataCore
+import ODataTesting
+import Synchronization
+import TechnicalCache
+import Testing
+
+@testable import OfflineStore
+
+/// Records the states a provider reports.
+final class StateRecorder: OfflineODataDelegate {
+    let states = Mutex<[OfflineODataStoreState]>([])
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, didChangeState state: OfflineODataStoreState) {
+        states.withLock { $0.append(state) }
+    }
+}
+
+/// `removeStore` (issue 30) and the settable delegate, on a scripted back end.
+@Suite struct StoreRemovalTests {
+    static func backEnd() -> ScriptedTransport {
+        let transport = ScriptedTransport()
+        transport.on("GET", "$metadata", reply: .metadata(StoreFixture.metadata))
+            .on("GET", "Products", reply: .collection([["ID": 1, "Name": "Bread"]]))
+        return transport
+    }
+
+    static func parameters(_ directory: URL, name: String = "shop", transport: ScriptedTransport) -> OfflineODataParameters {
+        var parameters = OfflineODataParameters(storeName: name, storePath: directory.path)
+        parameters.transport = transport
+        parameters.keyDerivation = .pbkdf2(rounds: 1_000)
+        return parameters
+    }
+
+    static func openedProvider(_ parameters: OfflineODataParameters, delegate: (any OfflineODataDelegate)? = nil) async throws -> OfflineODataProvider {
+        let provider = try OfflineODataProvider(serviceRoot: "http://odata.test/service/", parameters: parameters, delegate: delegate)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Products"))
+        try await provider.open()
+        return provider
+    }
+
+    @Test func anOpenStoreIsRefusedAndAClosedOneLeavesNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            let transport = Self.backEnd()
+            let parameters = Self.parameters(directory, transport: transport)
+            let provider = try await Self.openedProvider(parameters)
+            let other = try await Self.openedProvider(Self.parameters(directory, name: "other", transport: transport))
+            await other.close()
+            let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+            #expect(before == ["other", "other.key", "other.lock", "shop", "shop.key", "shop.lock"])
+
+            let refused = #expect(throws: OfflineODataError.self) { try OfflineODataProvider.removeStore(parameters: parameters) }
+            #expect(refused == .storeLocked)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == before, "nothing removed")
+
+            await provider.close()
+            try OfflineODataProvider.removeStore(parameters: parameters)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["other", "other.key", "other.lock"],
+                    "the store's directory, default key and lock file are gone; the other store is untouched")
+            try OfflineODataProvider.removeStore(parameters: parameters)  // nothing left to remove: not an error
+
+            // A store made again under the same name starts empty and opens with a new default key.
+            let again = try await Self.openedProvider(parameters)
+            #expect(try await again.execute(.get("Products")).entitySet().entities.count == 1)
+            await again.close()
+        }
+    }
+
+    @Test func aKeyStoreOfTheCallersIsKept() async throws {
+        try await withTemporaryDirectory { directory in
+            var parameters = Self.parameters(directory, transport: Self.backEnd())
+            let keyPath = directory.appendingPathComponent("secrets.key").path
+            parameters.keyStore = FileKeyStore(path: keyPath)
+            try await Self.openedProvider(parameters).close()
+            #expect(FileManager.default.fileExists(atPath: keyPath))
+            try OfflineODataProvider.removeStore(parameters: parameters)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["secrets.key"])
+        }
+    }
+
+    @Test func aStorePathThatDoesNotExistRemovesNothing() throws {
+        let parameters = OfflineODataParameters(storeName: "shop", storePath: "/nonexistent-\(UUID().uuidString)")
+        try OfflineODataProvider.removeStore(parameters: parameters)
+    }
+
+    @Test func aDelegateMadeOnTheSpotIsKeptAndCanBeReplaced() async throws {
+        try await withTemporaryDirectory { directory in
+            weak var first: StateRecorder?
+            let provider: OfflineODataProvider
+            do {
+                let recorder = StateRecorder()
+                first = recorder
+                provider = try OfflineODataProvider(serviceRoot: "http://odata.test/service/",
+                                                    parameters: Self.parameters(directory, transport: Self.backEnd()), delegate: recorder)
+            }
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Products"))
+            try await provider.open()
+            let kept = try #require(first, "the provider holds the delegate the caller did not keep")
+            #expect(kept.states.withLock { $0 }.last == .open)
+
+            let second = StateRecorder()
+            await provider.setDelegate(second)
+            await provider.close()
+            #expect(second.states.withLock { $0 } == [.closed])
+            #expect(kept.states.withLock { $0 }.last == .open, "the replaced delegate hears nothing more")
+            weak var third: StateRecorder?
+            do {
+                let recorder = StateRecorder()
+                third = recorder
+                await provider.setDelegate(recorder)
+            }
+            #expect(third != nil)
+            await provider.setDelegate(nil)
+            #expect(third == nil, "setDelegate(nil) lets the delegate go")
+        }
+    }
+}
+
+/// A one-set service for store-level tests on a scripted back end.
+enum StoreFixture {
+    static let metadata = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+          <edmx:DataServices>
+            <Schema Namespace="Shop" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+              <EntityType Name="Product">
+                <Key><PropertyRef Name="ID"/></Key>
+                <Property Name="ID" Type="Edm.Int32" Nullable="false"/>
+                <Property Name="Name" Type="Edm.String"/>
+              </EntityType>
+              <EntityContainer Name="Container">
+                <EntitySet Name="Products" EntityType="Shop.Product"/>
+              </EntityContainer>
+            </Schema>
+          </edmx:DataServices>
+        </edmx:Edmx>
+        """
+}
