@@ -3,6 +3,7 @@ public import ODataCore
 public import ODataTelemetry
 public import ODataSession
 public import TechnicalCache
+import Foundation
 import SQLCipher
 
 /// The settings of an ``OfflineODataProvider``.
@@ -14,7 +15,9 @@ import SQLCipher
 public struct OfflineODataParameters: Sendable {
     /// The store's name: the directory under ``storePath`` that holds it. The default is `"offline"`.
     public var storeName: String
-    /// The directory that holds stores. The default is the current directory.
+    /// The directory that holds stores. The default is ``defaultStorePath``: a per-user data directory
+    /// (`$XDG_DATA_HOME/odatastores`, else `~/.local/share/odatastores`), not the process's current directory, so a
+    /// service started from anywhere finds its stores again and never writes them where it happened to start.
     public var storePath: String
     /// The passphrase the store key is derived from (PBKDF2 or scrypt, see ``keyDerivation``).
     /// The default is `nil`: a random key from ``keyStore``.
@@ -115,7 +118,7 @@ public struct OfflineODataParameters: Sendable {
     ///   - transport: The HTTP transport.
     public init(
         storeName: String = "offline",
-        storePath: String = ".",
+        storePath: String = OfflineODataParameters.defaultStorePath,
         storeEncryptionKey: String? = nil,
         disableDefaultEncryptionKey: Bool = false,
         keyStore: (any KeyStore)? = nil,
@@ -148,7 +151,9 @@ public struct OfflineODataParameters: Sendable {
         guard !storeName.isEmpty, !storeName.contains("/"), storeName != ".", storeName != ".." else {
             throw OfflineODataError(.invalidParameters, "storeName '\(storeName)' must be a non-empty file name without '/'")
         }
-        guard !storePath.isEmpty else { throw OfflineODataError(.invalidParameters, "storePath is empty") }
+        guard !storePath.isEmpty else {
+            throw OfflineODataError(.invalidParameters, "storePath is empty (the default needs HOME or XDG_DATA_HOME): give the directory that holds stores")
+        }
         guard uploadRetries >= 0 else { throw OfflineODataError(.invalidParameters, "uploadRetries must not be negative, got \(uploadRetries)") }
         if case .batch(let limit) = uploadMode, limit < 1 {
             throw OfflineODataError(.invalidParameters, "maxRequestsPerBatch must be at least 1, got \(limit)")
@@ -163,6 +168,20 @@ public struct OfflineODataParameters: Sendable {
         if let key = storeEncryptionKey, key.isEmpty {
             throw OfflineODataError(.invalidParameters, "storeEncryptionKey is empty; pass nil for the default key")
         }
+    }
+
+    /// The default ``storePath``: `$XDG_DATA_HOME/odatastores`, else `$HOME/.local/share/odatastores` (the XDG Base
+    /// Directory rule for user data: unlike the online store's cache, the offline store holds changes not uploaded
+    /// yet, so it never defaults to a cache or temporary directory). Empty when the process has neither variable (a
+    /// service without a home): ``OfflineODataProvider/init(serviceRoot:parameters:delegate:)`` then refuses the
+    /// parameters with `invalidParameters` until ``storePath`` is given.
+    public static var defaultStorePath: String { defaultStorePath(environment: ProcessInfo.processInfo.environment) }
+
+    /// ``defaultStorePath`` for these environment variables.
+    static func defaultStorePath(environment: [String: String]) -> String {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/odatastores" }
+        if let home = environment["HOME"], !home.isEmpty { return (home.hasSuffix("/") ? home : home + "/") + ".local/share/odatastores" }
+        return ""
     }
 
     /// The store's directory.

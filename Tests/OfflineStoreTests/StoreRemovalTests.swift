@@ -83,6 +83,26 @@ final class StateRecorder: OfflineODataDelegate {
         try OfflineODataProvider.removeStore(parameters: parameters)
     }
 
+    @Test(arguments: [
+        (["XDG_DATA_HOME": "/srv/data", "HOME": "/home/ann"], "/srv/data/odatastores"),
+        (["HOME": "/home/ann"], "/home/ann/.local/share/odatastores"),
+        (["XDG_DATA_HOME": "relative/ignored", "HOME": "/home/ann/"], "/home/ann/.local/share/odatastores"),
+        ([:], ""),
+    ])
+    func theDefaultStorePathIsAPerUserDataDirectory(environment: [String: String], expected: String) {
+        #expect(OfflineODataParameters.defaultStorePath(environment: environment) == expected)
+    }
+
+    @Test func withoutAHomeTheStorePathMustBeGiven() throws {
+        let refused = #expect(throws: OfflineODataError.self) {
+            try OfflineODataProvider(serviceRoot: "http://odata.test/service/", parameters: OfflineODataParameters(storePath: ""))
+        }
+        #expect(refused == .invalidParameters)
+        #expect(refused?.description.contains("give the directory that holds stores") == true)
+        #expect(OfflineODataParameters().storePath == OfflineODataParameters.defaultStorePath)
+        #expect(OfflineODataParameters().storePath != ".", "never the process's current directory")
+    }
+
     @Test func aDelegateMadeOnTheSpotIsKeptAndCanBeReplaced() async throws {
         try await withTemporaryDirectory { directory in
             weak var first: StateRecorder?
