@@ -16,8 +16,9 @@ final class StateRecorder: OfflineODataDelegate {
     }
 }
 
-/// `removeStore` (issue 30) and the settable delegate, on a scripted back end.
-@Suite struct StoreRemovalTests {
+/// Issue 30 rows on a scripted back end: `removeStore`, the settable delegate, the default `storePath`, and changes to an
+/// entity the back end deleted.
+@Suite struct StoreLifecycleTests {
     static func backEnd() -> ScriptedTransport {
         let transport = ScriptedTransport()
         transport.on("GET", "$metadata", reply: .metadata(StoreFixture.metadata))
@@ -81,6 +82,33 @@ final class StateRecorder: OfflineODataDelegate {
     @Test func aStorePathThatDoesNotExistRemovesNothing() throws {
         let parameters = OfflineODataParameters(storeName: "shop", storePath: "/nonexistent-\(UUID().uuidString)")
         try OfflineODataProvider.removeStore(parameters: parameters)
+    }
+
+    /// Untested rows of issue 30: a PATCH and a DELETE of an entity the back end deleted meanwhile (404), with the
+    /// back end's inner error and the application's custom tags in the archive.
+    @Test func changesToAnEntityDeletedOnTheBackEndAreArchivedWithInnerErrorAndCustomTag() async throws {
+        let transport = Self.backEnd()
+        let notFound = #"{"error":{"code":"NOT_FOUND","message":"Product deleted","innererror":{"transactionid":"T-77","timestamp":"20261127"}}}"#
+        transport.on("GET", "", reply: .status(200))  // the session's CSRF token fetch
+            .on("PATCH", "Products(1)", reply: .json(notFound, status: 404))
+            .on("DELETE", "Products(1)", reply: .json(notFound, status: 404))
+        try await withTemporaryDirectory { directory in
+            let provider = try await Self.openedProvider(Self.parameters(directory, transport: transport))
+            _ = try await provider.execute(.local("PATCH", "Products(1)", body: #"{"Name":"Rye"}"#, tag: "rename"))
+            _ = try await provider.execute(.local("DELETE", "Products(1)", tag: "retire"))
+            let result = try await provider.upload()
+            #expect(result.failed.map(\.statusCode) == [404, 404])
+            let archive = try await provider.getAll("ErrorArchive?$orderby=RequestID")
+            #expect(archive.map { $0["RequestMethod"]?.stringValue } == ["PATCH", "DELETE"])
+            #expect(archive.map { $0["HTTPStatusCode"]?.intValue } == [404, 404])
+            #expect(archive.map { $0["CustomTag"]?.stringValue } == ["rename", "retire"])
+            #expect(archive.allSatisfy { $0["Code"]?.stringValue == "NOT_FOUND" && $0["Message"]?.stringValue == "Product deleted" })
+            #expect(archive.allSatisfy { ($0["InnerError"]?.stringValue ?? "").contains("T-77") }, "\(archive)")
+            let product = try #require(try await provider.getAll("Products?$filter=inErrorState()").first)
+            #expect(product["ID"]?.intValue == 1)
+            #expect(product[EntityRecord.isDeleteErrorAnnotation] == true, "the failed delete makes it visible again")
+            await provider.close()
+        }
     }
 
     @Test(arguments: [
