@@ -211,6 +211,25 @@ final class ILODataProcess: @unchecked Sendable {
         #expect(badText.contains("error: invalidRequest"), "\(badText)")
     }
 
+    /// Untested row of issue 30: a store made by a program with the default key (no passphrase: a random key in
+    /// `<storeName>.key`) opens in `ilodata` without `--key`; with a passphrase it does not.
+    @Test func aStoreMadeWithTheDefaultKeyOpensInIlodataWithoutKey() async throws {
+        #expect(FileManager.default.isExecutableFile(atPath: ILODataProcess.binary), "build ilodata first (swift build --build-tests builds it)")
+        let directory = try TemporaryDirectory()
+        let transport = StoreLifecycleTests.backEnd()
+        var parameters = StoreLifecycleTests.parameters(URL(fileURLWithPath: directory.path), transport: transport)
+        parameters.storeName = "shop"
+        try await StoreLifecycleTests.openedProvider(parameters).close()
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/shop.key"))
+        let arguments = ["--store-path", directory.path, "--store-name", "shop", "--kdf-rounds", "1000"]
+        let (status, text) = try await ILODataProcess.run(arguments + ["--command", "get Products"])
+        #expect(status == 0, "\(text)")
+        #expect(text.contains("Bread"), "\(text)")
+        let (wrongStatus, wrongText) = try await ILODataProcess.run(arguments + ["--key", "a passphrase", "--command", "get Products"])
+        #expect(wrongStatus != 0)
+        #expect(wrongText.contains("wrongKey") || wrongText.contains("encryptionMismatch"), "\(wrongText)")
+    }
+
     @Test func aStoreOpenInAnotherProcessIsRefused() async throws {
         let (server, directory, provider) = try await Northwind.openStore()
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
