@@ -111,6 +111,24 @@ final class StateRecorder: OfflineODataDelegate {
         }
     }
 
+    /// Untested row of issue 30: the archive entry is written before the delegate hears of the failure, so a
+    /// delegate can read it from inside `requestDidFail`.
+    @Test func theArchiveEntryIsReadableFromInsideRequestDidFail() async throws {
+        let transport = Self.backEnd()
+        transport.on("GET", "", reply: .status(200))
+            .on("PATCH", "Products(1)", reply: .odataError(status: 409, code: "CONFLICT", message: "locked by another user"))
+        try await withTemporaryDirectory { directory in
+            let delegate = ArchiveReadingDelegate()
+            let provider = try await Self.openedProvider(Self.parameters(directory, transport: transport), delegate: delegate)
+            _ = try await provider.execute(.local("PATCH", "Products(1)", body: #"{"Name":"Rye"}"#))
+            let result = try await provider.upload()
+            let failed = try #require(result.failed.first)
+            #expect(delegate.seen.withLock { $0.map(\.0) } == [failed.requestID])
+            #expect(delegate.seen.withLock { $0.map(\.1) } == [1], "the entry was in the archive when the delegate heard")
+            await provider.close()
+        }
+    }
+
     @Test(arguments: [
         (["XDG_DATA_HOME": "/srv/data", "HOME": "/home/ann"], "/srv/data/odatastores"),
         (["HOME": "/home/ann"], "/home/ann/.local/share/odatastores"),
@@ -161,6 +179,20 @@ final class StateRecorder: OfflineODataDelegate {
             await provider.setDelegate(nil)
             #expect(third == nil, "setDelegate(nil) lets the delegate go")
         }
+    }
+}
+
+/// Reads the ErrorArchive from inside `requestDidFail`, synchronously through ``OfflineODataProvider/read(_:)``.
+final class ArchiveReadingDelegate: OfflineODataDelegate {
+    /// Per failed request: its ID, and the archive entries with that ID found from inside the callback.
+    let seen = Mutex<[(Int64, Int)]>([])
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, didChangeState state: OfflineODataStoreState) {}
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+        let found = (try? provider.read(.get("ErrorArchive", .filter("RequestID eq \(failure.requestID)"))))
+            .flatMap { try? JSON.parse($0.payload)["value"]?.arrayValue?.count } ?? -1
+        seen.withLock { $0.append((failure.requestID, found)) }
     }
 }
 
