@@ -129,6 +129,24 @@ final class StateRecorder: OfflineODataDelegate {
         }
     }
 
+    /// Untested row of issue 30: `$select` in a defining query is sent with the download, and the store keeps what
+    /// came (the properties not selected are not invented).
+    @Test func aDefiningQueryWithSelectDownloadsTheSelectedProperties() async throws {
+        let transport = ScriptedTransport()
+        transport.on("GET", "$metadata", reply: .metadata(StoreFixture.metadata))
+            .on("GET", "Products", query: ["$select": "ID"], reply: .collection([["ID": 1], ["ID": 2]]))
+        try await withTemporaryDirectory { directory in
+            let provider = try OfflineODataProvider(serviceRoot: "http://odata.test/service/", parameters: Self.parameters(directory, transport: transport))
+            try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Products?$select=ID"))
+            try await provider.open()
+            #expect(transport.unmatchedRequests.isEmpty, "\(transport.unmatchedRequests.map(\.url))")
+            let products = try await provider.getAll("Products?$orderby=ID")
+            #expect(products.map { $0["ID"]?.intValue } == [1, 2])
+            #expect(products.allSatisfy { $0["Name"] == nil || $0["Name"] == .null }, "\(products)")
+            await provider.close()
+        }
+    }
+
     @Test(arguments: [
         (["XDG_DATA_HOME": "/srv/data", "HOME": "/home/ann"], "/srv/data/odatastores"),
         (["HOME": "/home/ann"], "/home/ann/.local/share/odatastores"),
