@@ -100,6 +100,15 @@ let package = Package(
                 .product(name: "CurlHTTP", package: "ODataStores"),
             ]
         ),
+        .executableTarget(
+            name: "MediaBenchmarks",
+            dependencies: [
+                "BenchmarkKit",
+                .product(name: "OfflineStore", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+                .product(name: "CurlHTTP", package: "ODataStores"),
+            ]
+        ),
         // The SQLite floor of OfflineBenchmarks, run by it as a child process: GRDB's SQLite and the store's
         // SQLCipher export the same symbols and must not share a process.
         .executableTarget(

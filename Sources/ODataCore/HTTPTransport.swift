@@ -18,6 +18,16 @@ public struct TransportRequest: Sendable, Hashable {
     /// executed it by then. On a new connection it does not: set this for a request that must not be executed
     /// twice (`CURLOPT_FRESH_CONNECT`). The default is `false`.
     public var freshConnection = false
+    /// A file whose contents are sent as the body instead of ``body``, read in small pieces as the transfer goes, so a
+    /// body of any size (a media resource) is never held whole in memory. `nil` (the default) sends ``body``. The
+    /// file must not change while the request runs.
+    public var bodyFile: String?
+    /// A file a successful (2xx) answer's body is written to as it arrives instead of into
+    /// ``TransportResponse/body``, which stays empty: a body of any size (a media resource) is never held whole in
+    /// memory, and the transport's response size limit does not apply to it. The file is created (mode 0600) or
+    /// emptied when the body begins. Other answers' bodies (an error's JSON) stay in the response. `nil` (the
+    /// default) keeps every body in the response.
+    public var responseBodyFile: String?
 
     /// Creates a request.
     ///

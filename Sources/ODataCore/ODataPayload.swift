@@ -333,6 +333,11 @@ public enum ODataPayload {
                     entity.annotations.append(uri, forKey: "odata.editLink")
                 }
                 if let etag = metadata["etag"] { entity.annotations.append(etag, forKey: "odata.etag") }
+                // A media entity's media resource (V2 JSON: `media_src`, `edit_media`, `content_type`, `media_etag`).
+                for (v2, v4) in [("media_src", "odata.mediaReadLink"), ("edit_media", "odata.mediaEditLink"),
+                                 ("content_type", "odata.mediaContentType"), ("media_etag", "odata.mediaEtag")] {
+                    if let value = metadata[v2] { entity.annotations.append(value, forKey: v4) }
+                }
                 if let type = metadata["type"] { entity.annotations.append(type, forKey: "odata.type") }
                 // SAP Gateway's V2 delta marks a deleted entity in its metadata.
                 if metadata["deleted"]?.boolValue == true { entity.isRemoved = true }

@@ -15,7 +15,7 @@ extension OfflineODataProvider {
         return object
     }
 
-    private static func timestamp() -> String {
+    static func timestamp() -> String {
         Date().formatted(.iso8601)
     }
 
@@ -38,7 +38,8 @@ extension OfflineODataProvider {
     static func withNewETag(_ later: [QueuedRequest], after entry: QueuedRequest, etag: String?) -> [QueuedRequest] {
         guard let etag else { return [] }
         return later.compactMap { request in
-            guard request.entity == entry.entity, let old = request.headers[.ifMatch], old != etag else { return nil }
+            // A media replace's ETag is the media's, an update's the entity's: each goes to requests of its own kind.
+            guard request.entity == entry.entity, request.isMedia == entry.isMedia, let old = request.headers[.ifMatch], old != etag else { return nil }
             var request = request
             request.headers[.ifMatch] = etag
             return request

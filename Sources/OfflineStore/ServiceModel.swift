@@ -31,6 +31,8 @@ struct ServiceModel: Sendable, Hashable {
         var propertyTypes: [String: String]
         var propertyOrder: [String]
         var navigation: [String: NavigationProperty]
+        /// A media entity type (`HasStream`): each entity has a media resource (`$value`).
+        var hasStream = false
     }
 
     struct EntitySet: Sendable, Hashable {
@@ -103,6 +105,7 @@ struct ServiceModel: Sendable, Hashable {
                     }
                     entityType.navigation[navigation.name] = view
                 }
+                entityType.hasStream = chain.contains { $0.hasStream }
                 entityTypes[entityType.name] = entityType
             }
         }

@@ -80,52 +80,11 @@ func json(_ item: Item) -> JSONValue {
     ]))
 }
 
-func fixtureBinary() -> String? {
-    if let path = ProcessInfo.processInfo.environment["ODATA_FIXTURE_SERVER"] { return path }
-    let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    for configuration in ["release", "debug"] {
-        let path = here.appendingPathComponent(".build/\(configuration)/odata-fixture-server").path
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return nil
-}
-
-/// Starts the producer over a data directory and returns the process and its service root.
-func startProducer(binary: String, data: String, port: Int = 0) throws -> (Process, String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = ["--port", String(port), "--data", data, "--page-size", "1000"]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    var text = ""
-    while !text.contains("\n") {
-        let data = output.fileHandleForReading.availableData
-        if data.isEmpty { break }
-        text += String(decoding: data, as: UTF8.self)
-    }
-    guard let start = text.range(of: "serving "), let end = text.range(of: " (Ctrl-C") else {
-        process.terminate()
-        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the producer did not start: \(text)"])
-    }
-    return (process, String(text[start.upperBound..<end.lowerBound]))
-}
-
 let environment = ProcessInfo.processInfo.environment
 // A role may name a page size after `@` (`store@1024`): that store is made with it, in a directory of its own.
 let roleAndPage = (environment["OFFLINE_BENCH_ROLE"] ?? "parent").split(separator: "@")
 let role = String(roleAndPage[0])
 let databasePageSize = roleAndPage.count > 1 ? Int(roleAndPage[1]) ?? 4096 : 4096
-/// This process's peak resident memory since it started (`VmHWM`; `getrusage`'s `ru_maxrss` would keep the
-/// parent's from before `exec`).
-func peakResidentBytes() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-    else { return 0 }
-    return kilobytes * 1024
-}
 func cpuSeconds() -> Double { processCPUNanoseconds() / 1e9 }
 /// A child's figure, read by the parent: `metric<TAB>value`.
 func report(_ metric: String, _ value: Double) { print("\(metric)\t\(value)") }

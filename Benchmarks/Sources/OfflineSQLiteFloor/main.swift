@@ -16,15 +16,6 @@ defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem
 
 func report(_ metric: String, _ value: Double) { print("\(metric)\t\(value)") }
 func elapsed(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) }
-/// This process's peak resident memory since it started (`VmHWM`; `getrusage`'s `ru_maxrss` would keep the
-/// parent's from before `exec`).
-func peakResidentBytes() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-    else { return 0 }
-    return kilobytes * 1024
-}
 
 var configuration = Configuration()
 configuration.journalMode = .wal

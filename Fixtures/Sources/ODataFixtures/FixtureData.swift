@@ -15,6 +15,8 @@ public struct FixtureData: Sendable {
         var version: Int64
         /// Seconds since 1970 of the last change.
         var modified: Int64
+        /// A media entity's media resource (`$value`); `nil` for an entity of a type without a stream.
+        var media: FixtureMedia? = nil
     }
 
     struct SetStorage: Sendable {
@@ -70,7 +72,9 @@ public struct FixtureData: Sendable {
                     throw FixtureError(.invalidData, "\(name).json has the key \(predicate) twice")
                 }
                 storage.order.append(predicate)
-                storage.entities[predicate] = StoredEntity(value: object, version: 0, modified: loadedAt)
+                storage.entities[predicate] = StoredEntity(
+                    value: object, version: 0, modified: loadedAt,
+                    media: type.hasStream ? FixtureMedia.generated(for: name + predicate) : nil)
             }
             sets[name] = storage
         }
@@ -158,7 +162,9 @@ public struct FixtureData: Sendable {
         let now = Self.changeTime(after: sets[set]!.modified)
         sequence += 1
         sets[set]!.order.append(predicate)
-        sets[set]!.entities[predicate] = StoredEntity(value: value, version: sequence, modified: now)
+        sets[set]!.entities[predicate] = StoredEntity(
+            value: value, version: sequence, modified: now,
+            media: type.hasStream ? FixtureMedia(bytes: [], contentType: "application/octet-stream", version: sequence) : nil)
         sets[set]!.modified = now
         record(set: set, predicate: predicate, entity: value, previous: nil, type: type)
         return value
@@ -236,13 +242,13 @@ public struct FixtureData: Sendable {
         }
         let now = Self.changeTime(after: sets[set]!.modified)
         sequence += 1
-        sets[set]!.entities[predicate] = StoredEntity(value: value, version: sequence, modified: now)
+        sets[set]!.entities[predicate] = StoredEntity(value: value, version: sequence, modified: now, media: stored.media)
         sets[set]!.modified = now
         record(set: set, predicate: predicate, entity: value, previous: stored.value, type: type)
         return value
     }
 
-    private mutating func record(
+    mutating func record(
         set: String, predicate: String, entity: JSONObject, previous: JSONObject?, type: ServiceModel.EntityType
     ) {
         var key = JSONObject()

@@ -190,6 +190,8 @@ final class FixtureService: Sendable {
         case count(set: String, members: [String]?)
         /// A structural property of an entity, raw with `$value`.
         case property(set: String, predicate: String, name: String, raw: Bool)
+        /// The media resource (`$value`) of a media entity.
+        case media(set: String, predicate: String)
     }
 
     /// The entity a collection navigation starts from, so a POST to it can link the new entity.
@@ -241,6 +243,8 @@ final class FixtureService: Sendable {
                 } else {
                     throw ServiceFailure.notFound("\(set) has no property or navigation property named \(name)")
                 }
+            case (.entity(let set, let predicate), .value) where try data.entityType(of: set).hasStream:
+                target = .media(set: set, predicate: predicate)
             case (.property(let set, let predicate, let name, false), .value):
                 target = .property(set: set, predicate: predicate, name: name, raw: true)
             default:
@@ -357,7 +361,7 @@ final class FixtureService: Sendable {
             if notModified(request.headers, etag: etag, modified: stored.modified) {
                 return OutgoingResponse(status: 304, headers: headers)
             }
-            var entity = annotated(stored)
+            var entity = annotated(stored, set: set, predicate: predicate)
             let pieces = QueryString.pieces(request.query)
             if !pieces.isEmpty {
                 entity = try evaluate(
@@ -371,6 +375,8 @@ final class FixtureService: Sendable {
             return .json(200, .object(body), headers: headers)
         case .absent:
             return OutgoingResponse(status: 204)
+        case .media(let set, let predicate):
+            return try readMedia(set: set, predicate: predicate, request: request, data: data)
         case .count(let set, let members):
             let entities = try collectionEntities(set: set, members: members, data: data)
             let pieces = try QueryString.pieces(request.query).filter { ["$filter", "$search"].contains(try QueryString.name(of: $0)) }
@@ -404,7 +410,7 @@ final class FixtureService: Sendable {
 
     private func collectionEntities(set: String, members: [String]?, data: FixtureData) throws -> [JSONObject] {
         let storage = try data.storage(set)
-        return (members ?? storage.order).map { annotated(storage.entities[$0]!) }
+        return (members ?? storage.order).map { annotated(storage.entities[$0]!, set: set, predicate: $0) }
     }
 
     /// One page of a collection and the `$skiptoken` of the next.
@@ -439,17 +445,20 @@ final class FixtureService: Sendable {
         var entities: [JSONObject] = []
         repeat {  // at least once: options that do not parse fail on an empty collection too
             let end = min(keys.count, position + pageSize - entities.count)
-            let stretch = keys[position..<end].map { annotated(storage.entities[$0]!) }
+            let stretch = keys[position..<end].map { annotated(storage.entities[$0]!, set: set, predicate: $0) }
             entities += try evaluate(pieces: pieces, entities: stretch, set: set, data: data, allowCollectionOptions: true).entities
             position = end
         } while entities.count < pageSize && position < keys.count
         return Page(entities: entities, count: nil, next: position < keys.count ? position : nil)
     }
 
-    /// An entity with its `@odata.etag` first.
-    func annotated(_ stored: FixtureData.StoredEntity) -> JSONObject {
+    /// An entity with its `@odata.etag` first, then a media entity's `@odata.media…` annotations.
+    func annotated(_ stored: FixtureData.StoredEntity, set: String, predicate: String) -> JSONObject {
         var object = JSONObject()
         object.append(.string(ETag.entity(version: stored.version)), forKey: "@odata.etag")
+        if let media = stored.media {
+            for (name, value) in mediaAnnotations(media, set: set, predicate: predicate) { object.append(value, forKey: name) }
+        }
         for (name, value) in stored.value { object.append(value, forKey: name) }
         return object
     }
@@ -576,7 +585,7 @@ final class FixtureService: Sendable {
             // What the client saw: the entity as it was when the token was issued, if it matched then.
             let clientHadIt = try first.previous.map { try matches($0) } ?? false
             if let stored = data.stored(in: set, predicate: predicate), try matches(stored.value) {
-                let entity = annotated(stored)
+                let entity = annotated(stored, set: set, predicate: predicate)
                 let shaped = shapePieces.isEmpty
                     ? entity
                     : try evaluate(pieces: shapePieces, entities: [entity], set: set, data: data, allowCollectionOptions: true)
@@ -694,7 +703,7 @@ final class FixtureService: Sendable {
         let stored = data.stored(in: set, predicate: predicate)!
         var body = JSONObject()
         body.append(.string(serviceRoot + "$metadata#\(set)/$entity"), forKey: "@odata.context")
-        for (name, value) in annotated(stored) { body.append(value, forKey: name) }
+        for (name, value) in annotated(stored, set: set, predicate: predicate) { body.append(value, forKey: name) }
         var headers = extra
         headers[.eTag] = ETag.entity(version: stored.version)
         headers[.lastModified] = HTTPDate.format(stored.modified)
@@ -705,7 +714,8 @@ final class FixtureService: Sendable {
         guard case .collection(let set, _, let parent) = target else {
             throw ServiceFailure(405, "MethodNotAllowed", "POST creates entities in collections only")
         }
-        var object = try resolvingBindings(try bodyObject(request), set: set, data: state.data)
+        let isMedia = createsMediaEntity(set: set, request: request, data: state.data)
+        var object = isMedia ? JSONObject() : try resolvingBindings(try bodyObject(request), set: set, data: state.data)
         if let parent, let partnerName = parent.navigation.partner,
             let partner = try state.data.entityType(of: set).navigationProperty(partnerName)
         {
@@ -715,6 +725,11 @@ final class FixtureService: Sendable {
         let created = try state.data.insert(object, into: set)
         guard let predicate = EntityKey.predicate(of: created, type: try state.data.entityType(of: set)) else {
             throw ServiceFailure(500, "InternalError", "the created entity has no usable key")
+        }
+        if isMedia {
+            _ = try state.data.replaceMedia(
+                in: set, predicate: predicate, bytes: request.body,
+                contentType: request.headers[.contentType] ?? "application/octet-stream")
         }
         let location = serviceRoot + set + predicate
         var headers = HTTPFields()
@@ -739,6 +754,10 @@ final class FixtureService: Sendable {
     }
 
     private func update(_ target: Target, request: IncomingRequest, replace: Bool, state: inout State) throws -> OutgoingResponse {
+        if case .media(let set, let predicate) = target {
+            guard replace else { throw ServiceFailure(405, "MethodNotAllowed", "a media resource is replaced with PUT") }
+            return try replaceMedia(set: set, predicate: predicate, request: request, state: &state)
+        }
         guard case .entity(let set, let predicate) = target else {
             throw ServiceFailure(405, "MethodNotAllowed", "\(request.method) changes single entities only")
         }

@@ -64,7 +64,7 @@ struct FixtureNavigator: NavigationResolver {
                 let (targetSet, members) = try? service.related(of: entity, in: candidate, navigation: navigation, data: data, dependents: dependents),
                 let storage = data.sets[targetSet]
             else { continue }
-            let values = members.map { JSONValue.object(service.annotated(storage.entities[$0]!)) }
+            let values = members.map { JSONValue.object(service.annotated(storage.entities[$0]!, set: targetSet, predicate: $0)) }
             return navigation.isCollection ? .array(values) : (values.first ?? .null)
         }
         return nil

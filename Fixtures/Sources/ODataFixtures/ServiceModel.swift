@@ -61,6 +61,8 @@ public struct ServiceModel: Sendable {
         public let properties: [Property]
         /// The navigation properties, in declaration order.
         public let navigationProperties: [NavigationProperty]
+        /// Whether the type is a media entity type (`HasStream="true"`): each entity has a media resource, `$value`.
+        public let hasStream: Bool
 
         /// The structural property with this name.
         /// - Parameter name: the property's name.
@@ -131,7 +133,8 @@ public struct ServiceModel: Sendable {
                     NavigationProperty(
                         name: $0.name, targetType: $0.target, isCollection: $0.isCollection, partner: $0.partner,
                         constraints: $0.referentialConstraints.map { (property: $0.property, referencedProperty: $0.referencedProperty) })
-                })
+                },
+                hasStream: chain.contains { $0.hasStream })
         }
         let sets = document.entitySets.map { set in
             var bindings: [String: String] = [:]

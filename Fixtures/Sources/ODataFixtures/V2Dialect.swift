@@ -64,7 +64,7 @@ extension ServiceModel {
             xml += "<Schema Namespace=\"\(escaped(namespace))\" xmlns=\"http://schemas.microsoft.com/ado/2008/09/edm\">\n"
             for type in byNamespace[namespace]! {
                 let name = type.qualifiedName.split(separator: ".").last.map(String.init) ?? type.qualifiedName
-                xml += "<EntityType Name=\"\(escaped(name))\"><Key>"
+                xml += "<EntityType Name=\"\(escaped(name))\"\(type.hasStream ? " m:HasStream=\"true\"" : "")><Key>"
                 for key in type.keys { xml += "<PropertyRef Name=\"\(escaped(key))\"/>" }
                 xml += "</Key>\n"
                 for property in type.properties {
@@ -88,10 +88,18 @@ extension ServiceModel {
 }
 
 enum V2Envelope {
-    /// An entity in V2's form: its `@odata.etag` moved into `__metadata`, other control information dropped.
+    /// An entity in V2's form: its `@odata.etag` and a media entity's `@odata.media…` annotations moved into
+    /// `__metadata` (`etag`, `media_src`, `edit_media`, `content_type`, `media_etag`), other control information dropped.
     static func entity(_ object: JSONObject) -> JSONObject {
         var entity = JSONObject()
-        if let etag = object["@odata.etag"] { entity.append(.object(["etag": etag]), forKey: "__metadata") }
+        var metadata = JSONObject()
+        if let etag = object["@odata.etag"] { metadata.append(etag, forKey: "etag") }
+        for (v4, v2) in [("@odata.mediaReadLink", "media_src"), ("@odata.mediaEditLink", "edit_media"),
+            ("@odata.mediaContentType", "content_type"), ("@odata.mediaEtag", "media_etag")]
+        {
+            if let value = object[v4] { metadata.append(value, forKey: v2) }
+        }
+        if !metadata.isEmpty { entity.append(.object(metadata), forKey: "__metadata") }
         for (name, value) in object where !name.hasPrefix("@") && !name.contains("@") { entity.append(value, forKey: name) }
         return entity
     }

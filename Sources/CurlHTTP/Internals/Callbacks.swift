@@ -35,3 +35,18 @@ func curlHeaderCallback(
     guard total > 0, let buffer else { return total }
     return handle.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: total))
 }
+
+/// `CURLOPT_READFUNCTION`: fills libcurl's buffer with request body bytes (``TransportRequest/bodyFile``).
+///
+/// > Your function must then return the actual number of bytes that it stored in that memory area. Returning 0
+/// > signals end-of-file to the library … Your read function can also return CURL_READFUNC_ABORT to stop the
+/// > current operation immediately.
+func curlReadCallback(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ userdata: UnsafeMutableRawPointer?
+) -> Int {
+    guard let userdata, let buffer else { return Int(CURL_READFUNC_ABORT) }
+    let handle = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
+    let (total, overflow) = size.multipliedReportingOverflow(by: count)
+    guard !overflow else { return Int(CURL_READFUNC_ABORT) }
+    return handle.sendBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: total))
+}

@@ -21,6 +21,11 @@ final class CurlEasyHandle {
     private var body = Data()
     private var reservedCapacity = false
     private var maxBodySize: Int?
+    /// Where a 2xx body goes instead of `body` (``TransportRequest/responseBodyFile``), and the file once opened.
+    private var responseBodyPath: String?
+    private var responseBodyFile: FileHandle?
+    /// The file a request body is read from (``TransportRequest/bodyFile``).
+    private var requestBodyFile: FileHandle?
     /// The error a callback recorded; it wins over libcurl's `CURLE_WRITE_ERROR`.
     private var callbackError: CurlError?
 
@@ -50,6 +55,7 @@ final class CurlEasyHandle {
         clearResponse()
         headerList = nil
         maxBodySize = configuration.maxResponseBodySize
+        responseBodyPath = request.responseBodyFile
 
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
         // > CURLOPT_NOSIGNAL … If this option is set to 1, libcurl will not use any functions that install
@@ -90,6 +96,10 @@ final class CurlEasyHandle {
 
     private func setMethodAndBody(_ request: TransportRequest) throws(CurlError) {
         let method = request.method
+        if let path = request.bodyFile {
+            try setStreamedBody(path: path, method: method)
+            return
+        }
         var body = request.body
         if body == nil, ["POST", "PUT", "PATCH", "MERGE"].contains(method) {
             body = Data()  // send `Content-Length: 0` rather than no length at all
@@ -236,6 +246,45 @@ final class CurlEasyHandle {
         headerList = nil
     }
 
+    /// A body read from a file as libcurl asks for it (`CURLOPT_UPLOAD` with `CURLOPT_READFUNCTION`), with its
+    /// length announced, under the request's own method.
+    private func setStreamedBody(path: String, method: String) throws(CurlError) {
+        let size: Int
+        do {
+            guard let length = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int else {
+                throw CurlError(kind: .invalidRequest, message: "the body file \(path) has no size")
+            }
+            size = length
+            requestBodyFile = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        } catch let error as CurlError {
+            throw error
+        } catch {
+            throw CurlError(kind: .invalidRequest, message: "the body file \(path) cannot be read: \(error.localizedDescription)")
+        }
+        try set(CURLOPT_UPLOAD, 1)
+        try check(CCurl_easy_setopt_off_t(raw, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "CURLOPT_INFILESIZE_LARGE")
+        let userdata = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        try check(CCurl_easy_setopt_write_function(raw, CURLOPT_READFUNCTION) { curlReadCallback($0, $1, $2, $3) }, "CURLOPT_READFUNCTION")
+        try set(CURLOPT_READDATA, pointer: userdata)
+        if method != "PUT" { try set(CURLOPT_CUSTOMREQUEST, string: method) }
+    }
+
+    /// Fills libcurl's upload buffer from the body file.
+    ///
+    /// - Parameter buffer: libcurl's buffer.
+    /// - Returns: The bytes written (0 at the end of the file), or `CURL_READFUNC_ABORT` after a read error.
+    func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let file = requestBodyFile else { return 0 }
+        do {
+            let chunk = try file.read(upToCount: buffer.count) ?? Data()
+            chunk.copyBytes(to: buffer)
+            return chunk.count
+        } catch {
+            callbackError = CurlError(kind: .invalidRequest, message: "the body file cannot be read: \(error.localizedDescription)")
+            return Int(CURL_READFUNC_ABORT)
+        }
+    }
+
     private func clearResponse() {
         status = 0
         headerFields = HTTPFields()
@@ -243,6 +292,10 @@ final class CurlEasyHandle {
         body = Data()
         reservedCapacity = false
         callbackError = nil
+        try? responseBodyFile?.close()  // the file was complete or the transfer failed; a close error changes neither
+        responseBodyFile = nil
+        try? requestBodyFile?.close()  // read-only: closing cannot lose anything
+        requestBodyFile = nil
         errorBuffer[0] = 0
     }
 
@@ -251,6 +304,9 @@ final class CurlEasyHandle {
     /// - Parameter bytes: The bytes libcurl delivered (decoded when a content encoding was negotiated).
     /// - Returns: `bytes.count` to continue, 0 to abort the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if let path = responseBodyPath, (200..<300).contains(status) {
+            return receiveBody(bytes, intoFile: path)
+        }
         if let max = maxBodySize, bytes.count > max - body.count {
             callbackError = CurlError(
                 kind: .tooLarge, message: "response body exceeds maxResponseBodySize (\(max) bytes)")
@@ -267,6 +323,25 @@ final class CurlEasyHandle {
             body.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         }
         return bytes.count
+    }
+
+    /// Writes body bytes to the response body file, opening (creating or emptying) it with the first.
+    private func receiveBody(_ bytes: UnsafeRawBufferPointer, intoFile path: String) -> Int {
+        do {
+            if responseBodyFile == nil {
+                guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw CurlError(kind: .invalidRequest, message: "the response body file \(path) cannot be created")
+                }
+                responseBodyFile = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            }
+            try responseBodyFile!.write(contentsOf: bytes)
+            return bytes.count
+        } catch let error as CurlError {
+            callbackError = error
+        } catch {
+            callbackError = CurlError(kind: .invalidRequest, message: "the response body file \(path) cannot be written: \(error.localizedDescription)")
+        }
+        return 0
     }
 
     /// Parses one header line: a status line starts a new header block (a `100 Continue` or a followed
@@ -359,6 +434,11 @@ final class CurlEasyHandle {
         guard result == CURLE_OK else {
             let text = String(cString: errorBuffer)
             return .failure(CurlError(code: result, errorBuffer: text))
+        }
+        if let file = responseBodyFile {
+            do { try file.synchronize() } catch {
+                return .failure(CurlError(kind: .invalidRequest, message: "the response body file cannot be written: \(error.localizedDescription)"))
+            }
         }
         var responseCode = 0
         _ = CCurl_easy_getinfo_long(raw, CURLINFO_RESPONSE_CODE, &responseCode)

@@ -88,6 +88,7 @@ final class EntityStore: Sendable {
             } else if version != Self.format {
                 throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
             }
+            try writerConnection.execute(Self.mediaSchema)
             let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4,
                                                     pageSize: writerConnection.pageSize)
             writer = LockedValue(writerConnection)

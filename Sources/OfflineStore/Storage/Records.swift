@@ -76,6 +76,12 @@ struct QueuedRequest: Sendable, Hashable {
     /// `Set(key)` of the entity the request affects (its local, possibly temporary, key).
     var entity: String
     var createdAt: String
+    /// For the replace of a media resource (`PUT Set(key)/$value`): its content type. The body is then not ``body``
+    /// but the entity's media resource as the store holds it when the request is sent, streamed from the store.
+    var mediaContentType: String? = nil
+
+    /// Whether the request replaces a media resource (``mediaContentType``).
+    var isMedia: Bool { mediaContentType != nil }
 
     func encoded() -> [UInt8] {
         JSON.serialize(.object(jsonObject(internal: true)))
@@ -96,6 +102,7 @@ struct QueuedRequest: Sendable, Hashable {
             var fields = JSONObject()
             for field in headers { fields.append(.string(field.value), forKey: field.name.rawName) }
             object.append(.object(fields), forKey: "Headers")
+            if let mediaContentType { object.append(.string(mediaContentType), forKey: "MediaContentType") }
         }
         return object
     }
@@ -114,7 +121,8 @@ struct QueuedRequest: Sendable, Hashable {
         }
         return QueuedRequest(id: id, method: method, url: url, body: object["Body"]?.stringValue,
                              customTag: object["CustomTag"]?.stringValue, headers: headers,
-                             entity: entity, createdAt: object["CreatedAt"]?.stringValue ?? "")
+                             entity: entity, createdAt: object["CreatedAt"]?.stringValue ?? "",
+                             mediaContentType: object["MediaContentType"]?.stringValue)
     }
 }
 

@@ -28,6 +28,10 @@ struct Ingest {
         return set
     }
 
+    /// A media entity's annotations, kept with the entity: where its media resource is read and written, its content
+    /// type and ETag (V2's `__metadata.media_src` and the others arrive as these).
+    static let mediaAnnotations: Set<String> = ["@odata.mediaReadLink", "@odata.mediaEditLink", "@odata.mediaContentType", "@odata.mediaEtag"]
+
     /// Adds one entity (V4 JSON with annotations and expanded navigation properties).
     ///
     /// - Returns: The entity's reference, `Set(key)`.
@@ -40,7 +44,7 @@ struct Ingest {
         var links = JSONObject()
         for (name, value) in object {
             if name.utf8.first == UInt8(ascii: "@") {
-                if name == "@odata.etag" { properties.append(value, forKey: name) }
+                if name == "@odata.etag" || Self.mediaAnnotations.contains(name) { properties.append(value, forKey: name) }
                 continue
             }
             if name.utf8.contains(UInt8(ascii: "@")) { continue }

@@ -202,6 +202,7 @@ extension OfflineODataProvider {
         }
         counters.nextOrder = max(counters.nextOrder, order)
         self.configuration = newConfiguration
+        try await downloadMedia(chosen, store: store)
     }
 
     /// Reads the changes behind a delta link, following next and delta links.

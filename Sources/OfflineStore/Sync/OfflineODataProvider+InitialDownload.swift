@@ -85,5 +85,6 @@ extension OfflineODataProvider {
         try store.buildMissingIndexes(model: model)
         self.configuration = configuration
         self.counters = counters
+        try await downloadMedia(definingQueryList, store: store)
     }
 }

@@ -89,11 +89,13 @@ extension OfflineODataProvider {
                 machine.queueRead(try store.queuedRequests().filter { $0.id > after })
             case .send(let entry, let delay):
                 guard await pause(delay) else { machine.cancel(); continue }
+                let request = entry.isMedia ? try mediaUploadRequest(entry, store: store) : uploadRequest(entry)
                 do {
-                    machine.answered(try await sendOnce(uploadRequest(entry)))
+                    machine.answered(try await sendOnce(request))
                 } catch {
                     machine.cancel()  // stopped by the caller: the request stays queued, with its repeatability headers
                 }
+                if let file = request.bodyFile { removeMediaFile(file) }
             case .sendBatch(let group, let delay):
                 guard await pause(delay) else { machine.cancel(); continue }
                 do {
@@ -167,6 +169,7 @@ extension OfflineODataProvider {
     /// A queued request's own headers: `Content-Type` for a body, `If-Match`, `Repeatability-*`.
     private static func addOwnHeaders(of entry: QueuedRequest, to fields: inout HTTPFields) {
         if entry.body != nil { fields[.contentType] = "application/json" }
+        if let mediaContentType = entry.mediaContentType { fields[.contentType] = mediaContentType }
         for field in entry.headers { fields[field.name] = field.value }
     }
 

@@ -303,56 +303,6 @@ struct UploadMachine {
         return .commit(outcomes)
     }
 
-    // MARK: Rules
-
-    /// Whether HTTP promises that sending `method` twice does what sending it once does. `PATCH` and `MERGE`
-    /// apply a change relative to the entity (and a `POST` creates): not idempotent.
-    static func isIdempotent(_ method: String) -> Bool {
-        ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(method.uppercased())
-    }
-
-    /// Whether a request (a `$batch` of `methods`) must go out on a new connection: the transport re-sends a
-    /// request by itself after a reused connection died before any answer, which the rule below forbids for one
-    /// that is not idempotent without repeatable requests.
-    static func needsFreshConnection(_ methods: [String], repeatable: Bool) -> Bool {
-        !repeatable && !methods.allSatisfy(isIdempotent)
-    }
-
-    /// Whether a failure may be re-sent: a transport failure, 408, 429 or 5xx, or a token the session could not
-    /// fetch. Without `repeatable`, a request that is not idempotent (a `$batch` holding one) is re-sent only when
-    /// the failure proves the back end never got it.
-    static func retryable(_ answer: UploadAnswer, methods: [String], repeatable: Bool) -> Bool {
-        let safe = repeatable || methods.allSatisfy(isIdempotent)
-        switch answer {
-        case .reply(let reply):
-            return safe && (reply.status == 408 || reply.status == 429 || (500..<600).contains(reply.status))
-        case .failure(.session(let retryable, _, _)):
-            return retryable  // the request was not sent
-        case .failure(.transport(let neverReached, _)):
-            return neverReached || safe
-        case .failure(.unreadableBatchAnswer):
-            return false
-        }
-    }
-
-    /// The queued requests that go into one `$batch`, starting with the first of `entries`: at most `limit`, none
-    /// on an entity whose create failed, and the batch ends after a create or a request followed by another on the
-    /// same entity (that one waits for the new key or ETag).
-    static func batchGroup(_ entries: ArraySlice<QueuedRequest>, limit: Int, failedCreates: [String: Int64]) -> [QueuedRequest] {
-        var group: [QueuedRequest] = []
-        for entry in entries {
-            guard group.count < limit, failedCreates[entry.entity] == nil else { break }
-            group.append(entry)
-            if entry.method == "POST" || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
-        }
-        return group
-    }
-
-    /// What an accepted create's answer holds, or `nil` when it is not a readable entity.
-    static func createdEntity(_ reply: UploadReply) -> JSONObject? {
-        (try? JSON.parse(reply.body))?.objectValue
-    }
-
     private mutating func settle(_ entry: QueuedRequest, _ answer: UploadAnswer) {
         let caveat = notResent.remove(entry.id) != nil ? "; not re-sent (\(entry.method) is not idempotent and repeatable requests are off): the back end may have executed it" : ""
         switch answer {

@@ -27,6 +27,7 @@ enum UploadSteps {
     ///   - snapshotEnd: The last request ID of that snapshot; requests queued after it are looked up in the transaction.
     static func accepted(_ entry: QueuedRequest, etag: String?, laterInSnapshot: Bool, snapshotEnd: Int64) -> UploadStep {
         let (set, key) = split(entry.entity)
+        if entry.isMedia { return acceptedMedia(entry, etag: etag) }
         return { changes in
             let laterOnEntity = try laterInSnapshot || changes.queuedRequests(after: snapshotEnd).contains { $0.entity == entry.entity }
             if var record = try changes.current(set: set, key: key) {
@@ -45,6 +46,23 @@ enum UploadSteps {
                     }
                     try changes.put(record)
                 }
+            }
+            try changes.dequeue(entry.id)
+        }
+    }
+
+    /// An accepted media replace: the media resource is no longer local and has the back end's new media ETag (also
+    /// the entity's `@odata.mediaEtag`); a later queued media replace of the entity gets it as its `If-Match`. The
+    /// entity's own state and ETag are not the media's: they stay.
+    static func acceptedMedia(_ entry: QueuedRequest, etag: String?) -> UploadStep {
+        let (set, key) = split(entry.entity)
+        return { changes in
+            let later = try changes.queuedRequests(after: entry.id)
+            try changes.markMediaUploaded(set: set, key: key, etag: etag, stillLocal: later.contains { $0.isMedia && $0.entity == entry.entity })
+            for updated in OfflineODataProvider.withNewETag(later, after: entry, etag: etag) { try changes.enqueue(updated) }
+            if let etag, var record = try changes.current(set: set, key: key) {
+                record.entity["@odata.mediaEtag"] = .string(etag)
+                try changes.put(record)
             }
             try changes.dequeue(entry.id)
         }

@@ -1,0 +1,54 @@
+import Foundation
+
+/// The fixture producer's binary: `ODATA_FIXTURE_SERVER`, else the repository's release build, else its debug build.
+public func fixtureBinary() -> String? {
+    if let path = ProcessInfo.processInfo.environment["ODATA_FIXTURE_SERVER"] { return path }
+    let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    for configuration in ["release", "debug"] {
+        let path = here.appendingPathComponent(".build/\(configuration)/odata-fixture-server").path
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}
+
+/// Starts the producer over a data directory (its bundled data when `nil`) and returns the process and its service root.
+public func startProducer(binary: String, data: String?, port: Int = 0) throws -> (Process, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = ["--port", String(port), "--page-size", "1000"] + (data.map { ["--data", $0] } ?? [])
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    var text = ""
+    while !text.contains("\n") {
+        let data = output.fileHandleForReading.availableData
+        if data.isEmpty { break }
+        text += String(decoding: data, as: UTF8.self)
+    }
+    guard let start = text.range(of: "serving "), let end = text.range(of: " (Ctrl-C") else {
+        process.terminate()
+        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the producer did not start: \(text)"])
+    }
+    return (process, String(text[start.upperBound..<end.lowerBound]))
+}
+
+/// This process's peak resident memory since it started or since ``resetPeakResidentBytes()`` (`VmHWM`;
+/// `getrusage`'s `ru_maxrss` would keep the parent's from before `exec`).
+public func peakResidentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
+    return kilobytes * 1024
+}
+
+/// Starts a new peak: `VmHWM` becomes the current resident size (Linux: `5` into `/proc/self/clear_refs`).
+/// - Returns: whether the kernel took it.
+@discardableResult
+public func resetPeakResidentBytes() -> Bool {
+    guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return false }
+    defer { try? handle.close() }
+    do { try handle.write(contentsOf: Data("5".utf8)) } catch { return false }
+    return true
+}

@@ -1,0 +1,138 @@
+import Foundation
+import HTTPTypes
+import ODataCore
+
+/// A media resource (the `$value` of a media entity) as the offline store holds it.
+public struct OfflineMediaResource: Sendable, Hashable {
+    /// Its content type, as the back end gave it (or the local replace).
+    public var contentType: String
+    /// The back end's media ETag when it was downloaded or last uploaded; `nil` when the back end gave none.
+    public var etag: String?
+    /// Its size in bytes.
+    public var size: Int64
+    /// Whether it was replaced locally and the replace is not uploaded yet.
+    public var isLocal: Bool
+}
+
+extension OfflineODataProvider {
+    /// What the store holds of the media resource of a media entity.
+    ///
+    /// - Parameter entity: The entity, `Set(key)` as in a resource path (`Photos(1)`); a trailing `/$value` is allowed.
+    /// - Returns: The media resource's facts, or `nil` when the store holds none for the entity (not downloaded:
+    ///   its defining query does not set ``OfflineODataDefiningQuery/automaticallyRetrievesStreams``).
+    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` for a path that names no entity of the
+    ///   service, `.storage`.
+    public func mediaResource(of entity: String) throws -> OfflineMediaResource? {
+        let store = try openStore()
+        let id = try mediaEntity(entity)
+        return try store.mediaRecord(set: id.set, key: id.key).map {
+            OfflineMediaResource(contentType: $0.contentType, etag: $0.etag, size: $0.size, isLocal: $0.isLocal)
+        }
+    }
+
+    /// The bytes of the media resource of a media entity, whole (for a small one; see
+    /// ``writeMedia(of:to:)`` for one of any size).
+    ///
+    /// - Parameter entity: The entity, `Photos(1)` or `Photos(1)/$value`.
+    /// - Returns: The bytes, as the back end served them (or the local replace).
+    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` for a path that names no entity, `.entityNotFound` when
+    ///   the store holds no media resource for it, `.storage`.
+    public func readMedia(of entity: String) throws -> Data {
+        var bytes = Data()
+        try streamMedia(of: entity) { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    /// Writes the media resource of a media entity to a file (created, or emptied, with mode 0600), a chunk at a
+    /// time: memory holds one chunk whatever the stream's size.
+    ///
+    /// - Parameters:
+    ///   - entity: The entity, `Photos(1)` or `Photos(1)/$value`.
+    ///   - file: Where to write it.
+    /// - Returns: The number of bytes written.
+    /// - Throws: As ``readMedia(of:)``, and `.storage` when the file cannot be written.
+    @discardableResult
+    public func writeMedia(of entity: String, to file: URL) throws -> Int64 {
+        guard FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw OfflineODataError(.storage, "cannot create \(file.path)")
+        }
+        let handle: FileHandle
+        do { handle = try FileHandle(forWritingTo: file) } catch {
+            throw OfflineODataError(.storage, "cannot write \(file.path): \(error.localizedDescription)", underlying: error)
+        }
+        var written: Int64 = 0
+        do {
+            try streamMedia(of: entity) { chunk in
+                try handle.write(contentsOf: chunk)
+                written += Int64(chunk.count)
+            }
+            try handle.close()
+        } catch let error as OfflineODataError {
+            try? handle.close()  // the first error is the one reported
+            throw error
+        } catch {
+            try? handle.close()  // the first error is the one reported
+            throw OfflineODataError(.storage, "cannot write \(file.path): \(error.localizedDescription)", underlying: error)
+        }
+        return written
+    }
+
+    /// Replaces the media resource of a media entity locally and queues its upload: `PUT Set(key)/$value` with the
+    /// content type, and `If-Match` with the media ETag the store holds (when the back end gave one). The file is
+    /// copied into the encrypted store a chunk at a time (memory holds one chunk, whatever its size); the upload
+    /// streams it from there. Local reads give the new bytes at once. Each replace queues a request of its own, which
+    /// sends the media as the store holds it when it goes out; a failed one is archived like any request.
+    ///
+    /// - Parameters:
+    ///   - entity: The entity, `Photos(1)` or `Photos(1)/$value`; the store must hold it.
+    ///   - file: The new media's bytes.
+    ///   - contentType: Their content type, sent as `Content-Type`.
+    ///   - customTag: A tag kept with the queued request and its ErrorArchive entry.
+    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` for a path that names no media entity,
+    ///   `.entityNotFound` when the store does not hold the entity, `.storage` (also when the file cannot be read).
+    public func replaceMedia(of entity: String, from file: URL, contentType: String, customTag: String? = nil) async throws {
+        let store = try openStore()
+        let id = try mediaEntity(entity)
+        guard model.entityType(ofSet: id.set)?.hasStream == true else {
+            throw OfflineODataError(.invalidRequest, "\(id.set) is not a set of media entities (its type has no HasStream)")
+        }
+        let headers = queuedHeaders()
+        let written = try await store.write { changes in
+            guard let record = try changes.current(set: id.set, key: id.key), record.isVisible else {
+                throw OfflineODataError(.entityNotFound, "the store holds no entity \(id.reference)")
+            }
+            let etag = try changes.currentMedia(set: id.set, key: id.key)?.etag
+            var queued = headers
+            if let etag { queued[.ifMatch] = etag }
+            try changes.putMedia(set: id.set, key: id.key, etag: etag, contentType: contentType, isLocal: true, file: file.path)
+            var counters = try changes.currentCounters()
+            let request = QueuedRequest(id: counters.nextRequestID, method: "PUT", url: id.reference + "/$value", body: nil, customTag: customTag,
+                                        headers: queued, entity: id.reference, createdAt: Self.timestamp(), mediaContentType: contentType)
+            counters.nextRequestID += 1
+            try changes.enqueue(request)
+            try changes.putCounters(counters)
+            return counters
+        }
+        if written.nextRequestID > counters.nextRequestID { counters = written }
+    }
+
+    /// Hands the stored media bytes of an entity to `body` chunk by chunk.
+    private func streamMedia(of entity: String, _ body: ([UInt8]) throws -> Void) throws {
+        let store = try openStore()
+        let id = try mediaEntity(entity)
+        guard try store.mediaRecord(set: id.set, key: id.key) != nil else {
+            throw OfflineODataError(.entityNotFound, "the store holds no media resource for \(id.reference)")
+        }
+        try store.readMedia(set: id.set, key: id.key, body)
+    }
+
+    /// The set and key of a media entity's path (`Photos(1)`, `Photos(1)/$value`).
+    private func mediaEntity(_ path: String) throws(OfflineODataError) -> EntityID {
+        let trimmed = path.hasSuffix("/$value") ? String(path.dropLast("/$value".count)) : path
+        do {
+            return try EntityID.resolve(trimmed, serviceRoot: serviceRoot, model: model)
+        } catch {
+            throw OfflineODataError(.invalidRequest, "'\(path)' names no entity of the service: \(error.message)")
+        }
+    }
+}

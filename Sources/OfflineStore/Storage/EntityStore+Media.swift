@@ -1,0 +1,129 @@
+import Foundation
+import SQLCipher
+
+/// Media resources (the `$value` of a media entity): a row in `media` per entity (ETag, content type, size, and
+/// whether it was changed locally), its bytes in `media_chunks` as rows of at most ``EntityStore/mediaChunkSize``
+/// bytes, so that neither writing nor reading a stream ever holds more than one chunk in memory. Both tables are in
+/// the store's (encrypted) database.
+extension EntityStore {
+    /// The largest chunk of a media resource in one row.
+    static let mediaChunkSize = 256 * 1024
+
+    /// The media tables, made when missing (every open; a store made before media has none).
+    static let mediaSchema = """
+        CREATE TABLE IF NOT EXISTS media ("set" TEXT NOT NULL, "key" TEXT NOT NULL, etag TEXT, content_type TEXT NOT NULL, size INTEGER NOT NULL, local INTEGER NOT NULL DEFAULT 0, PRIMARY KEY ("set", "key"));
+        CREATE TABLE IF NOT EXISTS media_chunks ("set" TEXT NOT NULL, "key" TEXT NOT NULL, position INTEGER NOT NULL, bytes BLOB NOT NULL, PRIMARY KEY ("set", "key", position));
+        """
+
+    /// What the store knows of one media resource.
+    struct MediaRecord: Sendable, Hashable {
+        var set: String
+        var key: String
+        /// The back end's media ETag when it was downloaded or last uploaded; `nil` when it gave none.
+        var etag: String?
+        var contentType: String
+        var size: Int64
+        /// Whether it was replaced locally and the replace is not uploaded yet.
+        var isLocal: Bool
+    }
+
+    /// The media record of an entity, as committed.
+    func mediaRecord(set: String, key: String) throws -> MediaRecord? {
+        try reading("the media of \(set)\(key)") { connection in
+            let select = try connection.cachedStatement("SELECT etag, content_type, size, local FROM media WHERE \"set\" = ? AND \"key\" = ?")
+            defer { select.reset() }
+            try select.bind(.text(set), at: 1)
+            try select.bind(.text(key), at: 2)
+            guard try select.step() else { return nil }
+            return MediaRecord(set: set, key: key, etag: select.isNull(at: 0) ? nil : select.text(at: 0), contentType: select.text(at: 1),
+                               size: select.integer(at: 2), isLocal: select.integer(at: 3) != 0)
+        }
+    }
+
+    /// Hands the media bytes of an entity to `body` chunk by chunk, in order, in one read transaction.
+    func readMedia(set: String, key: String, _ body: ([UInt8]) throws -> Void) throws {
+        try reading("the media of \(set)\(key)") { connection in
+            let select = try connection.prepare("SELECT bytes FROM media_chunks WHERE \"set\" = ? AND \"key\" = ? ORDER BY position")
+            try select.bind(.text(set), at: 1)
+            try select.bind(.text(key), at: 2)
+            while try select.step() { try body(select.blob(at: 0)) }
+        }
+    }
+}
+
+extension EntityStore.Changes {
+    /// Stores a media resource from a file, read ``EntityStore/mediaChunkSize`` bytes at a time, replacing what the
+    /// entity had.
+    /// - Returns: The record written.
+    @discardableResult
+    func putMedia(set: String, key: String, etag: String?, contentType: String, isLocal: Bool, file path: String) throws -> EntityStore.MediaRecord {
+        try removeMedia(set: set, key: key)
+        let handle: FileHandle
+        do { handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path)) } catch {
+            throw OfflineODataError(.storage, "cannot read the media file \(path): \(error.localizedDescription)", underlying: error)
+        }
+        defer { try? handle.close() }  // read-only: closing cannot lose anything
+        let insert = try connection.cachedStatement("INSERT INTO media_chunks (\"set\", \"key\", position, bytes) VALUES (?, ?, ?, ?)")
+        var size: Int64 = 0
+        var position: Int64 = 0
+        while true {
+            let chunk: Data
+            do { chunk = try handle.read(upToCount: EntityStore.mediaChunkSize) ?? Data() } catch {
+                throw OfflineODataError(.storage, "cannot read the media file \(path): \(error.localizedDescription)", underlying: error)
+            }
+            if chunk.isEmpty { break }
+            defer { insert.reset() }
+            try insert.bind(.text(set), at: 1)
+            try insert.bind(.text(key), at: 2)
+            try insert.bind(.integer(position), at: 3)
+            try insert.bind(.blob([UInt8](chunk)), at: 4)
+            _ = try insert.step()
+            position += 1
+            size += Int64(chunk.count)
+        }
+        let record = EntityStore.MediaRecord(set: set, key: key, etag: etag, contentType: contentType, size: size, isLocal: isLocal)
+        let row = try connection.cachedStatement("INSERT INTO media (\"set\", \"key\", etag, content_type, size, local) VALUES (?, ?, ?, ?, ?, ?)")
+        defer { row.reset() }
+        try row.bind(.text(set), at: 1)
+        try row.bind(.text(key), at: 2)
+        try row.bind(etag.map { .text($0) } ?? .null, at: 3)
+        try row.bind(.text(contentType), at: 4)
+        try row.bind(.integer(size), at: 5)
+        try row.bind(.integer(isLocal ? 1 : 0), at: 6)
+        _ = try row.step()
+        return record
+    }
+
+    /// Marks a media resource uploaded: its new ETag; local only while `stillLocal` (a later replace is queued).
+    func markMediaUploaded(set: String, key: String, etag: String?, stillLocal: Bool) throws {
+        let update = try connection.cachedStatement("UPDATE media SET etag = ?, local = ? WHERE \"set\" = ? AND \"key\" = ?")
+        defer { update.reset() }
+        try update.bind(etag.map { .text($0) } ?? .null, at: 1)
+        try update.bind(.integer(stillLocal ? 1 : 0), at: 2)
+        try update.bind(.text(set), at: 3)
+        try update.bind(.text(key), at: 4)
+        _ = try update.step()
+    }
+
+    /// The media record of an entity as this transaction sees it.
+    func currentMedia(set: String, key: String) throws -> EntityStore.MediaRecord? {
+        let select = try connection.cachedStatement("SELECT etag, content_type, size, local FROM media WHERE \"set\" = ? AND \"key\" = ?")
+        defer { select.reset() }
+        try select.bind(.text(set), at: 1)
+        try select.bind(.text(key), at: 2)
+        guard try select.step() else { return nil }
+        return EntityStore.MediaRecord(set: set, key: key, etag: select.isNull(at: 0) ? nil : select.text(at: 0), contentType: select.text(at: 1),
+                                       size: select.integer(at: 2), isLocal: select.integer(at: 3) != 0)
+    }
+
+    /// Removes the media resource of an entity, if it has one.
+    func removeMedia(set: String, key: String) throws {
+        for table in ["media_chunks", "media"] {
+            let delete = try connection.cachedStatement("DELETE FROM \(table) WHERE \"set\" = ? AND \"key\" = ?")
+            defer { delete.reset() }
+            try delete.bind(.text(set), at: 1)
+            try delete.bind(.text(key), at: 2)
+            _ = try delete.step()
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import HTTPTypes
+import Logging
+import ODataCore
+import ODataTelemetry
+
+extension OfflineODataProvider {
+    /// Downloads the media resources (`$value`) of the media entities that the defining queries with
+    /// ``OfflineODataDefiningQuery/automaticallyRetrievesStreams`` hold, after their entities were applied.
+    ///
+    /// A media resource whose stored ETag equals the entity's `@odata.mediaEtag` (V2: `__metadata.media_etag`) is not
+    /// read again, nor one replaced locally and not yet uploaded. Each one is read from its `@odata.mediaReadLink` (V2:
+    /// `media_src`; without one, the entity's `Set(key)/$value`) into a file of the store's directory as it arrives
+    /// (``TransportRequest/responseBodyFile``), then copied into the encrypted database in chunks
+    /// (``EntityStore/mediaChunkSize``) and the file removed: memory holds one chunk, whatever the stream's size.
+    ///
+    /// - Throws: `OfflineODataError.downloadFailed` when a media resource cannot be read, `.storage`.
+    func downloadMedia(_ queries: [OfflineODataDefiningQuery], store: EntityStore) async throws {
+        let streaming = Set(queries.filter(\.automaticallyRetrievesStreams).map(\.name))
+        guard !streaming.isEmpty else { return }
+        var wanted: [(set: String, key: String, link: String, etag: String?)] = []
+        for set in store.storedSets() where model.entityType(ofSet: set)?.hasStream == true {
+            try store.forEachRecord(in: set) { record in
+                guard record.queries.contains(where: streaming.contains) else { return true }
+                let link = record.entity["@odata.mediaReadLink"]?.stringValue ?? record.reference + "/$value"
+                wanted.append((set, record.key, link, record.entity["@odata.mediaEtag"]?.stringValue))
+                return true
+            }
+        }
+        let file = parameters.storeDirectory + "/media-download.part"
+        defer { removeMediaFile(file) }
+        for item in wanted {
+            let stored = try store.mediaRecord(set: item.set, key: item.key)
+            if let stored, stored.isLocal || (item.etag != nil && stored.etag == item.etag) { continue }
+            let url = try absolute(item.link)
+            var request = TransportRequest(method: "GET", url: url, headerFields: backEndHeaders(accept: "*/*"))
+            request.responseBodyFile = file
+            removeMediaFile(file)
+            let response: TransportResponse
+            do { response = try await transport().send(request) } catch {
+                throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)", underlying: error)
+            }
+            guard response.status == 200 else {
+                let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
+                throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)",
+                                        httpStatus: response.status)
+            }
+            // An empty body leaves no file behind: the media is empty.
+            if !FileManager.default.fileExists(atPath: file),
+               !FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600]) {
+                throw OfflineODataError(.storage, "cannot create \(file)")
+            }
+            let etag = response.headerFields[.eTag] ?? item.etag
+            let contentType = response.headerFields[.contentType] ?? "application/octet-stream"
+            let (set, key) = (item.set, item.key)
+            _ = try await store.write { changes in
+                try changes.putMedia(set: set, key: key, etag: etag, contentType: contentType, isLocal: false, file: file)
+            }
+        }
+    }
+
+    /// The request that uploads a queued media replace: ``uploadRequest(_:)`` with the media resource as the store
+    /// holds it now, copied a chunk at a time into a file of the store's directory that the transport streams
+    /// (``TransportRequest/bodyFile``; the caller removes it once the request is answered).
+    ///
+    /// - Throws: `OfflineODataError.storage` when the media cannot be read or the file written.
+    func mediaUploadRequest(_ entry: QueuedRequest, store: EntityStore) throws -> TransportRequest {
+        let (set, key) = UploadSteps.split(entry.entity)
+        let path = parameters.storeDirectory + "/media-upload.part"
+        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw OfflineODataError(.storage, "cannot create \(path)")
+        }
+        do {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            defer { try? handle.close() }  // written and synchronized below; a close error loses nothing
+            try store.readMedia(set: set, key: key) { chunk in try handle.write(contentsOf: chunk) }
+            try handle.synchronize()
+        } catch let error as OfflineODataError {
+            throw error
+        } catch {
+            throw OfflineODataError(.storage, "cannot write \(path): \(error.localizedDescription)", underlying: error)
+        }
+        var request = uploadRequest(entry)
+        request.bodyFile = path
+        return request
+    }
+
+    /// Removes a media file of the store's directory; one that is missing is fine, any other failure is logged (the
+    /// next media download empties the file before it writes).
+    func removeMediaFile(_ path: String) {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        do { try FileManager.default.removeItem(atPath: path) } catch {
+            parameters.telemetry.logger.warning("offline store: a media file stays in the store's directory until the next download", metadata: [
+                "store": .string(parameters.storeName), "error": .string(error.localizedDescription),
+            ])
+        }
+    }
+}
