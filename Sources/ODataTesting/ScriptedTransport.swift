@@ -169,9 +169,9 @@ public final class ScriptedTransport: HTTPTransport {
         if reply.latency > .zero { try await Task.sleep(for: reply.latency) }
         switch reply.action {
         case .respond(let status, let headerFields, let body):
-            return TransportResponse(status: status, headerFields: headerFields, body: body, metrics: scriptedMetrics)
+            return try delivered(TransportResponse(status: status, headerFields: headerFields, body: body, metrics: scriptedMetrics), to: request)
         case .response(let response):
-            return response
+            return try delivered(response, to: request)
         case .fail(let error):
             throw error
         case .handle(let handler):
@@ -183,6 +183,18 @@ public final class ScriptedTransport: HTTPTransport {
             let response = try await forwardTarget.send(request)
             return try await rewrite?(response) ?? response
         }
+    }
+
+    /// A scripted answer as ``CurlTransport`` gives it: a 2xx body goes to the request's
+    /// `responseBodyFile` (created or emptied, mode 0600), and the response's body is then empty.
+    private func delivered(_ response: TransportResponse, to request: TransportRequest) throws -> TransportResponse {
+        guard let path = request.responseBodyFile, (200..<300).contains(response.status) else { return response }
+        guard FileManager.default.createFile(atPath: path, contents: response.body, attributes: [.posixPermissions: 0o600]) else {
+            throw ScriptedTransportError(method: request.method, url: request.url, routes: [], reason: "the response body file \(path) cannot be written")
+        }
+        var delivered = response
+        delivered.body = Data()
+        return delivered
     }
 
     // MARK: - Matching

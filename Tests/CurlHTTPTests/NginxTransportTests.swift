@@ -59,6 +59,29 @@ struct NginxTransportTests {
         #expect(response.headerFields[.contentLength] == String(expected.count))
     }
 
+    /// A `responseBodyFile` gets a 2xx body as it arrives, beyond `maxResponseBodySize` (which bounds memory, and the
+    /// body is not in memory); an error's body stays in the response.
+    @Test func aResponseBodyFileGetsTheBodyBeyondTheMemoryLimit() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.maxResponseBodySize = 64 * 1024
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("curl-body-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var request = TransportRequest(url: server.url("large.json"))
+        request.responseBodyFile = path
+        let response = try await transport.send(request)
+        #expect(response.status == 200)
+        #expect(response.body.isEmpty)
+        #expect(FileManager.default.contents(atPath: path) == NginxServer.files["large.json"])
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+        request.url = server.url("missing.json")
+        let missing = try await transport.send(request)
+        #expect(missing.status == 404)
+        #expect(!missing.body.isEmpty)
+    }
+
     @Test func gzipIsNegotiatedAndDecoded() async throws {
         let server = try nginx()
         let transport = try CurlTransport()

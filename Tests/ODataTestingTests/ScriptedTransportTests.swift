@@ -34,6 +34,22 @@ import Testing
         #expect(transport.unmatchedRequests.isEmpty)
     }
 
+    /// As ``CurlTransport`` does: a 2xx body goes to the request's `responseBodyFile`, an error's stays in the response.
+    @Test func aResponseBodyFileGetsASuccessfulBody() async throws {
+        let transport = ScriptedTransport()
+        transport.on("GET", "Photos(1)/$value", reply: .status(200, headerFields: [.contentType: "image/png"], body: Data([1, 2, 3])))
+            .on("GET", "Photos(2)/$value", reply: .json(#"{"error":{"code":"x","message":"gone"}}"#, status: 404))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("scripted-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var request = TransportRequest(url: root + "Photos(1)/$value")
+        request.responseBodyFile = path
+        let response = try await transport.send(request)
+        #expect(response.body.isEmpty)
+        #expect(FileManager.default.contents(atPath: path) == Data([1, 2, 3]))
+        request.url = root + "Photos(2)/$value"
+        #expect(text(try await transport.send(request)).contains("gone"))
+    }
+
     @Test func pathsAndQueryOptionsComparePercentDecodedAndAStarMatchesAnyValue() async throws {
         let transport = ScriptedTransport()
         transport.on("GET", "Customers('ALFKI')", query: ["$filter": "Name eq 'A B'"], reply: .status(200))

@@ -161,7 +161,7 @@ final class CurlEasyHandle {
             try set(CURLOPT_LOW_SPEED_LIMIT, lowSpeed.bytesPerSecond)
             try set(CURLOPT_LOW_SPEED_TIME, max(1, (lowSpeed.duration.wholeMilliseconds + 999) / 1000))
         }
-        if let max = configuration.maxResponseBodySize {
+        if let max = configuration.maxResponseBodySize, request.responseBodyFile == nil {  // a body into a file is not held in memory
             // An early abort when `Content-Length` already says too much. Compressed bodies get some slack,
             // since gzip can make incompressible data slightly larger; the write callback checks the rest.
             let slack = configuration.acceptEncoding == nil ? 0 : max / 8 + 4096

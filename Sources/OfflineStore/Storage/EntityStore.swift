@@ -243,6 +243,7 @@ final class EntityStore: Sendable {
                 try table.bindKey(key, to: delete)
                 _ = try delete.step()
             }
+            try removeMedia(set: set, key: key)
         }
 
         func enqueue(_ request: QueuedRequest) throws {
@@ -285,7 +286,7 @@ final class EntityStore: Sendable {
             lastInsert = nil
             connection.clearStatementCache()
             for table in tables.values { try connection.execute(table.dropSQL) }
-            try connection.execute("DELETE FROM entity_sets; DELETE FROM error_archive")
+            try connection.execute("DELETE FROM entity_sets; DELETE FROM error_archive; DELETE FROM media; DELETE FROM media_chunks")
             tables.removeAll()
             catalogChanged = true
             wiped = true
