@@ -40,14 +40,26 @@ extension EntityStore {
         }
     }
 
-    /// Hands the media bytes of an entity to `body` chunk by chunk, in order, in one read transaction.
+    /// The page cache of the connection a media resource is read through.
+    static let mediaReadCacheBudget = 2 << 20
+
+    /// Hands the media bytes of an entity to `body` chunk by chunk, in order, as one statement sees them.
+    ///
+    /// The bytes are read through a connection of their own with a small page cache
+    /// (``mediaReadCacheBudget``), opened for the read and closed after it: a stream of any size passes through
+    /// it without filling the reading connection's cache (which the queries keep warm) or memory.
     func readMedia(set: String, key: String, _ body: ([UInt8]) throws -> Void) throws {
-        try reading("the media of \(set)\(key)") { connection in
+        let connection = try Self.connect(path: Self.databasePath(in: directory), key: mediaAccess.key, budget: Self.mediaReadCacheBudget,
+                                          pageSize: mediaAccess.pageSize)
+        defer { connection.close() }
+        do {
             let select = try connection.prepare("SELECT bytes FROM media_chunks WHERE \"set\" = ? AND \"key\" = ? ORDER BY position")
             try select.bind(.text(set), at: 1)
             try select.bind(.text(key), at: 2)
             while try select.step() { try body(select.blob(at: 0)) }
-        }
+        } catch let error as SQLCipherError {
+            throw Self.storageError(error, "cannot read the media of \(set)\(key)")
+        }  // what `body` throws goes to the caller as it is
     }
 }
 

@@ -35,6 +35,8 @@ final class EntityStore: Sendable {
 
     let directory: String
     let isEncrypted: Bool
+    /// The database key and page size, for the short-lived connection a media resource is read through (`+Media`).
+    let mediaAccess: (key: [UInt8]?, pageSize: Int)
     private let writer: LockedValue<SQLCipherConnection?>
     private let reader: ReadingConnection
     /// The tables of the entity sets, as committed.
@@ -65,6 +67,7 @@ final class EntityStore: Sendable {
         let path = Self.databasePath(in: directory)
         // The reader gets most of the budget: it reads whole sets; the writer's pages are mostly new ones.
         let writerConnection = try Self.connect(path: path, key: key, budget: cacheBudget / 4, pageSize: pageSize)
+        mediaAccess = (key, writerConnection.pageSize)
         do {
             let version = try writerConnection.userVersion()
             if version > Self.format {
