@@ -13,11 +13,13 @@ public struct TransportRequest: Sendable, Hashable {
     public var headerFields: HTTPFields
     /// The request body, or `nil` for a request without one.
     public var body: Data?
-    /// Whether the request goes out on a new connection rather than a reused one. libcurl sends a request again,
-    /// on its own, when a reused connection closes before any byte of the answer arrived — the back end may have
-    /// executed it by then. On a new connection it does not: set this for a request that must not be executed
-    /// twice (`CURLOPT_FRESH_CONNECT`). The default is `false`.
-    public var freshConnection = false
+    /// Whether the transport may send the request a second time on its own. libcurl re-sends a request by itself
+    /// when a reused connection closes before any byte of the answer arrived — and the back end may have executed
+    /// it by then. Set this to `false` for a request that must not be executed twice: `CurlTransport` then hands
+    /// the body to libcurl in a form it cannot rewind, so a request whose body went out is never sent again (the
+    /// send fails with `CurlError.connectionClosed` instead), reuses only a connection idle for less than a second,
+    /// and sends a request without a body on a new connection. The default is `true`.
+    public var allowsAutomaticResend = true
 
     /// Creates a request.
     ///

@@ -21,6 +21,10 @@ final class CurlEasyHandle {
     private var body = Data()
     private var reservedCapacity = false
     private var maxBodySize: Int?
+    /// The body of a request that must not be sent twice, handed to libcurl by `CURLOPT_READFUNCTION`, and how
+    /// much of it libcurl has taken.
+    private var uploadBody = Data()
+    private var uploadOffset = 0
     /// The error a callback recorded; it wins over libcurl's `CURLE_WRITE_ERROR`.
     private var callbackError: CurlError?
 
@@ -59,9 +63,6 @@ final class CurlEasyHandle {
         try set(CURLOPT_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_TCP_KEEPALIVE, 1)
-        // > CURLOPT_FRESH_CONNECT … make the next transfer use a new (fresh) connection by force instead of trying
-        // > to reuse an existing one. (libcurl re-sends a request by itself only after a reused connection died.)
-        if request.freshConnection { try set(CURLOPT_FRESH_CONNECT, 1) }
         // A 64 KiB receive buffer (libcurl's default is 16 KiB): fewer reads and callbacks for larger bodies.
         // Best effort: libcurl 7.88 refuses to resize (CURLE_BAD_FUNCTION_ARGUMENT) while a reused handle
         // still holds the buffer of an earlier transfer, which then serves as it is.
@@ -95,6 +96,7 @@ final class CurlEasyHandle {
             body = Data()  // send `Content-Length: 0` rather than no length at all
         }
         guard let body else {
+            if !request.allowsAutomaticResend { try set(CURLOPT_FRESH_CONNECT, 1) }  // see `readOnceBody`
             switch method {
             case "GET": try set(CURLOPT_HTTPGET, 1)
             case "HEAD": try set(CURLOPT_NOBODY, 1)
@@ -102,6 +104,18 @@ final class CurlEasyHandle {
             }
             return
         }
+        if request.allowsAutomaticResend {
+            try copyBody(body)
+        } else {
+            try readOnceBody(body)
+        }
+        if method != "POST" {
+            try set(CURLOPT_CUSTOMREQUEST, string: method)
+        }
+    }
+
+    /// Hands libcurl a copy of the body, which it may send again by itself.
+    private func copyBody(_ body: Data) throws(CurlError) {
         // > CURLOPT_COPYPOSTFIELDS … If you want to use it with data containing zero bytes, you must first set
         // > CURLOPT_POSTFIELDSIZE.
         try check(CCurl_easy_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
@@ -112,9 +126,45 @@ final class CurlEasyHandle {
             return "".withCString { CCurl_easy_setopt_pointer(raw, CURLOPT_COPYPOSTFIELDS, $0) }
         }
         try check(rc, "CURLOPT_COPYPOSTFIELDS")
-        if method != "POST" {
-            try set(CURLOPT_CUSTOMREQUEST, string: method)
+    }
+
+    /// Hands libcurl the body of a request that must not be executed twice, in a form it cannot send twice.
+    ///
+    /// libcurl sends a request again on a new connection when a reused one closed before any byte of the answer
+    /// (`Curl_retry_request`); if body bytes went out, it first rewinds the body. A body read through
+    /// `CURLOPT_READFUNCTION` with no `CURLOPT_SEEKFUNCTION` cannot be rewound, so the transfer ends with
+    /// `CURLE_SEND_FAIL_REWIND` rather than a second send. Before any body byte went out the back end cannot have
+    /// executed the request, and libcurl's re-send is safe. A request without a body has no such guard: it goes
+    /// out on a new connection (`CURLOPT_FRESH_CONNECT`). A connection idle for a second or more is not reused
+    /// (`CURLOPT_MAXAGE_CONN`): a back end closing an idle keep-alive is the common reason a reused connection
+    /// dies, and this request would then fail rather than be re-sent.
+    private func readOnceBody(_ body: Data) throws(CurlError) {
+        guard !body.isEmpty else {
+            try set(CURLOPT_FRESH_CONNECT, 1)
+            try copyBody(body)
+            return
         }
+        uploadBody = body
+        uploadOffset = 0
+        try set(CURLOPT_MAXAGE_CONN, 1)
+        try set(CURLOPT_POST, 1)
+        try check(CCurl_easy_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
+        try check(CCurl_easy_setopt_write_function(raw, CURLOPT_READFUNCTION) { curlReadCallback($0, $1, $2, $3) }, "CURLOPT_READFUNCTION")
+        try set(CURLOPT_READDATA, pointer: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+    }
+
+    /// Copies the next bytes of the body into libcurl's buffer (`CURLOPT_READFUNCTION`).
+    ///
+    /// - Parameter buffer: libcurl's buffer.
+    /// - Returns: The number of bytes copied; 0 at the end of the body.
+    func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(buffer.count, uploadBody.count - uploadOffset)
+        guard count > 0 else { return 0 }
+        uploadBody.withUnsafeBytes { bytes in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[uploadOffset..<(uploadOffset + count)]))
+        }
+        uploadOffset += count
+        return count
     }
 
     private func setHeaders(_ request: TransportRequest) throws(CurlError) {
@@ -244,6 +294,8 @@ final class CurlEasyHandle {
         reservedCapacity = false
         callbackError = nil
         errorBuffer[0] = 0
+        uploadBody = Data()
+        uploadOffset = 0
     }
 
     /// Appends body bytes unless that would exceed the body limit.

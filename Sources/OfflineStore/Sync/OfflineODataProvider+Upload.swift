@@ -160,7 +160,7 @@ extension OfflineODataProvider {
         var fields = backEndHeaders()
         Self.addOwnHeaders(of: entry, to: &fields)
         var request = TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
-        request.freshConnection = UploadMachine.needsFreshConnection([entry.method], repeatable: parameters.enableRepeatableRequests)
+        request.allowsAutomaticResend = UploadMachine.allowsAutomaticResend([entry.method], repeatable: parameters.enableRepeatableRequests)
         return request
     }
 
@@ -251,7 +251,7 @@ extension OfflineODataProvider {
         // (the parts keep theirs), so a re-send after a lost answer is not executed again.
         for field in queuedHeaders() { fields[field.name] = field.value }
         var request = TransportRequest(method: "POST", url: serviceRoot + "$batch", headerFields: fields, body: encoded.body)
-        request.freshConnection = UploadMachine.needsFreshConnection(group.map(\.method), repeatable: parameters.enableRepeatableRequests)
+        request.allowsAutomaticResend = UploadMachine.allowsAutomaticResend(group.map(\.method), repeatable: parameters.enableRepeatableRequests)
         let response: TransportResponse
         do {
             response = try await transport().send(request)
