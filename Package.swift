@@ -186,7 +186,7 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
-        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "SQLCipherTests", dependencies: ["SQLCipher"]),
         // The Redis client and the cache's Redis tier, against real redis-servers started by the tests.
