@@ -1,9 +1,11 @@
 import CurlHTTP
 import Foundation
+import HTTPTypes
 import ODataCore
 import ODataFixtures
 import OfflineStore
 import OnlineStore
+import TechnicalCache
 import Testing
 
 /// Both stores over real TLS: nginx (`TLSProxy`) in front of the fixture producer, with certificates of a private
