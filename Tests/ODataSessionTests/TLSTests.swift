@@ -235,4 +235,58 @@ import Testing
             #expect(server.counters.requests(method: "PATCH", path: "Customers") == 0)
         }
     }
+
+    // MARK: mock-sap behind the proxy
+
+    /// mock-sap (a producer nobody here wrote, plain HTTP only) behind the same nginx: both stores read its V2
+    /// `GWSAMPLE_BASIC` over mutual TLS, and the offline store is refused without the client certificate.
+    @Test func bothStoresReachMockSAPOverMutualTLS() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let proxy = try TLSProxy.start(backendPort: sap.port)
+        defer { proxy.stop() }
+        let directory = try Directory()
+        let root = proxy.serviceRoot(.mutual, path: "/" + MockSAP.gwsampleBasic)
+
+        var options = OnlineStoreOptions()
+        options.storeDirectory = URL(fileURLWithPath: directory.path).appendingPathComponent("online")
+        options.cacheEncryptionKey = "online cache key"
+        options.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
+        options.transport = Self.configuration(.withClientCertificate, proxy.certificates)
+        let store = try OnlineODataStore(serviceRoot: root, options: options)
+        try await store.open()
+        defer { store.close() }
+        let response = try #require(try await store.execute(.get("ProductSet", .top(2))).result())
+        #expect(response.statusCode == 200)
+        #expect(try ODataPayload.decodeEntitySet(response.payload).entities.count == 2)
+
+        var parameters = offlineParameters(proxy, .withClientCertificate, directory)
+        let provider = try OfflineODataProvider(serviceRoot: root, parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "ProductSet"))
+        try await provider.open()
+        let local = try await provider.execute(.get("ProductSet", .top(1)))
+        #expect(try ODataPayload.decodeEntitySet(local.payload).entities.count == 1)
+        await provider.close()
+
+        parameters.storeName += "-refused"
+        parameters.transportConfiguration = Self.configuration(.trustingCA, proxy.certificates)
+        let refused = try OfflineODataProvider(serviceRoot: root, parameters: parameters)
+        try await refused.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "ProductSet"))
+        let error = await #expect(throws: OfflineODataError.self) { try await refused.open() }
+        #expect(error.flatMap(curlError) == .tls, "\(String(describing: error))")
+    }
+
+    /// The store's own transport takes `transportConfiguration`; a transport of one's own is configured itself.
+    @Test func transportConfigurationWithAnOwnTransportIsRefused() throws {
+        let directory = try Directory()
+        var parameters = OfflineODataParameters(storeName: "both", storePath: directory.path)
+        let transport = try CurlTransport()
+        defer { transport.shutdown() }
+        parameters.transport = transport
+        parameters.transportConfiguration.caFile = "/etc/ca.pem"
+        let error = #expect(throws: OfflineODataError.invalidParameters) {
+            _ = try OfflineODataProvider(serviceRoot: "https://127.0.0.1/", parameters: parameters)
+        }
+        #expect(error?.message.contains("transportConfiguration") == true)
+    }
 }
