@@ -21,9 +21,14 @@ import Testing
         case withClientCertificate
         /// Trusts the private CA and presents a client certificate of another CA.
         case withForeignCertificate
+        /// Trusts the private CA and presents the CA's client certificate with a wrong pass phrase for its key.
+        case withWrongPassphrase
         /// Trusts only the system's CAs.
         case systemTrust
     }
+
+    /// The wrong pass phrase of ``Client/withWrongPassphrase``, which no error may show.
+    static let wrongPassphrase = "wrong-passphrase-7f3a"
 
     static func configuration(_ client: Client, _ certificates: TestCertificates) -> CurlConfiguration {
         var transport = CurlConfiguration()
@@ -34,6 +39,9 @@ import Testing
         case .withClientCertificate:
             transport.clientCertificate = .init(certificatePath: certificates.clientCertificate, keyPath: certificates.clientKey,
                                                 keyPassword: certificates.clientKeyPassphrase)
+        case .withWrongPassphrase:
+            transport.clientCertificate = .init(certificatePath: certificates.clientCertificate, keyPath: certificates.clientKey,
+                                                keyPassword: wrongPassphrase)
         case .withForeignCertificate:
             transport.clientCertificate = .init(certificatePath: certificates.foreignClientCertificate,
                                                 keyPath: certificates.foreignClientKey)
@@ -43,13 +51,25 @@ import Testing
         return transport
     }
 
-    /// A refusal: what the message must say, for each endpoint that refuses in the handshake.
-    static let refusals: [(TLSProxy.Endpoint, Client, String)] = [
-        (.wrongHost, .trustingCA, "no alternative certificate subject name matches target host name '127.0.0.1'"),
-        (.expired, .trustingCA, "certificate has expired"),
-        (.verified, .systemTrust, "unable to get local issuer certificate"),
-        (.mutual, .trustingCA, "alert handshake failure"),
+    /// A refusal: the endpoint, the client, the `CURLcode` and what libcurl 7.88's message must say.
+    static let refusals: [(TLSProxy.Endpoint, Client, Int, String)] = [
+        (.wrongHost, .trustingCA, 60, "SSL: no alternative certificate subject name matches target host name '127.0.0.1'"),
+        (.expired, .trustingCA, 60, "SSL certificate problem: certificate has expired"),
+        (.verified, .systemTrust, 60, "SSL certificate problem: unable to get local issuer certificate"),
+        (.mutual, .trustingCA, 35, "alert handshake failure"),
+        (.mutual, .withWrongPassphrase, 58, "unable to set private key file"),
     ]
+
+    /// Checks a store's refusal: `CurlError.tls` with the code and text, and no pass phrase anywhere in it.
+    func expectRefusal(_ error: (any Error)?, _ endpoint: TLSProxy.Endpoint, code: Int, text: String, _ proxy: TLSProxy) throws {
+        let curl = try #require(error.flatMap(curlError), "\(endpoint): \(String(describing: error))")
+        #expect(curl == .tls, "\(endpoint): \(curl)")
+        #expect(curl.curlCode == code, "\(endpoint): \(curl)")
+        #expect(curl.message.contains(text), "\(endpoint): \(curl.message)")
+        for secret in [proxy.certificates.clientKeyPassphrase, Self.wrongPassphrase] {
+            #expect(!String(describing: error).contains(secret) && !String(reflecting: error).contains(secret))
+        }
+    }
 
     /// The `CurlError` a store reported, unwrapped from the offline store's error.
     func curlError(_ error: any Error) -> CurlError? {
@@ -99,15 +119,12 @@ import Testing
 
     @Test func onlineRefusalsAreTypedTLSErrors() async throws {
         try await withProxy { server, proxy, directory in
-            for (endpoint, client, text) in Self.refusals {
+            for (endpoint, client, code, text) in Self.refusals {
                 let store = try onlineStore(proxy, endpoint, client, directory)
                 try await store.open()
                 defer { store.close() }
                 let error = await #expect(throws: (any Error).self) { try await store.execute(.get("Customers")).result() }
-                let curl = try #require(error.flatMap(curlError), "\(endpoint): \(String(describing: error))")
-                #expect(curl == .tls, "\(endpoint): \(curl)")
-                #expect(curl.message.contains(text), "\(endpoint): \(curl.message)")
-                #expect(!"\(curl)".contains(proxy.certificates.clientKeyPassphrase))
+                try expectRefusal(error, endpoint, code: code, text: text, proxy)
             }
             #expect(server.counters.requests(method: "GET", path: "Customers") == 0)
         }
@@ -189,13 +206,10 @@ import Testing
 
     @Test func offlineRefusalsAreTypedTLSErrors() async throws {
         try await withProxy { server, proxy, directory in
-            for (endpoint, client, text) in Self.refusals {
+            for (endpoint, client, code, text) in Self.refusals {
                 let provider = try await offlineStore(proxy, endpoint, client, directory)
                 let error = await #expect(throws: OfflineODataError.self) { try await provider.open() }
-                let curl = try #require(error.flatMap(curlError), "\(endpoint): \(String(describing: error))")
-                #expect(curl == .tls, "\(endpoint): \(curl)")
-                #expect(curl.message.contains(text), "\(endpoint): \(curl.message)")
-                #expect(!"\(String(describing: error))".contains(proxy.certificates.clientKeyPassphrase))
+                try expectRefusal(error, endpoint, code: code, text: text, proxy)
                 await provider.close()
             }
             #expect(server.counters.requests(method: "GET", path: "Customers") == 0)
