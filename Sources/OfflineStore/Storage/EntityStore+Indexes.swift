@@ -26,10 +26,11 @@ extension EntityStore {
         return result
     }
 
-    /// The names of the indexes the database holds.
+    /// The names of the indexes the entity tables have.
     func existingIndexNames() throws -> Set<String> {
         try reading("the indexes") { connection in
-            let select = try connection.cachedStatement("SELECT name FROM sqlite_master WHERE type = 'index'")
+            // The entity tables' indexes (the ErrorArchive's and the staging table's are made with their tables).
+            let select = try connection.cachedStatement("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN (SELECT table_name FROM entity_sets)")
             defer { select.reset() }
             var result: Set<String> = []
             while try select.step() { result.insert(select.text(at: 0)) }

@@ -205,14 +205,15 @@ extension OfflineODataProvider {
     }
 
     /// A transport or session error as the machine sees it: a `CurlError` of kind `connectFailed`
-    /// (`CURLE_COULDNT_CONNECT`) or `couldNotResolveHost` (`CURLE_COULDNT_RESOLVE_HOST`/`_PROXY`) proves the
-    /// back end never got the request; any other may come after it was executed.
+    /// (`CURLE_COULDNT_CONNECT`), `couldNotResolveHost` (`CURLE_COULDNT_RESOLVE_HOST`/`_PROXY`) or `tls` (a
+    /// handshake refused: an unverifiable or expired certificate, a client certificate refused) proves the back end
+    /// never got the request; any other may come after it was executed.
     static func classify(_ error: any Error) -> UploadSendFailure {
         if let error = error as? SessionError {
             return .session(retryable: error.isRetryable, statusCode: error.statusCode, description: "\(error)")
         }
         if let error = error as? CurlError {
-            return .transport(neverReached: error == .connectFailed || error == .couldNotResolveHost, description: "\(error)")
+            return .transport(neverReached: error == .connectFailed || error == .couldNotResolveHost || error == .tls, description: "\(error)")
         }
         return .transport(neverReached: false, description: "\(error)")
     }
