@@ -71,4 +71,24 @@ import Testing
         #expect(quiet.process.terminationStatus == 0 && quiet.standardOutput == "downloaded\n", "\(quiet.text)")
         #expect(quiet.standardError.isEmpty, "\(quiet.standardError)")
     }
+
+    /// Against the foreign producer (mock-sap, OData V2, which does not page: it refuses `$skiptoken`), the total comes
+    /// from V2's `__count` when the defining query asks for it with `$inlinecount=allpages`.
+    @Test func ilodataTakesTheTotalOfAV2DownloadFromItsInlineCount() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try TemporaryDirectory()
+        let created = try await ILODataProcess.finished([
+            "--store-path", directory.path, "--store-name", "sap", "--key", "k", "--kdf-rounds", "1000",
+            "--service-root", sap.serviceRoot(MockSAP.gwsampleBasic),
+            "--defining-query", "products=ProductSet?$inlinecount=allpages", "--defining-query", "partners=BusinessPartnerSet",
+            "--command", "get ProductSet/$count",
+        ])
+        #expect(created.process.terminationStatus == 0, "\(created.text)")
+        let total = try #require(Int(created.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)), "\(created.text)")
+        let products = Self.counts(created.standardError, "initial download products: ")
+        #expect(products.count == 1 && products.last?.done == total && products.last?.total == total, "\(created.standardError)")
+        let partners = Self.counts(created.standardError, "initial download partners: ")
+        #expect(partners.count == 1 && partners.last?.total == nil, "\(created.standardError)")
+    }
 }
