@@ -745,11 +745,16 @@ params.storeEncryptionKey = passphrase
 var defaults = OfflineODataParameters(storeName: "northwind", storePath: storePath)
 let defaultEncryptionKey = try FileKeyStore(path: defaults.storePath + "/" + defaults.storeName + ".key").loadKey()
 
+/// Keep the default key where the application chooses (the reference keeps it in the Keychain)
+var keptElsewhere = OfflineODataParameters(storeName: "northwind", storePath: storePath)
+keptElsewhere.keyStore = FileKeyStore(path: "/etc/myservice/northwind.key")
+
 /// Disable default encryption (the reference's ";__disable_default_encryption_key")
 defaults.disableDefaultEncryptionKey = true
     _ = params
     _ = defaults
     _ = defaultEncryptionKey
+    _ = keptElsewhere
     }
 }
 
