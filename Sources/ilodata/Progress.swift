@@ -24,7 +24,7 @@ final class ProgressPrinter: OfflineODataDelegate {
         var stepStart: ContinuousClock.Instant
         /// When the last line or bar was written; nil before the first of a step.
         var lastWrite: ContinuousClock.Instant?
-        /// The last plain line held back by the rate limit, written when the step ends.
+        /// The last line (or bar) held back by the rate limit, written when the step ends.
         var pending: String?
         /// Whether a live bar is on the screen without its line break.
         var barOpen = false
@@ -105,21 +105,16 @@ final class ProgressPrinter: OfflineODataDelegate {
             let name = label(current.phase)
             let interval = live ? Self.barInterval : Self.lineInterval
             let due = isComplete || current.lastWrite.map { time - $0 >= interval } ?? true
-            if live {
-                if due {
-                    write("\r" + Self.bar(name, done: done, total: total, unit: unit, elapsed: elapsed) + "\u{1B}[K")
-                    current.barOpen = true
-                    current.lastWrite = time
-                }
+            // A bar is redrawn in place; a plain line ends with a line break.
+            let text = live ? "\r" + Self.bar(name, done: done, total: total, unit: unit, elapsed: elapsed) + "\u{1B}[K"
+                : Self.line(name, done: done, total: total, unit: unit, elapsed: elapsed, isComplete: isComplete) + "\n"
+            current.barOpen = current.barOpen || live
+            if due {
+                write(text)
+                current.pending = nil
+                current.lastWrite = time
             } else {
-                let line = Self.line(name, done: done, total: total, unit: unit, elapsed: elapsed, isComplete: isComplete)
-                if due {
-                    write(line + "\n")
-                    current.pending = nil
-                    current.lastWrite = time
-                } else {
-                    current.pending = line
-                }
+                current.pending = text
             }
             if isComplete {
                 endStep(&current)
@@ -128,9 +123,9 @@ final class ProgressPrinter: OfflineODataDelegate {
         }
     }
 
-    /// Ends the current step: the line held back is written, a live bar gets its line break.
+    /// Ends the current step: the line or bar held back is written, a live bar gets its line break.
     private func endStep(_ current: inout State) {
-        if let pending = current.pending { write(pending + "\n") }
+        if let pending = current.pending { write(pending) }
         if current.barOpen { write("\n") }
         current.pending = nil
         current.barOpen = false

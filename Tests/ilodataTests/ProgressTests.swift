@@ -72,4 +72,20 @@ import Testing
             "\rdownload customers 7 entities 0/s 0.0 s" + clear, "\n",
         ].joined(), "\(output.written.debugDescription)")
     }
+
+    @Test func aBarHeldBackByTheRateLimitIsDrawnWhenTheUploadEnds() {
+        let output = Output()
+        let printer = output.printer(live: true)
+        printer.changed(to: .uploading)
+        for settled in 1...3 {
+            output.advance(.milliseconds(10))
+            printer.uploaded(OfflineODataUploadProgress(settled: settled, total: 3, requestID: Int64(settled)))
+        }
+        printer.changed(to: .open)
+        let clear = "\u{1B}[K"
+        #expect(output.written == [
+            "\rupload [######--------------] 1/3 requests 33% 100/s 0.0 s" + clear,
+            "\rupload [####################] 3/3 requests 100% 100/s 0.0 s" + clear, "\n",
+        ].joined(), "\(output.written.debugDescription)")
+    }
 }
