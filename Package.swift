@@ -239,8 +239,8 @@ let package = Package(
         ),
         .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataMetadata", "ODataCore"]),
         .testTarget(name: "ODataMetadataTests", dependencies: ["ODataMetadata", "ODataCore"]),
-        // ilodata's own parsing (its typed requests), without a store; OfflineStoreTests runs the built binary.
-        .testTarget(name: "ilodataTests", dependencies: ["ilodata", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        // ilodata's own parsing (its typed requests) and progress printer, without a store; OfflineStoreTests runs the built binary.
+        .testTarget(name: "ilodataTests", dependencies: ["ilodata", "ODataCore", "OfflineStore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTelemetryTests",
             dependencies: [

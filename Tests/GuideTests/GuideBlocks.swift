@@ -670,6 +670,186 @@ func handOver(from previous: OfflineODataProvider, to user: String, passphrase: 
 }
 }
 
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 0
+enum OfflineStore_TheSAPSDKCallByCall_0 {
+final class OfflineODataDelegateSample: OfflineODataDelegate {
+    func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateDownloadProgress progress: OfflineODataDownloadProgress) {
+        /// Handle the progress: entities so far, and the total when the defining query asked for a count
+        print("\(progress.definingQuery): \(progress.entities)\(progress.total.map { " of \($0)" } ?? "")")
+    }
+}
+
+func openProvider(serviceRoot: String, storeName: String) async throws -> OfflineODataProvider {
+    /// Set up parameters
+    var params = OfflineODataParameters()
+    params.storeName = storeName
+    /// Repeatability headers, for a back end that honours them (the default is false)
+    params.enableRepeatableRequests = true
+    /// Server-driven paging of local reads, 100 entities a page (the default is 0: no paging)
+    params.pageSize = 100
+
+    /// Create the provider with its delegate (no SAPURLSession: the session is params.session)
+    let offlineODataProvider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: params,
+                                                        delegate: OfflineODataDelegateSample())
+    /// Add defining queries
+    try await offlineODataProvider.add(definingQuery: OfflineODataDefiningQuery(name: "req1", query: "/Events", automaticallyRetrievesStreams: false))
+    /// Open: the first open downloads every defining query; a failure is thrown
+    do {
+        try await offlineODataProvider.open()
+    } catch let error as OfflineODataError {
+        /// Handle the error
+        print("open failed: \(error.errorNumber) \(error.message)")
+        throw error
+    }
+    return offlineODataProvider
+}
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 1
+func OfflineStore_TheSAPSDKCallByCall_1(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+let result = try await provider.upload()
+print("\(result.sent) sent, \(result.failed.count) failed")
+try await provider.download()
+await provider.close()
+    _ = result
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 2
+func OfflineStore_TheSAPSDKCallByCall_2(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+var params = OfflineODataParameters()
+params.session.authentication = BasicAuthentication(user: "CLERK", password: passphrase)
+params.session.sapClient = "100"
+var curl = CurlConfiguration()
+curl.clientCertificate = CurlConfiguration.ClientCertificate(certificatePath: "/etc/myservice/client.pem")
+params.transport = try CurlTransport(configuration: curl)
+    _ = params
+    _ = curl
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 3
+func OfflineStore_TheSAPSDKCallByCall_3(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+var params = OfflineODataParameters()
+/// Set a strong random key of at least 16 characters
+params.storeEncryptionKey = passphrase
+
+/// Without a key the store is encrypted with a random default key, kept in <storePath>/<storeName>.key
+var defaults = OfflineODataParameters(storeName: "northwind", storePath: storePath)
+let defaultEncryptionKey = try FileKeyStore(path: defaults.storePath + "/" + defaults.storeName + ".key").loadKey()
+
+/// Keep the default key where the application chooses (the reference keeps it in the Keychain)
+var keptElsewhere = OfflineODataParameters(storeName: "northwind", storePath: storePath)
+keptElsewhere.keyStore = FileKeyStore(path: "/etc/myservice/northwind.key")
+
+/// Disable default encryption (the reference's ";__disable_default_encryption_key")
+defaults.disableDefaultEncryptionKey = true
+    _ = params
+    _ = defaults
+    _ = defaultEncryptionKey
+    _ = keptElsewhere
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 4
+func OfflineStore_TheSAPSDKCallByCall_4(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+let userId = "alice"
+/// A user-specific store name and path (the directory is made by the first open)
+var perUser = OfflineODataParameters()
+perUser.storeName = "offlinestore_" + userId
+perUser.storePath = storePath + "/" + userId
+perUser.storeEncryptionKey = passphrase
+
+/// One store for every user: upload the previous user's work at open
+var shared = OfflineODataParameters(storeName: "shared", storePath: storePath)
+shared.forceUploadOnUserSwitch = true
+shared.currentUser = userId
+shared.credentials = [userId: [.authorization: "Bearer \(token(for: userId))"]]
+let offlineODataProvider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: shared)
+do {
+    try await offlineODataProvider.open()
+} catch let error as OfflineODataError where error.errorNumber == -10425 {
+    let previousUserId = error.previousUser
+    /// Inform the previous user to log on and fix the issue
+    print("\(previousUserId ?? "the previous user") must repair their requests first")
+}
+    _ = userId
+    _ = perUser
+    _ = shared
+    _ = offlineODataProvider
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 5
+func OfflineStore_TheSAPSDKCallByCall_5(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+try OfflineODataProvider.removeStore(parameters: OfflineODataParameters(storeName: "offlinestore_alice", storePath: storePath))
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 6
+enum OfflineStore_TheSAPSDKCallByCall_6 {
+final class RequestErrorDelegate: OfflineODataDelegate {
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+        /// A. Notify the user that a create, update or delete failed
+        print("request \(failure.requestID) \(failure.method) \(failure.url) failed: \(failure.statusCode ?? 0) \(failure.message)")
+        /// B. Purge its entry from the ErrorArchive later, with a DELETE (below)
+    }
+}
+
+func listen(to provider: OfflineODataProvider) async {
+    await provider.setDelegate(RequestErrorDelegate())
+}
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 7
+func OfflineStore_TheSAPSDKCallByCall_7(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+let errors = try await provider.execute(.get("ErrorArchive", .filter("HTTPStatusCode eq 400"), .top(10)))
+for entry in try JSON.parse(errors.payload)["value"]?.arrayValue ?? [] {
+    if let id = entry["RequestID"]?.intValue {
+        _ = try await provider.execute(ODataRequest(method: .delete, resourcePath: "ErrorArchive(\(id))"))
+    }
+}
+    _ = errors
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 8
+func OfflineStore_TheSAPSDKCallByCall_8(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+let inError = try await provider.execute(.get("Events", .filter("inErrorState()"), .count(true)))
+let affected = try await provider.execute(.get("ErrorArchive(1)/AffectedEntity"))
+    _ = inError
+    _ = affected
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 9
+func OfflineStore_TheSAPSDKCallByCall_9(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+let online = try OnlineODataStore(serviceRoot: serviceRoot, options: options)
+try await online.open()
+try online.setMode(.passive)
+online.closeCache()
+try online.reopenCache(encryptionKey: passphrase)
+    _ = online
+    }
+}
+
 // Sources/OfflineStore/OfflineStore.docc/TypedAccess.md, block 0
 func OfflineStore_TypedAccess_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
