@@ -513,7 +513,7 @@ print("Resident memory at the end: \(residentBytes() / 1_048_576) MiB")
 //    skips it): each figure at every size, side by side, to show how it grows.
 let archiveSizes = (environment["OFFLINE_BENCH_ARCHIVE"] ?? "1000,10000").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
 var archiveFigures: [(String, [String])] = []
-func archiveFigure(_ name: String, _ value: String) {
+@MainActor func archiveFigure(_ name: String, _ value: String) {
     if let index = archiveFigures.firstIndex(where: { $0.0 == name }) { archiveFigures[index].1.append(value) } else { archiveFigures.append((name, [value])) }
 }
 let archiveItems = min(count, 10_000)
@@ -540,11 +540,13 @@ for size in archiveSizes {
     var next = 0
     archiveFigure("ErrorArchive(k), read() p50", formatDuration(try measure("archive key", warmup: 20, iterations: 500) {
         next = (next + 1) % ids.count
-        precondition(try provider.read(ODataRequest(resourcePath: "ErrorArchive(\(ids[next]))")).statusCode == 200)
+        let status = try provider.read(ODataRequest(resourcePath: "ErrorArchive(\(ids[next]))")).statusCode
+        precondition(status == 200)
     }.median))
     archiveFigure("ErrorArchive(k)/AffectedEntity, read() p50", formatDuration(try measure("archive affected", warmup: 20, iterations: 500) {
         next = (next + 1) % ids.count
-        precondition(try provider.read(ODataRequest(resourcePath: "ErrorArchive(\(ids[next]))/AffectedEntity")).statusCode == 200)
+        let status = try provider.read(ODataRequest(resourcePath: "ErrorArchive(\(ids[next]))/AffectedEntity")).statusCode
+        precondition(status == 200)
     }.median))
     archiveFigure("whole ErrorArchive, read() p50", formatDuration(try measure("archive all", warmup: 1, iterations: 5) {
         _ = try provider.read(ODataRequest(resourcePath: "ErrorArchive"))
