@@ -186,7 +186,7 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
-        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .testTarget(name: "CurlHTTPTests", dependencies: ["CurlHTTP", "ODataCore", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "SQLCipherTests", dependencies: ["SQLCipher"]),
         // The Redis client and the cache's Redis tier, against real redis-servers started by the tests.
@@ -219,7 +219,7 @@ let package = Package(
             dependencies: ["ODataTesting", "OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
-        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "CurlHTTP", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTypedTests",
@@ -239,8 +239,8 @@ let package = Package(
         ),
         .testTarget(name: "ODataProxyGeneratorTests", dependencies: ["ODataProxyGenerator", "ODataMetadata", "ODataCore"]),
         .testTarget(name: "ODataMetadataTests", dependencies: ["ODataMetadata", "ODataCore"]),
-        // ilodata's own parsing (its typed requests), without a store; OfflineStoreTests runs the built binary.
-        .testTarget(name: "ilodataTests", dependencies: ["ilodata", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        // ilodata's own parsing (its typed requests) and progress printer, without a store; OfflineStoreTests runs the built binary.
+        .testTarget(name: "ilodataTests", dependencies: ["ilodata", "ODataCore", "OfflineStore", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTelemetryTests",
             dependencies: [

@@ -27,8 +27,9 @@ public struct CurlConfiguration: Sendable, Hashable {
         case url(String, noProxy: String?)
     }
 
-    /// The client certificate for TLS client authentication.
-    public struct ClientCertificate: Sendable, Hashable {
+    /// The client certificate for TLS client authentication (mutual TLS). Its ``description``, `debugDescription` and
+    /// mirror show the paths and types, never the key's pass phrase.
+    public struct ClientCertificate: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         /// The path of the certificate file.
         public var certificatePath: String
         /// The file type of the certificate: `"PEM"`, `"DER"` or `"P12"`. The default is `"PEM"`.
@@ -57,6 +58,23 @@ public struct CurlConfiguration: Sendable, Hashable {
             self.keyPath = keyPath
             self.keyType = keyType
             self.keyPassword = keyPassword
+        }
+
+        /// The paths and types, with the pass phrase shown as `<redacted>` when there is one.
+        public var description: String {
+            "ClientCertificate(certificatePath: \(certificatePath), certificateType: \(certificateType), "
+                + "keyPath: \(keyPath ?? "nil"), keyType: \(keyType), keyPassword: \(keyPassword == nil ? "nil" : "<redacted>"))"
+        }
+
+        /// The same as ``description``: the pass phrase never appears.
+        public var debugDescription: String { description }
+
+        /// The properties for `dump` and debuggers, with the pass phrase redacted.
+        public var customMirror: Mirror {
+            Mirror(self, children: [
+                "certificatePath": certificatePath, "certificateType": certificateType, "keyPath": keyPath as Any,
+                "keyType": keyType, "keyPassword": keyPassword == nil ? "nil" : "<redacted>",
+            ], displayStyle: .struct)
         }
     }
 

@@ -13,14 +13,17 @@ public struct TransportRequest: Sendable, Hashable {
     public var headerFields: HTTPFields
     /// The request body, or `nil` for a request without one.
     public var body: Data?
-    /// Whether the request goes out on a new connection rather than a reused one. libcurl sends a request again,
-    /// on its own, when a reused connection closes before any byte of the answer arrived — the back end may have
-    /// executed it by then. On a new connection it does not: set this for a request that must not be executed
-    /// twice (`CURLOPT_FRESH_CONNECT`). The default is `false`.
-    public var freshConnection = false
+    /// Whether the transport may send the request a second time on its own. libcurl re-sends a request by itself
+    /// when a reused connection closes before any byte of the answer arrived — and the back end may have executed
+    /// it by then. Set this to `false` for a request that must not be executed twice: `CurlTransport` then hands
+    /// the body to libcurl in a form it cannot rewind, so a request whose body went out is never sent again (the
+    /// send fails with `CurlError.connectionClosed` instead), reuses only a connection idle for less than a second,
+    /// and sends a request without a body on a new connection. The default is `true`.
+    public var allowsAutomaticResend = true
     /// A file whose contents are sent as the body instead of ``body``, read in small pieces as the transfer goes, so a
     /// body of any size (a media resource) is never held whole in memory. `nil` (the default) sends ``body``. The
-    /// file must not change while the request runs.
+    /// file must not change while the request runs. Such a body cannot be rewound: once bytes of it went out, the
+    /// transport never sends it again by itself, whatever ``allowsAutomaticResend`` says.
     public var bodyFile: String?
     /// A file a successful (2xx) answer's body is written to as it arrives instead of into
     /// ``TransportResponse/body``, which stays empty: a body of any size (a media resource) is never held whole in

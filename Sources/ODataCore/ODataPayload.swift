@@ -140,10 +140,11 @@ public enum ODataPayload {
     /// control information but a leading `@odata.etag`, no property annotation — is read once: its objects are those
     /// parsed, with no ``ODataEntity`` made and taken apart again.
     /// - Parameter bytes: the payload.
-    /// - Returns: the entities, the next link and the delta link.
+    /// - Returns: the entities, the next link, the delta link and the count (`@odata.count` / V2 `__count`, when
+    ///   the request asked for it).
     /// - Throws: ``ODataError`` `.malformedJSON`, or `.malformedPayload` naming what was missing.
     public static func decodeEntitySetAsV4<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ODataError)
-        -> (entities: [JSONObject], nextLink: String?, deltaLink: String?) {
+        -> (entities: [JSONObject], nextLink: String?, deltaLink: String?, count: Int?) {
         let parsed = try JSON.parse(bytes)
         if case .object(let root) = parsed, root["d"] == nil, case .array(let results)? = root["value"] {
             var entities: [JSONObject] = []
@@ -153,19 +154,25 @@ public enum ODataPayload {
                 entities.append(object)
             }
             if entities.count == results.count {
-                var (nextLink, deltaLink): (String?, String?) = (nil, nil)
+                var (nextLink, deltaLink, count): (String?, String?, Int?) = (nil, nil, nil)
                 for (name, member) in root {
                     switch controlName(name) ?? "" {
                     case "odata.nextLink": nextLink = try link(member, name: name)
                     case "odata.deltaLink": deltaLink = member.stringValue
+                    case "odata.count": count = countValue(member)
                     default: break
                     }
                 }
-                return (entities, nextLink, deltaLink)
+                return (entities, nextLink, deltaLink, count)
             }
         }
         let set = try decodeEntitySet(parsed: parsed)
-        return (set.entities.map(\.jsonV4), set.nextLink, set.deltaLink)
+        return (set.entities.map(\.jsonV4), set.nextLink, set.deltaLink, set.count)
+    }
+
+    /// An `@odata.count` as a number or, as some producers write it, a string of digits.
+    private static func countValue(_ member: JSONValue) -> Int? {
+        member.intValue.map { Int($0) } ?? member.stringValue.flatMap { Int($0) }
     }
 
     /// Whether an entity object is its own ``ODataEntity/jsonV4``: no member name holds `@` but a first `@odata.etag`.
@@ -224,7 +231,7 @@ public enum ODataPayload {
             switch controlName(name) ?? "" {
             case "odata.nextLink": set.nextLink = try link(member, name: name)
             case "odata.deltaLink": set.deltaLink = member.stringValue
-            case "odata.count": set.count = member.intValue.map { Int($0) } ?? member.stringValue.flatMap { Int($0) }
+            case "odata.count": set.count = countValue(member)
             case "odata.context": set.context = member.stringValue
             default: break
             }

@@ -2,8 +2,10 @@
 /// `Orders?$filter=ShipCountry eq 'France'`, `Customers?$expand=Orders`.
 ///
 /// The query is relative to the service root, names an entity set first and may carry
-/// `$filter`, `$expand`, `$select`, `$orderby`, `$top` and `$skip`. It is checked when it is
-/// added to a provider (``OfflineODataProvider/add(definingQuery:)``).
+/// `$filter`, `$expand`, `$select`, `$orderby`, `$top` and `$skip`, and `$count=true` (V2:
+/// `$inlinecount=allpages`) to have the back end announce how many entities come: the download's progress
+/// (``OfflineODataDownloadProgress/total``) then has a total. It is checked when it is added to a provider
+/// (``OfflineODataProvider/add(definingQuery:)``).
 public struct OfflineODataDefiningQuery: Sendable, Hashable {
     /// A name unique within a provider.
     public let name: String

@@ -24,6 +24,10 @@ public struct OfflineODataDownloadProgress: Sendable, Hashable {
     public var bytes: Int
     /// Whether that query is complete.
     public var isComplete: Bool
+    /// The entities the back end announced for the whole query (`@odata.count`, V2 `__count`), when the defining
+    /// query asked for the count (`$count=true`, V2 `$inlinecount=allpages`) in a full read; `nil` when no count
+    /// came — a delta read, or a query that did not ask. Never estimated.
+    public var total: Int?
 
     /// Creates a progress report.
     ///
@@ -32,11 +36,13 @@ public struct OfflineODataDownloadProgress: Sendable, Hashable {
     ///   - entities: Entities received so far.
     ///   - bytes: Bytes received so far.
     ///   - isComplete: Whether the query is complete.
-    public init(definingQuery: String, entities: Int, bytes: Int, isComplete: Bool) {
+    ///   - total: The entities the back end announced for the whole query, if it did.
+    public init(definingQuery: String, entities: Int, bytes: Int, isComplete: Bool, total: Int? = nil) {
         self.definingQuery = definingQuery
         self.entities = entities
         self.bytes = bytes
         self.isComplete = isComplete
+        self.total = total
     }
 }
 

@@ -1,4 +1,5 @@
 public import HTTPTypes
+public import CurlHTTP
 public import ODataCore
 public import ODataTelemetry
 public import ODataSession
@@ -68,8 +69,15 @@ public struct OfflineODataParameters: Sendable {
     public var credentials: [String: HTTPFields]
     /// Extra headers sent with every back-end request (`[HTTPField.Name("sap-client")!: "100"]`). The default is empty.
     public var httpHeaders: HTTPFields
-    /// The HTTP transport; `nil` (the default) makes a `CurlTransport`.
+    /// The HTTP transport; `nil` (the default) makes a `CurlTransport` with ``transportConfiguration`` while the store
+    /// talks to the back end.
     public var transport: (any HTTPTransport)?
+    /// The options of the store's own `CurlTransport` (when ``transport`` is `nil`), as `OnlineStoreOptions.transport`
+    /// gives the online store's: timeouts, proxy, and TLS — the CAs to trust (`caFile`, `caPath`) and the client
+    /// certificate for mutual TLS (`clientCertificate`, its key's pass phrase never reported). The default is
+    /// `CurlConfiguration()`: the system's CAs, no client certificate. With a ``transport`` of your own, configure
+    /// that transport instead: the store refuses parameters that set both.
+    public var transportConfiguration: CurlConfiguration = CurlConfiguration()
     /// Where the store reports its requests, uploads and downloads: a swift-log `Logger`, a swift-metrics factory and
     /// a swift-distributed-tracing tracer. The default logs nothing and uses the process-wide metrics factory and
     /// tracer. Nothing secret is reported: no credential, token, cookie, key or body.
@@ -163,6 +171,9 @@ public struct OfflineODataParameters: Sendable {
         }
         guard SQLCipherConnection.pageSizes.contains(databasePageSize) else {
             throw OfflineODataError(.invalidParameters, "databasePageSize must be a power of two from 512 to 65536 bytes, got \(databasePageSize)")
+        }
+        if transport != nil, transportConfiguration != CurlConfiguration() {
+            throw OfflineODataError(.invalidParameters, "transportConfiguration is used only by the store's own transport: configure the transport given in `transport` instead")
         }
         guard pageSize >= 0 else { throw OfflineODataError(.invalidParameters, "pageSize must not be negative, got \(pageSize)") }
         if let key = storeEncryptionKey, key.isEmpty {

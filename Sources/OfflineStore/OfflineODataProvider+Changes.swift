@@ -294,11 +294,10 @@ extension OfflineODataProvider {
             throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
         }
         try await store.write { changes in
-            let entries = try changes.errorEntries()
-            guard let entry = entries.first(where: { $0.requestID == id }) else {
+            guard let entry = try changes.errorEntry(id) else {
                 throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
             }
-            let others = entries.filter { $0.requestID != id && $0.affectedEntityReference == entry.affectedEntityReference }
+            let others = try changes.errorEntries(affecting: entry.affectedEntityReference).filter { $0.requestID != id }
             let failedCreate = entry.requestMethod == "POST"
             let reference = entry.affectedEntityReference
             let queuedOnEntity = try changes.queuedRequests(after: 0).filter { $0.entity == reference }.map(\.id)

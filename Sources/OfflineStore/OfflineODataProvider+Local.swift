@@ -166,16 +166,15 @@ extension OfflineODataProvider {
             return .entity(first.name, entry)
         }
         if first.name == LocalQuery.errorArchiveSet {
-            let entries = try store.errorEntries()
             guard let key = first.key?.parts else {
                 guard segments.count == 1 else { throw OfflineODataError(.invalidRequest, "address one ErrorArchive entry before '\(segments[1].name)'") }
-                return .collection(first.name, entries.map { $0.properties(for: .v4) })
+                return .collection(first.name, try store.errorEntries().map { $0.properties(for: .v4) })
             }
             let keyName = ErrorArchiveEntry.keyPropertyNames[0]
             guard key.count == 1, let id = key[0].value.intValue, key[0].name == nil || key[0].name == keyName else {
                 throw OfflineODataError(.invalidRequest, "an ErrorArchive key is the integer \(keyName)")
             }
-            guard let entry = entries.first(where: { $0.requestID == id }) else {
+            guard let entry = try store.errorEntry(Int64(id)) else {
                 throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the \(keyName) \(id)")
             }
             guard segments.count > 1 else { return .entity(first.name, entry.properties(for: .v4)) }

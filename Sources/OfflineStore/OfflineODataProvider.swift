@@ -78,7 +78,7 @@ public actor OfflineODataProvider {
         self.serviceRoot = serviceRoot.hasSuffix("/") ? serviceRoot : serviceRoot + "/"
         self.parameters = parameters
         self.delegate = delegate
-        baseTransport = parameters.transport ?? LazyCurlTransport()
+        baseTransport = parameters.transport ?? LazyCurlTransport(configuration: parameters.transportConfiguration)
         instrumentedTransport = InstrumentedTransport.wrapping(baseTransport, telemetry: parameters.telemetry)
         session = ServiceSession(serviceRoot: self.serviceRoot, options: parameters.session, transport: instrumentedTransport)
     }

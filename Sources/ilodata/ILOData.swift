@@ -19,7 +19,9 @@ struct ILOData: AsyncParsableCommand {
         discussion: """
             Opens the offline store at --store-path/--store-name (creating it from --service-root and
             --defining-query on the first run), then runs --command, or reads commands from standard
-            input when no command is given. Commands:
+            input when no command is given. The progress of the initial download, of a download and of an
+            upload (done of the known total, rate, elapsed time) goes to standard error: a live bar on a
+            terminal, plain lines otherwise; --quiet turns it off. Commands:
               get <path?query>           read locally ($filter, $orderby, $select, $expand, $top, $skip, $count)
               post <path> <json>         create an entity
               patch <path> <json>        update an entity (merge)
@@ -90,6 +92,9 @@ struct ILOData: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not fetch CSRF tokens (a back end without CSRF protection).")
     var noCsrf = false
 
+    @Flag(name: .long, help: "Print no progress of downloads and uploads on standard error.")
+    var quiet = false
+
     mutating func run() async throws {
         var parameters = OfflineODataParameters(storeName: storeName, storePath: storePath, storeEncryptionKey: key,
                                                 disableDefaultEncryptionKey: noEncryption, pageSize: pageSize)
@@ -116,7 +121,8 @@ struct ILOData: AsyncParsableCommand {
         } else {
             throw ValidationError("no store at \(storePath)/\(storeName); give --service-root and --defining-query to create one")
         }
-        let provider = try OfflineODataProvider(serviceRoot: root, parameters: parameters)
+        let provider = try OfflineODataProvider(serviceRoot: root, parameters: parameters,
+                                                delegate: quiet ? nil : ProgressPrinter.standardError())
         let indexes = try Self.indexes(index, definingQueries: definingQuery)
         for item in definingQuery {
             guard let equals = item.firstIndex(of: "=") else {

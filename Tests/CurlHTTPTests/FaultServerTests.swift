@@ -33,8 +33,10 @@ private func expectCurlError(
 
 /// CurlTransport against the in-test POSIX server: methods with bodies, header edge cases and faults.
 @Suite struct FaultServerTests {
-    @Test(arguments: ["POST", "PUT", "PATCH", "DELETE", "MERGE"])
-    func methodWithBodyIsSentAsIs(method: String) async throws {
+    /// The same bytes go out whether libcurl gets a copy of the body or reads it once (a request that must not be
+    /// sent twice).
+    @Test(arguments: ["POST", "PUT", "PATCH", "DELETE", "MERGE"], [true, false])
+    func methodWithBodyIsSentAsIs(method: String, allowsAutomaticResend: Bool) async throws {
         let server = try FaultServer()
         defer { server.stop() }
         let transport = try CurlTransport()
@@ -44,8 +46,9 @@ private func expectCurlError(
         fields.append(HTTPField(name: HTTPField.Name("X-Custom")!, value: "one"))
         fields.append(HTTPField(name: HTTPField.Name("X-Custom")!, value: "two"))
         let body = Data("{\"Name\":\"Chai\",\"bytes\":\"\u{0}\u{1}\"}".utf8)
-        let response = try await transport.send(
-            TransportRequest(method: method, url: server.url("/echo"), headerFields: fields, body: body))
+        var request = TransportRequest(method: method, url: server.url("/echo"), headerFields: fields, body: body)
+        request.allowsAutomaticResend = allowsAutomaticResend
+        let response = try await transport.send(request)
         #expect(response.status == 200)
         let echo = try parseEcho(response.body)
         #expect(echo.requestLine == "\(method) /echo HTTP/1.1")
@@ -376,5 +379,36 @@ private func expectCurlError(
         }
         transport.shutdown()  // a second call is harmless
         #expect(await server.wait { $0.clientClosed >= 1 })
+    }
+
+    /// libcurl sends a request again on a new connection when a reused one closes before any answer — after the
+    /// server may have executed it. A request that allows it (the default) is executed twice by such a server; one
+    /// that does not is executed once and fails with `.connectionClosed`, and the transport goes on.
+    @Test(arguments: [true, false])
+    func aReusedConnectionThatClosesAfterTheRequestWentOut(allowsAutomaticResend: Bool) async throws {
+        let server = try FaultServer()
+        defer { server.stop() }
+        var configuration = CurlConfiguration()
+        configuration.eventLoopCount = 1
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let route = "POST /keep-then-drop"
+        let first = try await transport.send(TransportRequest(method: "POST", url: server.url("/keep-then-drop"), body: Data("one".utf8)))
+        #expect(first.status == 200 && first.metrics.newConnections == 1)
+        var request = TransportRequest(method: "POST", url: server.url("/keep-then-drop"), body: Data(#"{"Name":"two"}"#.utf8))
+        request.allowsAutomaticResend = allowsAutomaticResend
+        if allowsAutomaticResend {
+            let response = try await transport.send(request)
+            #expect(response.status == 200)
+            #expect(server.snapshot.received[route] == 3, "executed on the reused connection, then again on a new one")
+        } else {
+            let error = await expectCurlError(.connectionClosed) { _ = try await transport.send(request) }
+            #expect(error?.curlCode == 65)  // CURLE_SEND_FAIL_REWIND
+            #expect(error?.message.contains("not sent again") == true, "\(String(describing: error))")
+            #expect(server.snapshot.received[route] == 2, "executed once")
+            let next = try await transport.send(TransportRequest(method: "POST", url: server.url("/keep-then-drop"), body: Data("three".utf8)))
+            #expect(next.status == 200 && next.metrics.newConnections == 1)
+            #expect(server.snapshot.received[route] == 3)
+        }
     }
 }

@@ -24,9 +24,9 @@ struct NginxTransportTests {
         #expect(response.metrics.totalTime > .zero)
     }
 
-    /// A request with `freshConnection` opens a new connection where it could have reused one (libcurl re-sends a
-    /// request on its own only after a reused connection died).
-    @Test func aFreshConnectionIsNotReused() async throws {
+    /// A request that must not be sent twice reuses a connection only when it carries a body (libcurl cannot send
+    /// that body again by itself); without a body it goes out on a new connection.
+    @Test func aRequestThatMustNotBeSentTwiceReusesAConnectionOnlyWithABody() async throws {
         let server = try nginx()
         var configuration = CurlConfiguration()
         configuration.eventLoopCount = 1
@@ -34,13 +34,18 @@ struct NginxTransportTests {
         defer { transport.shutdown() }
         let first = try await transport.send(TransportRequest(url: server.url("small.json")))
         let reused = try await transport.send(TransportRequest(url: server.url("small.json")))
-        var request = TransportRequest(url: server.url("small.json"))
-        request.freshConnection = true
-        let fresh = try await transport.send(request)
+        var withoutBody = TransportRequest(url: server.url("small.json"))
+        withoutBody.allowsAutomaticResend = false
+        let fresh = try await transport.send(withoutBody)
+        var withBody = TransportRequest(method: "POST", url: server.url("small.json"), body: Data("{}".utf8))
+        withBody.allowsAutomaticResend = false
+        let posted = try await transport.send(withBody)
         #expect(first.metrics.newConnections == 1)
         #expect(reused.metrics.connectionReused && reused.metrics.newConnections == 0)
         #expect(!fresh.metrics.connectionReused && fresh.metrics.newConnections == 1)
         #expect(fresh.status == 200)
+        #expect(posted.metrics.connectionReused && posted.metrics.newConnections == 0)
+        #expect(posted.status == 405)  // nginx serves static files to GET only
     }
 
     @Test func largeBodyWithoutCompressionArrivesWhole() async throws {

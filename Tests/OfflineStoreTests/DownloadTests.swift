@@ -25,6 +25,7 @@ import Testing
         #expect(orderProgress.last?.entities == 830)
         #expect(orderProgress.last?.isComplete == true)
         #expect((orderProgress.last?.bytes ?? 0) > 100_000)
+        #expect(orderProgress.allSatisfy { $0.total == nil }, "no count asked for, no total")
         #expect(delegate.states.withLock { $0 } == [.opening, .open])
         // The `$expand` kept the relationship: ALFKI's orders, also through navigation.
         let alfkiOrders = try await provider.getAll("Customers('ALFKI')/Orders").compactMap { $0["OrderID"]?.intValue }
@@ -163,13 +164,31 @@ import Testing
         #expect(unknownError?.message.contains("NoSuchSet") == true)
     }
 
+    /// A defining query that asks for the count (`$count=true`) sends it; the download's progress then has the back
+    /// end's count as its total, on every page.
+    @Test func aDefiningQueryThatAsksForTheCountGivesTheProgressATotal() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let delegate = RecordingDelegate()
+        let provider = try await Northwind.provider(server, directory, queries: [OfflineODataDefiningQuery(name: "orders", query: "Orders?$count=true")],
+                                                    delegate: delegate)
+        try await provider.open()
+        let progress = delegate.progress.withLock { $0 }
+        #expect(progress.count == 9 && progress.allSatisfy { $0.total == 830 }, "\(progress)")
+        #expect(progress.last?.entities == 830 && progress.last?.isComplete == true)
+        #expect(try await provider.getAll("Orders").count == 830)
+        await provider.close()
+    }
+
     @Test(arguments: [
         ("Customers?$filter=", "$filter"),
         ("Customers?$filter=Country eq", "Country eq"),
         ("Customers?$top=-1", "$top"),
         ("Customers?$bogus=1", "$bogus"),
         ("Customers('ALFKI'", "unterminated key predicate"),
-        ("Customers?$count=true", "$count"),
+        ("Customers?$inlinecount=some", "$inlinecount"),
+        ("Customers?$skiptoken=5", "$skiptoken"),
     ])
     func malformedDefiningQueriesAreRefusedByName(query: String, mention: String) async throws {
         let directory = try TemporaryDirectory()

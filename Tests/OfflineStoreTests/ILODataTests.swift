@@ -24,8 +24,12 @@ final class ILODataProcess: @unchecked Sendable {
     let process = Process()
     private let input = Pipe()
     private let output = Pipe()
+    private let errors = Pipe()
+    /// What the child wrote: both streams in the order read, and each on its own.
     private final class Collected: Sendable {
         let text = LockedValue<String>("")
+        let standardOutput = LockedValue<String>("")
+        let standardError = LockedValue<String>("")
     }
 
     private let collected = Collected()
@@ -38,17 +42,26 @@ final class ILODataProcess: @unchecked Sendable {
         }
         process.standardInput = input
         process.standardOutput = output
-        process.standardError = output
-        let handle = output.fileHandleForReading
+        process.standardError = errors
         let collected = self.collected
-        handle.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { collected.text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        for (pipe, stream) in [(output, collected.standardOutput), (errors, collected.standardError)] {
+            pipe.fileHandleForReading.readabilityHandler = { handle in
+                let data = handle.availableData
+                guard !data.isEmpty else { return }
+                let text = String(decoding: data, as: UTF8.self)
+                stream.withLock { $0 += text }
+                collected.text.withLock { $0 += text }
+            }
         }
         try process.run()
     }
 
+    /// Standard output and standard error together, in the order read.
     var text: String { collected.text.withLock { $0 } }
+    /// Standard output alone: the answers of the commands.
+    var standardOutput: String { collected.standardOutput.withLock { $0 } }
+    /// Standard error alone: progress and the argument parser's errors.
+    var standardError: String { collected.standardError.withLock { $0 } }
 
     func send(_ line: String) {
         input.fileHandleForWriting.write(Data((line + "\n").utf8))
@@ -71,15 +84,23 @@ final class ILODataProcess: @unchecked Sendable {
         while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
         try? await Task.sleep(for: .milliseconds(50))
         output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
         return process.terminationStatus
     }
 
-    /// Runs one command to completion and returns the exit code and output.
+    /// Runs one command to completion and returns the exit code and output (both streams).
     static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Int32, String) {
+        let child = try await finished(arguments, environment: environment)
+        return (child.process.terminationStatus, child.text)
+    }
+
+    /// Runs one command to completion (standard input closed) and returns the finished child, whose streams can be
+    /// read apart.
+    static func finished(_ arguments: [String], environment: [String: String] = [:]) async throws -> ILODataProcess {
         let child = try ILODataProcess(arguments, environment: environment)
         child.closeInput()
-        let status = await child.waitForExit()
-        return (status, child.text)
+        _ = await child.waitForExit()
+        return child
     }
 }
 
@@ -150,13 +171,16 @@ final class ILODataProcess: @unchecked Sendable {
         let server = try await FixtureServer.start()
         let directory = try TemporaryDirectory()
         let base = Self.storeArguments(directory) + ["--kdf-rounds", "1000"]
-        // Create from a service root and defining queries, one-shot read with a readable query.
-        let (status, text) = try await ILODataProcess.run(base + [
+        // Create from a service root and defining queries, one-shot read with a readable query. Standard output holds
+        // the answer alone (the initial download's progress goes to standard error).
+        let created = try await ILODataProcess.finished(base + [
             "--service-root", server.serviceRoot, "--defining-query", "customers=Customers?$expand=Orders",
             "--defining-query", "shippers=Shippers",
             "--command", "get Customers?$filter=Country eq 'Germany'&$orderby=City&$select=CustomerID,City&$count=true&$top=2",
         ])
-        #expect(status == 0, "\(text)")
+        let (status, text) = (created.process.terminationStatus, created.standardOutput)
+        #expect(status == 0, "\(created.text)")
+        #expect(created.standardError.contains("initial download shippers: 3 entities"), "\(created.standardError)")
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("CustomerID") == true, "\(text)")
         #expect(lines.contains { $0.hasPrefix("DRACD") && $0.contains("Aachen") }, "\(text)")

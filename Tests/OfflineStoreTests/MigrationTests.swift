@@ -230,4 +230,58 @@ private enum StoreDirectory {
         #expect(try await reopened.get("Orders(10248)")["ShipCity"] == "Reims")
         await reopened.close()
     }
+
+    // MARK: The ErrorArchive indexed by its affected entity (format 5)
+
+    /// A format-4 store's ErrorArchive (no `affected` column) opens in place: the column is added and filled from the
+    /// entries, every entry reads as before, and deleting entries releases an entity only when its last entry goes.
+    @Test func aFormat4ErrorArchiveIsIndexedByItsAffectedEntityInPlace() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        for insideBatch in [false, true] {
+            _ = try server.faults.add(FaultRule(.fail(status: 400, code: "Refused", message: "refused"), method: "PATCH",
+                                                path: "Customers(*", insideBatch: insideBatch))
+        }
+        for (key, city) in [("ALFKI", "One"), ("ANATR", "Two"), ("ALFKI", "Three")] {
+            _ = try await provider.execute(.local("PATCH", "Customers('\(key)')", body: #"{"City":"\#(city)"}"#))
+        }
+        _ = try await provider.upload()
+        let archive = try await provider.getAll("ErrorArchive")
+        try #require(archive.count == 3)
+        await provider.close()
+        let path = directory.path + "/northwind"
+        let store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
+        try store.withWriter { connection in
+            try connection.transaction {
+                try connection.execute("""
+                    CREATE TABLE "error_archive-4" (id INTEGER PRIMARY KEY, entry BLOB NOT NULL);
+                    INSERT INTO "error_archive-4" SELECT id, entry FROM error_archive;
+                    DROP TABLE error_archive;
+                    ALTER TABLE "error_archive-4" RENAME TO error_archive;
+                    """)
+                try connection.setUserVersion(4)
+            }
+        }
+        store.close()
+
+        let reopened = try await Northwind.provider(server, directory)
+        try await reopened.open()
+        let migrated = try await reopened.openStore()
+        #expect(try migrated.withWriter { try $0.userVersion() } == EntityStore.format)
+        let unfilled = try migrated.withWriter { connection in
+            let select = try connection.prepare("SELECT count(*) FROM error_archive WHERE affected IS NULL OR affected = ''")
+            return try select.step() ? select.integer(at: 0) : -1
+        }
+        #expect(unfilled == 0)
+        #expect(try await reopened.getAll("ErrorArchive") == archive)
+        let ids = archive.compactMap { $0["RequestID"]?.intValue }
+        #expect(try await reopened.get("ErrorArchive(\(ids[2]))/AffectedEntity")["CustomerID"] == "ALFKI")
+        _ = try await reopened.execute(.local("DELETE", "ErrorArchive(\(ids[0]))"))
+        #expect(try await reopened.getAll("Customers?$filter=inErrorState()").compactMap { $0["CustomerID"]?.stringValue } == ["ALFKI", "ANATR"],
+                "ALFKI keeps its other entry")
+        _ = try await reopened.execute(.local("DELETE", "ErrorArchive(\(ids[2]))"))
+        #expect(try await reopened.getAll("Customers?$filter=inErrorState()").compactMap { $0["CustomerID"]?.stringValue } == ["ANATR"])
+        await #expect(throws: OfflineODataError.self) { try await reopened.get("ErrorArchive(\(ids[0]))") }
+        await reopened.close()
+    }
 }

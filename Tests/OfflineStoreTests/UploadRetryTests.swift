@@ -46,14 +46,17 @@ struct UploadRetryTests {
 
     /// A `POST` refused at connect (`CURLE_COULDNT_CONNECT`, scripted) never reached the back end: it is re-sent,
     /// and executed once.
-    @Test func aPostRefusedAtConnectIsResentAndExecutedOnce() async throws {
+    /// A failure that proves the request never left (refused at connect, a TLS handshake refused) lets a `POST`
+    /// be re-sent without repeatable requests.
+    @Test(arguments: [ScriptedReply.connectionRefused, .failure(CurlError(kind: .tls, curlCode: 60, message: "SSL certificate problem: certificate has expired"))])
+    func aPostRefusedAtConnectIsResentAndExecutedOnce(refusal: ScriptedReply) async throws {
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
         let curl = try CurlTransport()
         defer { curl.shutdown() }
         let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
-        transport.on("POST", "Customers", replies: [.connectionRefused])
+        transport.on("POST", "Customers", replies: [refusal])
         let provider = try await Self.provider(server, directory, transport: transport)
         _ = try await provider.execute(.local("POST", "Customers", body: #"{"CustomerID":"NEWCO","CompanyName":"New Co"}"#))
         server.resetCounters()

@@ -17,6 +17,8 @@
 // 4. `upload`: 1,000 queued updates (PATCH of 1,000 different entities, each with its ETag) one by one against
 //    `$batch` change sets of 100 and of 1,000, on loopback and with 2 ms added to every HTTP request: requests per
 //    second (`OFFLINE_BENCH_UPLOAD=0` skips it).
+// 5. `upload`, after it: a large ErrorArchive — N refused updates archived, then its key read, whole read, repair
+//    (DELETE of an entry), the open and an upload beside it, at each N of `OFFLINE_BENCH_ARCHIVE` (default 1000,10000).
 //
 // `OFFLINE_BENCH_N` sets N (default 100,000). Needs the fixture producer's binary: build it at the repository root
 // with `swift build -c release --product odata-fixture-server` (or set ODATA_FIXTURE_SERVER). For iterating on
@@ -464,4 +466,71 @@ _ = try await fixtureControl("DELETE", "faults")
 printTable(title: "Upload of \(updates) queued updates (PATCH of distinct entities with If-Match, encrypted store with fsync per commit)",
            header: ["network", "mode", "HTTP requests", "upload time", "requests/s", "vs one by one", "local update (queueing) each"], rows: uploadRows)
 print("Resident memory at the end: \(residentBytes() / 1_048_576) MiB")
+
+// 5. A large ErrorArchive: N updates the producer refuses (400, in `$batch` change sets of 1,000), then what the
+//    archive costs to make, read, repair and carry along (`OFFLINE_BENCH_ARCHIVE`, sizes separated by commas; `0`
+//    skips it): each figure at every size, side by side, to show how it grows.
+let archiveSizes = (environment["OFFLINE_BENCH_ARCHIVE"] ?? "1000,10000").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+var archiveFigures: [(String, [String])] = []
+@MainActor func archiveFigure(_ name: String, _ value: String) {
+    if let index = archiveFigures.firstIndex(where: { $0.0 == name }) { archiveFigures[index].1.append(value) } else { archiveFigures.append((name, [value])) }
+}
+let archiveItems = min(count, 10_000)
+for size in archiveSizes {
+    var archiveParameters = parameters
+    archiveParameters.storeName = "archive-\(size)"
+    archiveParameters.uploadMode = .batch(maxRequestsPerBatch: 1_000)
+    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: archiveParameters)
+    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items"))
+    try await provider.open()
+    for index in 0..<size {
+        let id = index % archiveItems + 1
+        _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Items(\(id))", body: Data(#"{"Name":"Refused \#(index)"}"#.utf8)))
+    }
+    _ = try await fixtureControl("POST", "faults", #"{"action": "fail", "status": 400, "code": "Refused", "method": "PATCH", "insideBatch": true}"#)
+    var start = DispatchTime.now().uptimeNanoseconds
+    let refused = try await provider.upload()
+    archiveFigure("upload that archives every request, per request", formatDuration(elapsed(since: start) / Double(size)))
+    _ = try await fixtureControl("DELETE", "faults")
+    let entries = try provider.read(ODataRequest(resourcePath: "ErrorArchive/$count"))
+    let archived = Int(String(decoding: entries.payload, as: UTF8.self)) ?? -1
+    precondition(refused.failed.count == size && archived == size, "\(refused.failed.count) failed, \(archived) archived of \(size)")
+    let ids = refused.failed.map(\.requestID).shuffled()
+    var next = 0
+    archiveFigure("ErrorArchive(k), read() p50", formatDuration(try measure("archive key", warmup: 20, iterations: 500) {
+        next = (next + 1) % ids.count
+        let status = try provider.read(ODataRequest(resourcePath: "ErrorArchive(\(ids[next]))")).statusCode
+        precondition(status == 200)
+    }.median))
+    archiveFigure("ErrorArchive(k)/AffectedEntity, read() p50", formatDuration(try measure("archive affected", warmup: 20, iterations: 500) {
+        next = (next + 1) % ids.count
+        let status = try provider.read(ODataRequest(resourcePath: "ErrorArchive(\(ids[next]))/AffectedEntity")).statusCode
+        precondition(status == 200)
+    }.median))
+    archiveFigure("whole ErrorArchive, read() p50", formatDuration(try measure("archive all", warmup: 1, iterations: 5) {
+        _ = try provider.read(ODataRequest(resourcePath: "ErrorArchive"))
+    }.median))
+    // One more update, accepted: the upload reads the archive's failed creates before it sends.
+    _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Items(1)", body: Data(#"{"Name":"Accepted"}"#.utf8)))
+    start = DispatchTime.now().uptimeNanoseconds
+    let accepted = try await provider.upload()
+    precondition(accepted.succeeded == 1, "\(accepted.failed.map(\.message))")
+    archiveFigure("upload of 1 accepted request beside the archive", formatDuration(elapsed(since: start)))
+    await provider.close()
+    start = DispatchTime.now().uptimeNanoseconds
+    try await provider.open()
+    archiveFigure("open() of the store with the archive", formatDuration(elapsed(since: start)))
+    let deletions = min(200, ids.count)
+    var deleted = 0
+    archiveFigure("DELETE ErrorArchive(k) (repair), await execute() p50", formatDuration(try await measureAsync("archive delete", warmup: 0, iterations: deletions) {
+        _ = try await provider.execute(ODataRequest(method: .delete, resourcePath: "ErrorArchive(\(ids[deleted]))"))
+        deleted += 1
+    }.median))
+    await provider.close()
+}
+if !archiveSizes.isEmpty {
+    printTable(title: "A large ErrorArchive: N refused updates (400), encrypted store, the producer on loopback",
+               header: ["figure"] + archiveSizes.map { "N = \($0)" },
+               rows: archiveFigures.map { [$0.0] + $0.1 })
+}
 producer.terminate()

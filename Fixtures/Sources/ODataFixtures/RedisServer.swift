@@ -122,7 +122,8 @@ public final class RedisServer: Sendable {
         return Int(UInt16(bigEndian: actual.sin_port))
     }
 
-    private static func accepts(port: Int) -> Bool {
+    /// Whether something accepts TCP connections on 127.0.0.1:`port` (Nginx waits with it too).
+    static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }

@@ -21,6 +21,22 @@ func curlWriteCallback(
     return handle.receiveBody(UnsafeRawBufferPointer(start: buffer, count: total))
 }
 
+/// `CURLOPT_READFUNCTION`: fills libcurl's buffer with the next bytes of a request body that must not be sent twice, or of
+/// a body read from a file.
+///
+/// > This callback function gets called by libcurl as soon as it needs to read data in order to send it to the
+/// > peer … Your function must then return the actual number of bytes that it stored in that memory area.
+/// > Returning 0 signals end-of-file to the library and causes it to stop the current transfer.
+func curlReadCallback(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ userdata: UnsafeMutableRawPointer?
+) -> Int {
+    guard let userdata, let buffer else { return Int(CURL_READFUNC_ABORT) }
+    let handle = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
+    let (total, overflow) = size.multipliedReportingOverflow(by: count)
+    guard !overflow else { return Int(CURL_READFUNC_ABORT) }
+    return handle.sendBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: total))
+}
+
 /// `CURLOPT_HEADERFUNCTION`: receives one complete header line (status lines and the blank line included).
 ///
 /// > This function gets called by libcurl as soon as it has received header data. The header callback is
@@ -36,17 +52,3 @@ func curlHeaderCallback(
     return handle.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: total))
 }
 
-/// `CURLOPT_READFUNCTION`: fills libcurl's buffer with request body bytes (``TransportRequest/bodyFile``).
-///
-/// > Your function must then return the actual number of bytes that it stored in that memory area. Returning 0
-/// > signals end-of-file to the library … Your read function can also return CURL_READFUNC_ABORT to stop the
-/// > current operation immediately.
-func curlReadCallback(
-    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ userdata: UnsafeMutableRawPointer?
-) -> Int {
-    guard let userdata, let buffer else { return Int(CURL_READFUNC_ABORT) }
-    let handle = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
-    let (total, overflow) = size.multipliedReportingOverflow(by: count)
-    guard !overflow else { return Int(CURL_READFUNC_ABORT) }
-    return handle.sendBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: total))
-}

@@ -26,6 +26,10 @@ final class CurlEasyHandle {
     private var responseBodyFile: FileHandle?
     /// The file a request body is read from (``TransportRequest/bodyFile``).
     private var requestBodyFile: FileHandle?
+    /// The body of a request that must not be sent twice, handed to libcurl by `CURLOPT_READFUNCTION`, and how
+    /// much of it libcurl has taken.
+    private var uploadBody = Data()
+    private var uploadOffset = 0
     /// The error a callback recorded; it wins over libcurl's `CURLE_WRITE_ERROR`.
     private var callbackError: CurlError?
 
@@ -65,9 +69,6 @@ final class CurlEasyHandle {
         try set(CURLOPT_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_TCP_KEEPALIVE, 1)
-        // > CURLOPT_FRESH_CONNECT … make the next transfer use a new (fresh) connection by force instead of trying
-        // > to reuse an existing one. (libcurl re-sends a request by itself only after a reused connection died.)
-        if request.freshConnection { try set(CURLOPT_FRESH_CONNECT, 1) }
         // A 64 KiB receive buffer (libcurl's default is 16 KiB): fewer reads and callbacks for larger bodies.
         // Best effort: libcurl 7.88 refuses to resize (CURLE_BAD_FUNCTION_ARGUMENT) while a reused handle
         // still holds the buffer of an earlier transfer, which then serves as it is.
@@ -97,7 +98,8 @@ final class CurlEasyHandle {
     private func setMethodAndBody(_ request: TransportRequest) throws(CurlError) {
         let method = request.method
         if let path = request.bodyFile {
-            try setStreamedBody(path: path, method: method)
+            try fileBody(path, allowsAutomaticResend: request.allowsAutomaticResend)
+            if method != "POST" { try set(CURLOPT_CUSTOMREQUEST, string: method) }
             return
         }
         var body = request.body
@@ -105,6 +107,7 @@ final class CurlEasyHandle {
             body = Data()  // send `Content-Length: 0` rather than no length at all
         }
         guard let body else {
+            if !request.allowsAutomaticResend { try set(CURLOPT_FRESH_CONNECT, 1) }  // see `readOnceBody`
             switch method {
             case "GET": try set(CURLOPT_HTTPGET, 1)
             case "HEAD": try set(CURLOPT_NOBODY, 1)
@@ -112,6 +115,18 @@ final class CurlEasyHandle {
             }
             return
         }
+        if request.allowsAutomaticResend {
+            try copyBody(body)
+        } else {
+            try readOnceBody(body)
+        }
+        if method != "POST" {
+            try set(CURLOPT_CUSTOMREQUEST, string: method)
+        }
+    }
+
+    /// Hands libcurl a copy of the body, which it may send again by itself.
+    private func copyBody(_ body: Data) throws(CurlError) {
         // > CURLOPT_COPYPOSTFIELDS … If you want to use it with data containing zero bytes, you must first set
         // > CURLOPT_POSTFIELDSIZE.
         try check(CCurl_easy_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
@@ -122,9 +137,78 @@ final class CurlEasyHandle {
             return "".withCString { CCurl_easy_setopt_pointer(raw, CURLOPT_COPYPOSTFIELDS, $0) }
         }
         try check(rc, "CURLOPT_COPYPOSTFIELDS")
-        if method != "POST" {
-            try set(CURLOPT_CUSTOMREQUEST, string: method)
+    }
+
+    /// Hands libcurl the body of a request that must not be executed twice, in a form it cannot send twice.
+    ///
+    /// libcurl sends a request again on a new connection when a reused one closed before any byte of the answer
+    /// (`Curl_retry_request`); if body bytes went out, it first rewinds the body. A body read through
+    /// `CURLOPT_READFUNCTION` with no `CURLOPT_SEEKFUNCTION` cannot be rewound, so the transfer ends with
+    /// `CURLE_SEND_FAIL_REWIND` rather than a second send. Before any body byte went out the back end cannot have
+    /// executed the request, and libcurl's re-send is safe. A request without a body has no such guard: it goes
+    /// out on a new connection (`CURLOPT_FRESH_CONNECT`). A connection idle for a second or more is not reused
+    /// (`CURLOPT_MAXAGE_CONN`): a back end closing an idle keep-alive is the common reason a reused connection
+    /// dies, and this request would then fail rather than be re-sent.
+    private func readOnceBody(_ body: Data) throws(CurlError) {
+        guard !body.isEmpty else {
+            try set(CURLOPT_FRESH_CONNECT, 1)
+            try copyBody(body)
+            return
         }
+        uploadBody = body
+        uploadOffset = 0
+        try set(CURLOPT_MAXAGE_CONN, 1)
+        try set(CURLOPT_POST, 1)
+        try check(CCurl_easy_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
+        try check(CCurl_easy_setopt_write_function(raw, CURLOPT_READFUNCTION) { curlReadCallback($0, $1, $2, $3) }, "CURLOPT_READFUNCTION")
+        try set(CURLOPT_READDATA, pointer: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+    }
+
+    /// Hands libcurl a body read from a file a piece at a time (``TransportRequest/bodyFile``), through the read callback
+    /// of ``readOnceBody(_:)``: it cannot be rewound either, so libcurl never sends it twice once bytes went out.
+    private func fileBody(_ path: String, allowsAutomaticResend: Bool) throws(CurlError) {
+        let size: Int
+        do {
+            guard let length = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int else {
+                throw CurlError(kind: .invalidRequest, message: "the body file \(path) has no size")
+            }
+            size = length
+            requestBodyFile = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        } catch let error as CurlError {
+            throw error
+        } catch {
+            throw CurlError(kind: .invalidRequest, message: "the body file \(path) cannot be read: \(error.localizedDescription)")
+        }
+        if !allowsAutomaticResend { try set(CURLOPT_MAXAGE_CONN, 1) }  // as for `readOnceBody`
+        try set(CURLOPT_POST, 1)
+        try check(CCurl_easy_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(size)), "CURLOPT_POSTFIELDSIZE_LARGE")
+        try check(CCurl_easy_setopt_write_function(raw, CURLOPT_READFUNCTION) { curlReadCallback($0, $1, $2, $3) }, "CURLOPT_READFUNCTION")
+        try set(CURLOPT_READDATA, pointer: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+    }
+
+    /// Copies the next bytes of the body — from the body file, or from the body held in memory — into libcurl's buffer
+    /// (`CURLOPT_READFUNCTION`).
+    ///
+    /// - Parameter buffer: libcurl's buffer.
+    /// - Returns: The number of bytes copied; 0 at the end of the body; `CURL_READFUNC_ABORT` after a read error.
+    func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        if let file = requestBodyFile {
+            do {
+                let chunk = try file.read(upToCount: buffer.count) ?? Data()
+                chunk.copyBytes(to: buffer)
+                return chunk.count
+            } catch {
+                callbackError = CurlError(kind: .invalidRequest, message: "the body file cannot be read: \(error.localizedDescription)")
+                return Int(CURL_READFUNC_ABORT)
+            }
+        }
+        let count = min(buffer.count, uploadBody.count - uploadOffset)
+        guard count > 0 else { return 0 }
+        uploadBody.withUnsafeBytes { bytes in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[uploadOffset..<(uploadOffset + count)]))
+        }
+        uploadOffset += count
+        return count
     }
 
     private func setHeaders(_ request: TransportRequest) throws(CurlError) {
@@ -246,45 +330,6 @@ final class CurlEasyHandle {
         headerList = nil
     }
 
-    /// A body read from a file as libcurl asks for it (`CURLOPT_UPLOAD` with `CURLOPT_READFUNCTION`), with its
-    /// length announced, under the request's own method.
-    private func setStreamedBody(path: String, method: String) throws(CurlError) {
-        let size: Int
-        do {
-            guard let length = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int else {
-                throw CurlError(kind: .invalidRequest, message: "the body file \(path) has no size")
-            }
-            size = length
-            requestBodyFile = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        } catch let error as CurlError {
-            throw error
-        } catch {
-            throw CurlError(kind: .invalidRequest, message: "the body file \(path) cannot be read: \(error.localizedDescription)")
-        }
-        try set(CURLOPT_UPLOAD, 1)
-        try check(CCurl_easy_setopt_off_t(raw, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "CURLOPT_INFILESIZE_LARGE")
-        let userdata = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        try check(CCurl_easy_setopt_write_function(raw, CURLOPT_READFUNCTION) { curlReadCallback($0, $1, $2, $3) }, "CURLOPT_READFUNCTION")
-        try set(CURLOPT_READDATA, pointer: userdata)
-        if method != "PUT" { try set(CURLOPT_CUSTOMREQUEST, string: method) }
-    }
-
-    /// Fills libcurl's upload buffer from the body file.
-    ///
-    /// - Parameter buffer: libcurl's buffer.
-    /// - Returns: The bytes written (0 at the end of the file), or `CURL_READFUNC_ABORT` after a read error.
-    func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        guard let file = requestBodyFile else { return 0 }
-        do {
-            let chunk = try file.read(upToCount: buffer.count) ?? Data()
-            chunk.copyBytes(to: buffer)
-            return chunk.count
-        } catch {
-            callbackError = CurlError(kind: .invalidRequest, message: "the body file cannot be read: \(error.localizedDescription)")
-            return Int(CURL_READFUNC_ABORT)
-        }
-    }
-
     private func clearResponse() {
         status = 0
         headerFields = HTTPFields()
@@ -297,6 +342,8 @@ final class CurlEasyHandle {
         try? requestBodyFile?.close()  // read-only: closing cannot lose anything
         requestBodyFile = nil
         errorBuffer[0] = 0
+        uploadBody = Data()
+        uploadOffset = 0
     }
 
     /// Appends body bytes unless that would exceed the body limit.

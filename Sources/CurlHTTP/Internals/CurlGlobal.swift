@@ -23,7 +23,13 @@ extension CurlError {
     /// The error for a failed transfer: its kind from the `CURLcode`, and the error-buffer text or, when that is
     /// empty, `curl_easy_strerror`.
     init(code: CURLcode, errorBuffer: String) {
-        let text = errorBuffer.isEmpty ? String(cString: curl_easy_strerror(code)) : errorBuffer
+        var text = errorBuffer.isEmpty ? String(cString: curl_easy_strerror(code)) : errorBuffer
+        if code == CURLE_SEND_FAIL_REWIND {
+            // Only a request that must not be sent twice has a body libcurl cannot rewind
+            // (`TransportRequest.allowsAutomaticResend`).
+            text = "the request went out, and libcurl would have had to send it again (the reused connection closed "
+                + "before any answer, or a redirect); it was not sent again, and the server may have executed it"
+        }
         self.init(kind: CurlError.kind(of: code), curlCode: Int(code.rawValue), message: text)
     }
 
@@ -51,7 +57,7 @@ extension CurlError {
             // The scheme was checked before the request reached libcurl, so an unsupported protocol is an
             // HTTP/0.9 reply ("Received HTTP/0.9 when not allowed") or a redirect to a disallowed scheme.
             return .malformedResponse
-        case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR:
+        case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_SEND_FAIL_REWIND:
             return .connectionClosed
         case CURLE_TOO_MANY_REDIRECTS:
             return .tooManyRedirects

@@ -77,8 +77,12 @@ struct LocalRequest: Sendable, Hashable {
             guard path.segments.count == 1 || (path.segments.count == 2 && path.segments[0].key != nil) else {
                 throw OfflineODataError(.invalidRequest, "'\(pathText)' must be an entity set, an entity, or one navigation from an entity")
             }
-            for option in options where ["$count", "$inlinecount", "$skiptoken", "$deltatoken", "$search", "$apply"].contains(option.name) {
+            // `$count=true` (V2: `$inlinecount=allpages`) is sent: the back end's count is the download progress's total.
+            for option in options where ["$skiptoken", "$deltatoken", "$search", "$apply"].contains(option.name) {
                 throw OfflineODataError(.invalidRequest, "\(option.name) is not allowed in a defining query")
+            }
+            if let inlineCount = value(of: "$inlinecount"), inlineCount != "allpages", inlineCount != "none" {
+                throw OfflineODataError(.invalidRequest, "$inlinecount must be 'allpages' or 'none', got '\(inlineCount)'")
             }
             if let filter = value(of: "$filter") { try LocalQuery.checkFilter(filter) }
         }

@@ -33,8 +33,13 @@ extension EntityStore.Changes {
         return result
     }
 
-    /// The ErrorArchive entries in request order, as this transaction sees them.
-    func errorEntries() throws -> [ErrorArchiveEntry] {
-        try EntityStore.errorEntries(connection)
+    /// The ErrorArchive entry of request `id`, as this transaction sees it, or `nil`.
+    func errorEntry(_ id: Int64) throws -> ErrorArchiveEntry? {
+        try EntityStore.errorEntries(connection, where: "id = ?", .integer(id)).first
+    }
+
+    /// The ErrorArchive entries that name `reference` (`Set(key)`) as their affected entity, in request order.
+    func errorEntries(affecting reference: String) throws -> [ErrorArchiveEntry] {
+        try EntityStore.errorEntries(connection, where: "affected = ?", .text(reference))
     }
 }

@@ -26,10 +26,11 @@ extension EntityStore {
         return result
     }
 
-    /// The names of the indexes the database holds.
+    /// The names of the indexes the entity tables have.
     func existingIndexNames() throws -> Set<String> {
         try reading("the indexes") { connection in
-            let select = try connection.cachedStatement("SELECT name FROM sqlite_master WHERE type = 'index'")
+            // The entity tables' indexes (the ErrorArchive's and the staging table's are made with their tables).
+            let select = try connection.cachedStatement("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN (SELECT table_name FROM entity_sets)")
             defer { select.reset() }
             var result: Set<String> = []
             while try select.step() { result.insert(select.text(at: 0)) }
@@ -76,5 +77,26 @@ extension EntityStore {
             }
         }
         try buildMissingIndexes(model: model)
+    }
+}
+
+extension EntityStore.Changes {
+    /// Creates the secondary indexes `wanted` names (entity set → properties) on the tables that exist, where
+    /// they are missing (tables made later get theirs when they are made).
+    ///
+    /// - Throws: `OfflineODataError.invalidRequest` for a property that has no column (not a primitive
+    ///   property of the set's entity type).
+    func ensureIndexes(_ wanted: [String: [String]]) throws {
+        let model = try store.currentModel(connection)
+        for (set, properties) in wanted.sorted(by: { $0.key < $1.key }) {
+            guard let table = tables[set] else { continue }
+            let key = model?.entityType(ofSet: set)?.key ?? []
+            for property in properties {
+                guard let sql = table.indexSQL(property: property, key: key) else {
+                    throw OfflineODataError(.invalidRequest, "the index '\(property)' names no primitive property of \(set)")
+                }
+                try connection.execute(sql)
+            }
+        }
     }
 }

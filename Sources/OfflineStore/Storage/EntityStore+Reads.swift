@@ -73,20 +73,55 @@ extension EntityStore {
         try reading("the ErrorArchive") { connection in try Self.errorEntries(connection) }
     }
 
-    /// The ErrorArchive entries in request order, read with `connection` (the reader's, or a write transaction's).
-    static func errorEntries(_ connection: SQLCipherConnection) throws -> [ErrorArchiveEntry] {
-        let select = try connection.cachedStatement("SELECT entry FROM error_archive ORDER BY id")
+    /// The ErrorArchive entry of request `id`, or `nil` (a key lookup, whatever the archive's size).
+    func errorEntry(_ id: Int64) throws -> ErrorArchiveEntry? {
+        try reading("the ErrorArchive") { connection in try Self.errorEntries(connection, where: "id = ?", .integer(id)).first }
+    }
+
+    /// The ErrorArchive entries in request order, read with `connection` (the reader's, or a write transaction's):
+    /// all of them, or those matching `condition` (SQL over `id` and `affected`, with one parameter).
+    static func errorEntries(_ connection: SQLCipherConnection, where condition: String? = nil, _ parameter: SQLCipherValue? = nil) throws -> [ErrorArchiveEntry] {
+        let select = try connection.cachedStatement("SELECT entry FROM error_archive" + (condition.map { " WHERE " + $0 } ?? "") + " ORDER BY id")
+        if let parameter { try select.bind(parameter, at: 1) }
         defer { select.reset() }
         var result: [ErrorArchiveEntry] = []
-        while try select.step() {
-            let bytes = select.blob(at: 0)
-            do throws(DataServiceError) {
-                result.append(try ErrorArchiveEntry.decode(bytes))
-            } catch {
-                throw OfflineODataError(.storage, "an ErrorArchive record is malformed: \(error.message)")
-            }
-        }
+        while try select.step() { result.append(try decodeErrorEntry(select.blob(at: 0))) }
         return result
+    }
+
+    private static func decodeErrorEntry(_ bytes: [UInt8]) throws(OfflineODataError) -> ErrorArchiveEntry {
+        do throws(DataServiceError) {
+            return try ErrorArchiveEntry.decode(bytes)
+        } catch {
+            throw OfflineODataError(.storage, "an ErrorArchive record is malformed: \(error.message)")
+        }
+    }
+
+    /// Format 5: gives an older store's ErrorArchive its `affected` column, filled from each entry, and its index
+    /// (inside the caller's transaction).
+    static func indexErrorArchiveByAffectedEntity(_ connection: SQLCipherConnection) throws {
+        // `PRAGMA table_info` rows: cid, name, type, … (SQLCipher 3.4.1 is SQLite 3.15: no `pragma_table_info()`).
+        let columns = try connection.cachedStatement("PRAGMA table_info(error_archive)")
+        var hasColumn = false
+        while try columns.step() {
+            if columns.text(at: 1) == "affected" { hasColumn = true }
+        }
+        columns.reset()
+        if !hasColumn { try connection.execute("ALTER TABLE error_archive ADD COLUMN affected TEXT") }
+        let select = try connection.cachedStatement("SELECT id, entry FROM error_archive WHERE affected IS NULL")
+        var affected: [(Int64, String)] = []
+        while try select.step() {
+            affected.append((select.integer(at: 0), try decodeErrorEntry(select.blob(at: 1)).affectedEntityReference))
+        }
+        select.reset()
+        let update = try connection.cachedStatement("UPDATE error_archive SET affected = ? WHERE id = ?")
+        for (id, reference) in affected {
+            try update.bind(.text(reference), at: 1)
+            try update.bind(.integer(id), at: 2)
+            _ = try update.step()
+            update.reset()
+        }
+        try connection.execute(#"CREATE INDEX IF NOT EXISTS "error_archive:affected" ON error_archive (affected)"#)
     }
 
     func queueCount() throws -> Int {

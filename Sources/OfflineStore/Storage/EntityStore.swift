@@ -27,8 +27,9 @@ final class EntityStore: Sendable {
     /// of its own (`metadata`, written when it changes) instead of inside the configuration record, which the initial
     /// download writes at every page. A format-2 or -3 store is format 4 as it is (its tables keep their layout;
     /// tables it makes from now on get the new one; a configuration that holds the CSDL is read as it is and the
-    /// next configuration write moves it): open marks it 4.
-    static let format = 4
+    /// next configuration write moves it): open marks it 4. 5 indexes the ErrorArchive by its affected entity (a
+    /// column `affected` beside each entry; open adds it to an older store and fills it from the entries).
+    static let format = 5
     /// The oldest format this code opens in place.
     static let oldestFormat = 2
     static func databasePath(in directory: String) -> String { directory + "/store.db" }
@@ -79,15 +80,20 @@ final class EntityStore: Sendable {
                     try writerConnection.execute("""
                         CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
                         CREATE TABLE queue (id INTEGER PRIMARY KEY, request BLOB NOT NULL);
-                        CREATE TABLE error_archive (id INTEGER PRIMARY KEY, entry BLOB NOT NULL);
+                        CREATE TABLE error_archive (id INTEGER PRIMARY KEY, entry BLOB NOT NULL, affected TEXT);
+                        CREATE INDEX "error_archive:affected" ON error_archive (affected);
                         CREATE TABLE entity_sets (name TEXT PRIMARY KEY NOT NULL, table_name TEXT NOT NULL UNIQUE, columns BLOB NOT NULL);
                         """)
                     try writerConnection.setUserVersion(Self.format)
                 }
             } else if version >= Self.oldestFormat && version < Self.format {
-                // Every format-2 or -3 table, catalog row and configuration reads as format 4: only the number changes
-                // (so that a version that reads an older format only refuses what is written from now on).
-                try writerConnection.setUserVersion(Self.format)
+                // Every format-2 to -4 table, catalog row and configuration reads as format 5 once the ErrorArchive has
+                // its `affected` column; the number changes so that a version that reads an older format only refuses
+                // what is written from now on.
+                try writerConnection.transaction {
+                    try Self.indexErrorArchiveByAffectedEntity(writerConnection)
+                    try writerConnection.setUserVersion(Self.format)
+                }
             } else if version != Self.format {
                 throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
             }
@@ -214,25 +220,6 @@ final class EntityStore: Sendable {
             catalogChanged = true
         }
 
-        /// Creates the secondary indexes `wanted` names (entity set → properties) on the tables that exist, where
-        /// they are missing (tables made later get theirs when they are made).
-        ///
-        /// - Throws: `OfflineODataError.invalidRequest` for a property that has no column (not a primitive
-        ///   property of the set's entity type).
-        func ensureIndexes(_ wanted: [String: [String]]) throws {
-            let model = try store.currentModel(connection)
-            for (set, properties) in wanted.sorted(by: { $0.key < $1.key }) {
-                guard let table = tables[set] else { continue }
-                let key = model?.entityType(ofSet: set)?.key ?? []
-                for property in properties {
-                    guard let sql = table.indexSQL(property: property, key: key) else {
-                        throw OfflineODataError(.invalidRequest, "the index '\(property)' names no primitive property of \(set)")
-                    }
-                    try connection.execute(sql)
-                }
-            }
-        }
-
         /// The record of one entity as this transaction sees it.
         func current(set: String, key: String) throws -> EntityRecord? {
             guard let table = tables[set] else { return nil }
@@ -268,9 +255,10 @@ final class EntityStore: Sendable {
         }
 
         func archiveError(_ entry: ErrorArchiveEntry) throws {
-            let insert = try connection.cachedStatement("INSERT OR REPLACE INTO error_archive (id, entry) VALUES (?, ?)")
+            let insert = try connection.cachedStatement("INSERT OR REPLACE INTO error_archive (id, entry, affected) VALUES (?, ?, ?)")
             try insert.bind(.integer(entry.requestID), at: 1)
             try insert.bind(.blob(JSON.serialize(entry.jsonValue(for: .v4))), at: 2)
+            try insert.bind(.text(entry.affectedEntityReference), at: 3)
             _ = try insert.step()
         }
 

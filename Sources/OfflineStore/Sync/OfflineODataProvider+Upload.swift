@@ -162,7 +162,7 @@ extension OfflineODataProvider {
         var fields = backEndHeaders()
         Self.addOwnHeaders(of: entry, to: &fields)
         var request = TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
-        request.freshConnection = UploadMachine.needsFreshConnection([entry.method], repeatable: parameters.enableRepeatableRequests)
+        request.allowsAutomaticResend = UploadMachine.allowsAutomaticResend([entry.method], repeatable: parameters.enableRepeatableRequests)
         return request
     }
 
@@ -208,14 +208,15 @@ extension OfflineODataProvider {
     }
 
     /// A transport or session error as the machine sees it: a `CurlError` of kind `connectFailed`
-    /// (`CURLE_COULDNT_CONNECT`) or `couldNotResolveHost` (`CURLE_COULDNT_RESOLVE_HOST`/`_PROXY`) proves the
-    /// back end never got the request; any other may come after it was executed.
+    /// (`CURLE_COULDNT_CONNECT`), `couldNotResolveHost` (`CURLE_COULDNT_RESOLVE_HOST`/`_PROXY`) or `tls` (a
+    /// handshake refused: an unverifiable or expired certificate, a client certificate refused) proves the back end
+    /// never got the request; any other may come after it was executed.
     static func classify(_ error: any Error) -> UploadSendFailure {
         if let error = error as? SessionError {
             return .session(retryable: error.isRetryable, statusCode: error.statusCode, description: "\(error)")
         }
         if let error = error as? CurlError {
-            return .transport(neverReached: error == .connectFailed || error == .couldNotResolveHost, description: "\(error)")
+            return .transport(neverReached: error == .connectFailed || error == .couldNotResolveHost || error == .tls, description: "\(error)")
         }
         return .transport(neverReached: false, description: "\(error)")
     }
@@ -254,7 +255,7 @@ extension OfflineODataProvider {
         // (the parts keep theirs), so a re-send after a lost answer is not executed again.
         for field in queuedHeaders() { fields[field.name] = field.value }
         var request = TransportRequest(method: "POST", url: serviceRoot + "$batch", headerFields: fields, body: encoded.body)
-        request.freshConnection = UploadMachine.needsFreshConnection(group.map(\.method), repeatable: parameters.enableRepeatableRequests)
+        request.allowsAutomaticResend = UploadMachine.allowsAutomaticResend(group.map(\.method), repeatable: parameters.enableRepeatableRequests)
         let response: TransportResponse
         do {
             response = try await transport().send(request)

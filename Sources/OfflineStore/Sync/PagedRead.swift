@@ -34,7 +34,7 @@ extension OfflineODataProvider {
 
     /// The one paging loop of the offline store, for full and delta reads alike: reads a defining query page by
     /// page, following next links (asking for change tracking), hands each page to `body` and reports progress
-    /// after it.
+    /// after it (with the total the back end announced, when the defining query asked for a count).
     ///
     /// A next link is followed in every form a producer writes it (V4 `@odata.nextLink`, `@nextLink`,
     /// `odata.nextLink`; V2 `__next` as a string or as an object with a `uri`, in `d`, in `d.results` or beside
@@ -73,6 +73,7 @@ extension OfflineODataProvider {
         }
         var (entities, bytes) = (entities, bytes)
         var number = 0
+        var total: Int?  // the count the back end announced, from the first page that carried one
         while let url = next {
             number += 1
             let answer = try await fetch(url, changeTracking: isDelta ? .delta : single ? .none : .preferred)!
@@ -89,6 +90,7 @@ extension OfflineODataProvider {
                     let decoded = try ODataPayload.decodeEntitySetAsV4(answer)
                     page.entities = decoded.entities
                     (nextLink, page.deltaLink) = (decoded.nextLink, decoded.deltaLink)
+                    total = total ?? decoded.count
                 }
             } catch where error == .malformedNextLink {
                 throw unreadableNextLink(query, set: set, page: number, url: url, error.message)
@@ -104,7 +106,8 @@ extension OfflineODataProvider {
             (page.totalEntities, page.totalBytes) = (entities, bytes)
             next = page.next
             try await body(page)
-            reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil))
+            reportProgress(OfflineODataDownloadProgress(definingQuery: query.name, entities: entities, bytes: bytes, isComplete: next == nil,
+                                                        total: total))
         }
     }
 

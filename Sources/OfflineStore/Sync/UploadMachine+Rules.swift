@@ -9,11 +9,11 @@ extension UploadMachine {
         ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(method.uppercased())
     }
 
-    /// Whether a request (a `$batch` of `methods`) must go out on a new connection: the transport re-sends a
-    /// request by itself after a reused connection died before any answer, which the rule below forbids for one
-    /// that is not idempotent without repeatable requests.
-    static func needsFreshConnection(_ methods: [String], repeatable: Bool) -> Bool {
-        !repeatable && !methods.allSatisfy(isIdempotent)
+    /// Whether the transport may re-send a request (a `$batch` of `methods`) on its own: libcurl does after a
+    /// reused connection died before any answer, which the rule below forbids for one that is not idempotent
+    /// without repeatable requests (`TransportRequest.allowsAutomaticResend`).
+    static func allowsAutomaticResend(_ methods: [String], repeatable: Bool) -> Bool {
+        repeatable || methods.allSatisfy(isIdempotent)
     }
 
     /// Whether a failure may be re-sent: a transport failure, 408, 429 or 5xx, or a token the session could not

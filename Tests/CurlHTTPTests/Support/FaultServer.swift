@@ -13,7 +13,9 @@ import ODataCore
 ///
 /// Routes: `/echo` (the raw request back as the body), `/repeated`, `/continue`, `/redirect`, `/stall`
 /// (headers and 10 of 1000 body bytes, then silence), `/stall-head` (nothing at all), `/close-mid-body`,
-/// `/chunked-big` (64 MiB chunked: more than loopback socket buffers hold), `/bad-header`, `/garbage`, `/slow` (1 KiB every 20 ms).
+/// `/chunked-big` (64 MiB chunked: more than loopback socket buffers hold), `/bad-header`, `/garbage`, `/slow` (1 KiB every 20 ms),
+/// `/keep-then-drop` (the first request of a connection answered and the connection kept; the second read whole,
+/// counted, and the connection closed without an answer: a back end that executed a request and died).
 final class FaultServer: Sendable {
     struct Stats: Sendable {
         var accepted = 0
@@ -23,6 +25,8 @@ final class FaultServer: Sendable {
         var open = 0
         /// Requests whose first body byte has been sent, by route.
         var started: [String: Int] = [:]
+        /// Requests read whole, by route and method (`"POST /keep-then-drop"`): `/keep-then-drop` only.
+        var received: [String: Int] = [:]
     }
 
     let port: Int
@@ -190,6 +194,16 @@ final class FaultServer: Sendable {
             Sockets.sendAll(fd, "HTTP/1.1 200 OK\r\nBad Header: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
         case "/garbage":
             Sockets.sendAll(fd, "THIS IS NOT HTTP\r\n\r\n")
+        case "/keep-then-drop":
+            var request = (head: head, raw: raw)
+            for answered in [true, false] {
+                let method = request.head.prefix { $0 != " " }
+                stats.withLock { $0.received["\(method) \(path)", default: 0] += 1 }
+                guard answered else { return }  // executed, and the connection closes without an answer
+                Sockets.sendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                guard let next = readRequest(fd) else { return }
+                request = next
+            }
         case "/slow":
             Sockets.sendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n")
             markStarted(path)

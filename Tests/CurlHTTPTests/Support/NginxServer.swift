@@ -1,20 +1,17 @@
 import Foundation
-import Synchronization
 @testable import CurlHTTP
 import Testing
-#if canImport(Glibc)
-import Glibc
-import ODataCore
-#endif
+import ODataFixtures
 
 /// An nginx started by the tests from a config they write into a temporary directory, serving static files
-/// on 127.0.0.1 with gzip and ETags; stopped by PID.
+/// on 127.0.0.1 with gzip and ETags; started and stopped by ODataFixtures' `Nginx`.
 final class NginxServer: Sendable {
     let port: Int
-    /// The port of the TLS server block (HTTP/2 offered through ALPN, self-signed certificate).
+    /// The port of the TLS server block (HTTP/2 offered through ALPN, a certificate of a private CA).
     let tlsPort: Int
     let directory: URL
-    private let process: LockedValue<Process?>
+    private let nginx: Nginx
+    private let certificates: TestCertificates
 
     /// The static files every nginx test can read, by path.
     static let files: [String: Data] = [
@@ -38,53 +35,29 @@ final class NginxServer: Sendable {
         return Data(text.utf8)
     }
 
-    private init(port: Int, tlsPort: Int, directory: URL, process: Process) {
-        self.port = port
-        self.tlsPort = tlsPort
-        self.directory = directory
-        self.process = LockedValue(process)
+    private init(nginx: Nginx, certificates: TestCertificates) {
+        self.nginx = nginx
+        self.certificates = certificates
+        self.port = nginx.ports[0]
+        self.tlsPort = nginx.ports[1]
+        self.directory = nginx.directory
     }
 
-    /// Writes config and files, starts nginx on a free port and waits until it accepts connections.
+    /// Writes config and files, starts nginx on two free ports and waits until it accepts connections.
     static func start() throws -> NginxServer {
-        var lastError: (any Error)?
-        for _ in 0..<5 {
-            do { return try startOnce() } catch { lastError = error }
-        }
-        throw lastError ?? Sockets.Failure(description: "nginx did not start")
-    }
-
-    private static func startOnce() throws -> NginxServer {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("curlhttp-nginx-\(UUID().uuidString)")
-        let www = directory.appendingPathComponent("www")
-        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
-        for (name, data) in files {
-            try data.write(to: www.appendingPathComponent(name))
-        }
-        let port = try Sockets.freePort()
-        var tlsPort = try Sockets.freePort()
-        while tlsPort == port { tlsPort = try Sockets.freePort() }
-        let d = directory.path
-        try makeCertificate(in: directory)
-        let config = """
-            daemon off;
-            master_process off;
-            worker_processes 1;
-            pid \(d)/nginx.pid;
-            error_log \(d)/error.log warn;
-            events { worker_connections 4096; }
-            http {
+        var made: TestCertificates?
+        let nginx = try Nginx.start(ports: 2, prepare: { directory in
+            let www = directory.appendingPathComponent("www")
+            try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
+            for (name, data) in files {
+                try data.write(to: www.appendingPathComponent(name))
+            }
+            made = try TestCertificates.make(in: directory.appendingPathComponent("certificates"))
+        }) { d, ports in
+            """
                 types { application/json json; }
                 default_type application/octet-stream;
                 log_format conn '$connection $connection_requests "$request" $status $bytes_sent';
-                access_log \(d)/access.log conn;
-                client_body_temp_path \(d)/tmp/body;
-                proxy_temp_path \(d)/tmp/proxy;
-                fastcgi_temp_path \(d)/tmp/fastcgi;
-                uwsgi_temp_path \(d)/tmp/uwsgi;
-                scgi_temp_path \(d)/tmp/scgi;
                 keepalive_requests 100000;
                 keepalive_timeout 60s;
                 gzip on;
@@ -92,36 +65,22 @@ final class NginxServer: Sendable {
                 gzip_min_length 256;
                 etag on;
                 server {
-                    listen 127.0.0.1:\(port);
+                    listen 127.0.0.1:\(ports[0]);
+                    access_log \(d)/access.log conn;
                     root \(d)/www;
                     location / { }
                 }
                 server {
-                    listen 127.0.0.1:\(tlsPort) ssl http2;
-                    ssl_certificate \(d)/cert.pem;
-                    ssl_certificate_key \(d)/key.pem;
+                    listen 127.0.0.1:\(ports[1]) ssl http2;
+                    access_log \(d)/access.log conn;
+                    ssl_certificate \(d)/certificates/server.pem;
+                    ssl_certificate_key \(d)/certificates/server.key;
                     root \(d)/www;
                     location / { }
                 }
-            }
             """
-        try Data(config.utf8).write(to: directory.appendingPathComponent("nginx.conf"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", d, "-c", "\(d)/nginx.conf", "-e", "\(d)/error.log"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let server = NginxServer(port: port, tlsPort: tlsPort, directory: directory, process: process)
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
-            if Sockets.accepts(port: port) && Sockets.accepts(port: tlsPort) { return server }
-            if !process.isRunning { break }
-            usleep(10_000)
         }
-        server.stop()
-        let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
-        throw Sockets.Failure(description: "nginx did not accept on port \(port): \(log)")
+        return NginxServer(nginx: nginx, certificates: try #require(made))
     }
 
     /// `http://127.0.0.1:PORT/path`.
@@ -130,27 +89,8 @@ final class NginxServer: Sendable {
     /// `https://127.0.0.1:TLSPORT/path`.
     func tlsURL(_ path: String) -> String { "https://127.0.0.1:\(tlsPort)/\(path)" }
 
-    /// The self-signed certificate nginx presents (valid for 127.0.0.1 and localhost).
-    var certificatePath: String { directory.appendingPathComponent("cert.pem").path }
-
-    /// Writes a self-signed P-256 certificate and key with `openssl req`.
-    private static func makeCertificate(in directory: URL) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", directory.appendingPathComponent("key.pem").path,
-            "-out", directory.appendingPathComponent("cert.pem").path,
-            "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Sockets.Failure(description: "openssl req failed with status \(process.terminationStatus)")
-        }
-    }
+    /// The private CA that signed the certificate nginx presents (valid for 127.0.0.1 and localhost).
+    var certificatePath: String { certificates.caCertificate }
 
     /// The access log's lines, parsed: nginx's connection serial number and the request line.
     func accessLog() -> [(connection: Int, request: String, status: Int)] {
@@ -174,24 +114,8 @@ final class NginxServer: Sendable {
         return lines
     }
 
-    /// Stops nginx by its PID (SIGTERM, SIGKILL if that is blocked, then waits for it) and removes the directory.
-    func stop() {
-        let process = self.process.withLock { process in
-            defer { process = nil }
-            return process
-        }
-        guard let process else { return }
-        if process.isRunning {
-            // nginx inherits the signal mask of the thread that spawned it, and Swift's worker threads block
-            // SIGTERM, so `terminate()` may never arrive; SIGKILL cannot be blocked.
-            process.terminate()
-            let deadline = Date().addingTimeInterval(0.5)
-            while process.isRunning, Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: directory)
-    }
+    /// Stops nginx by its PID and removes the directory.
+    func stop() { nginx.stop() }
 }
 
 /// A suite trait that starts one nginx for the whole suite and stops it when the suite ends.
