@@ -9,7 +9,8 @@ extension OfflineODataProvider {
     /// and deletes change it at once and are appended to the request queue.
     ///
     /// Reads support `$filter`, `$orderby`, `$select`, `$expand`, `$top`, `$skip`, `$count`, key
-    /// lookups, navigation paths, `/$count`, and the `RequestQueue` entity set. With
+    /// lookups, navigation paths, `/$count`, the `RequestQueue` entity set, and a media entity's `$value`
+    /// (see ``readMedia(of:)``). With
     /// ``OfflineODataParameters/pageSize`` set, a longer collection carries an `@odata.nextLink`
     /// for ``execute(nextLink:)``.
     ///
@@ -20,6 +21,7 @@ extension OfflineODataProvider {
     ///   `.entityNotFound`, `.entityExists`, `.storage`.
     public func execute(_ request: ODataRequest) async throws -> ODataResponse {
         let store = try openStore()
+        if request.method == .get, let media = try mediaRead(request, store: store, model: model) { return media }
         let parsed = try LocalRequest(request: request)
         switch request.method {
         case .get:
@@ -73,6 +75,7 @@ extension OfflineODataProvider {
             throw OfflineODataError(.invalidRequest, "read(_:) runs GET requests; use execute(_:) for \(request.method.rawValue)")
         }
         guard let (store, model) = readSnapshot.current else { throw OfflineODataError(.notOpen, "the offline store is not open") }
+        if let media = try mediaRead(request, store: store, model: model) { return media }
         return try read(try LocalRequest(request: request), store: store, model: model)
     }
 

@@ -128,11 +128,34 @@ extension OfflineODataProvider {
 
     /// The set and key of a media entity's path (`Photos(1)`, `Photos(1)/$value`).
     private func mediaEntity(_ path: String) throws(OfflineODataError) -> EntityID {
+        try Self.mediaEntity(path, serviceRoot: serviceRoot, model: model)
+    }
+
+    private nonisolated static func mediaEntity(_ path: String, serviceRoot: String, model: ServiceModel) throws(OfflineODataError) -> EntityID {
         let trimmed = path.hasSuffix("/$value") ? String(path.dropLast("/$value".count)) : path
         do {
             return try EntityID.resolve(trimmed, serviceRoot: serviceRoot, model: model)
         } catch {
             throw OfflineODataError(.invalidRequest, "'\(path)' names no entity of the service: \(error.message)")
         }
+    }
+
+    /// A local `GET Set(key)/$value` of a media entity: the media bytes with their `Content-Type` and `ETag` (whole in
+    /// the response; ``writeMedia(of:to:)`` writes one of any size to a file). `nil` for any other request.
+    ///
+    /// - Throws: `OfflineODataError.entityNotFound` when the store holds no media resource for the entity, `.storage`.
+    nonisolated func mediaRead(_ request: ODataRequest, store: EntityStore, model: ServiceModel) throws -> ODataResponse? {
+        guard request.resourcePath.hasSuffix("/$value"), let id = try? Self.mediaEntity(request.resourcePath, serviceRoot: serviceRoot, model: model),
+              model.entityType(ofSet: id.set)?.hasStream == true
+        else { return nil }  // not a media entity's `$value`: the query engine answers (or refuses) it
+        guard let record = try store.mediaRecord(set: id.set, key: id.key) else {
+            throw OfflineODataError(.entityNotFound, "the store holds no media resource for \(id.reference)")
+        }
+        var bytes = Data()
+        try store.readMedia(set: id.set, key: id.key) { bytes.append(contentsOf: $0) }
+        var fields = HTTPFields()
+        fields[.contentType] = record.contentType
+        if let etag = record.etag { fields[.eTag] = etag }
+        return ODataResponse(statusCode: 200, headerFields: fields, payload: bytes)
     }
 }

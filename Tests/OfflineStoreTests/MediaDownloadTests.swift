@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import ODataFixtures
 import Testing
@@ -22,6 +23,11 @@ import Testing
         for id in 1...3 {
             let media = try #require(try server.read { try $0.media(in: "Photos", key: ["PhotoID": .int(Int64(id))]) })
             #expect(try await provider.readMedia(of: "Photos(\(id))/$value") == Data(media.bytes))
+            let local = try await provider.execute(.local("GET", "Photos(\(id))/$value"))
+            #expect(local.payload == Data(media.bytes))
+            #expect(local.headerFields[.contentType] == "image/png")
+            #expect(local.headerFields[.eTag] == media.etag)
+            #expect(try provider.read(.local("GET", "Photos(\(id))/$value")).payload == Data(media.bytes))
             let resource = try #require(try await provider.mediaResource(of: "Photos(\(id))"))
             #expect(resource == OfflineMediaResource(contentType: "image/png", etag: media.etag, size: Int64(media.bytes.count), isLocal: false))
             let file = URL(fileURLWithPath: directory.path + "/photo\(id).png")
