@@ -30,7 +30,10 @@ defer { try? FileManager.default.removeItem(atPath: work) }
 
 // The stream: MEDIA_BENCH_MIB MiB of a pattern, written 1 MiB at a time.
 let streamPath = work + "/stream.bin"
-FileManager.default.createFile(atPath: streamPath, contents: nil)
+guard FileManager.default.createFile(atPath: streamPath, contents: nil) else {
+    print("MediaBenchmarks: cannot create \(streamPath)")
+    exit(1)
+}
 let writer = try FileHandle(forWritingTo: URL(fileURLWithPath: streamPath))
 for block in 0..<mebibytes {
     try writer.write(contentsOf: Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ block) }))
