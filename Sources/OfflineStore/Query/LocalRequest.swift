@@ -18,7 +18,7 @@ struct LocalRequest: Sendable, Hashable {
     var options: [Option]
 
     static let systemOptions: Set<String> = ["$filter", "$select", "$expand", "$orderby", "$top", "$skip", "$count", "$search",
-                                             "$skiptoken", "$deltatoken", "$format", "$apply", "$levels", "$inlinecount"]
+                                             "$skiptoken", "$deltatoken", "$format", "$apply", "$levels", "$inlinecount", "$id"]
 
     /// Parses `path?query`, relative to the service root or absolute under it.
     init(_ text: String, serviceRoot: String, checkDefiningQuery: Bool = false) throws(OfflineODataError) {
@@ -48,7 +48,12 @@ struct LocalRequest: Sendable, Hashable {
     }
 
     private init(pathText: String, options: [Option], checkDefiningQuery: Bool) throws(OfflineODataError) {
-        path = try Self.path(pathText)
+        // V2's `A(1)/$links/Nav(2)` is read as V4's `A(1)/Nav(2)/$ref`: one path model for both.
+        if let range = pathText.range(of: "/$links/") {
+            path = try Self.path(pathText[..<range.lowerBound] + "/" + pathText[range.upperBound...] + "/$ref")
+        } else {
+            path = try Self.path(pathText)
+        }
         rawPath = pathText.hasPrefix("/") ? String(pathText.dropFirst()) : pathText
         self.options = options
         var seen: Set<String> = []

@@ -267,9 +267,9 @@ struct UploadMachine {
             settled += 1
             lastID = entry.id
             progressDue = true
-            if let failedID = failedCreates[entry.entity] {
+            if let (created, failedID) = entry.failedDependency(failedCreates) {
                 fail(entry, statusCode: nil, serviceError: nil,
-                     message: "not sent: the request \(failedID) that created \(entry.entity) failed", domain: .dependency)
+                     message: "not sent: the request \(failedID) that created \(created) failed", domain: .dependency)
                 continue
             }
             if let answer = prefetched.removeValue(forKey: entry.id) {
@@ -336,12 +336,12 @@ struct UploadMachine {
     }
 
     /// The queued requests that go into one `$batch`, starting with the first of `entries`: at most `limit`, none
-    /// on an entity whose create failed, and the batch ends after a create or a request followed by another on the
+    /// on (or linking to) an entity whose create failed, and the batch ends after a create or a request followed by another on the
     /// same entity (that one waits for the new key or ETag).
     static func batchGroup(_ entries: ArraySlice<QueuedRequest>, limit: Int, failedCreates: [String: Int64]) -> [QueuedRequest] {
         var group: [QueuedRequest] = []
         for entry in entries {
-            guard group.count < limit, failedCreates[entry.entity] == nil else { break }
+            guard group.count < limit, entry.failedDependency(failedCreates) == nil else { break }
             group.append(entry)
             if entry.method == "POST" || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
         }
@@ -388,7 +388,7 @@ struct UploadMachine {
     private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
         let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
         pending.append(.failed(entry, failure, domain))
-        if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+        if entry.method == "POST" && entry.link == nil { failedCreates[entry.entity] = entry.id }
         result.failed.append(failure)
     }
 
