@@ -79,6 +79,9 @@ struct QueuedRequest: Sendable, Hashable {
     /// Set for a relationship request (`…/Nav/$ref`, V2 `…/$links/Nav`): its local effect, to undo it on failure.
     var link: LinkChange? = nil
 
+    /// Whether the request creates its entity (a relationship `POST` does not).
+    var isCreate: Bool { method == "POST" && link == nil }
+
     /// Whether the request changes `reference`: the entity it affects, or the one holding the foreign key it sets.
     func changes(_ reference: String) -> Bool {
         entity == reference || link?.holder == reference

@@ -343,7 +343,7 @@ struct UploadMachine {
         for entry in entries {
             guard group.count < limit, entry.failedDependency(failedCreates) == nil else { break }
             group.append(entry)
-            if entry.method == "POST" || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
+            if entry.isCreate || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
         }
         return group
     }
@@ -361,7 +361,7 @@ struct UploadMachine {
         case .failure(.transport(_, let description)), .failure(.unreadableBatchAnswer(let description)):
             fail(entry, statusCode: nil, serviceError: nil, message: "transport error: \(description)" + caveat, domain: .transport)
         case .reply(let reply) where (200..<300).contains(reply.status):
-            if entry.method == "POST" {
+            if entry.isCreate {
                 if Self.createdEntity(reply) == nil && configuration.keyMadeLocally(entry) {
                     fail(entry, statusCode: reply.status, serviceError: nil, message:
                         "the back end accepted the create (HTTP \(reply.status)) but its answer is not a readable entity, so the key it gave "
@@ -388,7 +388,7 @@ struct UploadMachine {
     private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
         let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
         pending.append(.failed(entry, failure, domain))
-        if entry.method == "POST" && entry.link == nil { failedCreates[entry.entity] = entry.id }
+        if entry.isCreate { failedCreates[entry.entity] = entry.id }
         result.failed.append(failure)
     }
 
