@@ -122,6 +122,27 @@ import Testing
         await server.stop()
     }
 
+    /// A link to an entity created offline that fails after the create went through: the link is put back although
+    /// the foreign key it wrote was rewritten to the back end's key in between.
+    @Test func aFailedLinkToANewEntityIsPutBackAfterItsKeyChanged() async throws {
+        let server = try await FixtureServer.start()
+        let directory = try TemporaryDirectory()
+        let provider = try await Self.open(server, directory, mode: .oneByOne)
+        _ = try server.faults.add(FaultRule(.fail(status: 400, code: "NoBoss", message: "no"), method: "PUT", path: "Orders(10248)/Employee/$ref"))
+        let created = try JSON.parse(try await provider.execute(.local("POST", "Employees", body: #"{"LastName":"Neu","FirstName":"Nina"}"#)).payload)
+        let temporary = try #require(created["EmployeeID"]?.intValue)
+        _ = try await provider.execute(.local("PUT", "Orders(10248)/Employee/$ref", body: Self.ref("Employees(\(temporary))")))
+        #expect(try await provider.get("Orders(10248)")["EmployeeID"]?.intValue == temporary)
+        let result = try await provider.upload()
+        #expect(result.failed.map(\.requestID) == [2])
+        let order = try await provider.get("Orders(10248)")
+        #expect(order["EmployeeID"]?.intValue == 5, "the link is back as before the request")
+        let newKey = try #require(try await provider.getAll("Employees?$filter=LastName%20eq%20'Neu'").first?["EmployeeID"]?.intValue)
+        #expect(try await provider.relationshipsInError().map { "\($0.from) \($0.navigationProperty) \($0.to)" } == ["Orders(10248) Employee Employees(\(newKey))"])
+        await provider.close()
+        await server.stop()
+    }
+
     @Test func aLinkToAnEntityWhoseCreateFailedIsNotSent() async throws {
         let server = try await FixtureServer.start()
         let directory = try TemporaryDirectory()
