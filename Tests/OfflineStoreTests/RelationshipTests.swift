@@ -225,4 +225,40 @@ import Testing
         #expect(unlinked?.isNull == true || unlinked?.stringValue == "", "mock-sap clears a link to the initial value")
         await provider.close()
     }
+
+    /// Against mock-sap's V2 GWSAMPLE_BASIC with a fault on `$links` deletes (423, locked): the deleted link
+    /// reappears, both ends are in error state and the relationship is found. One by one only: mock-sap's fault
+    /// rules match HTTP requests, not `$batch` parts (the fixture's do: `aFailedLinkDeleteReappears…` runs both modes).
+    @Test func aV2LinkDeleteRefusedByMockSAPReappears() async throws {
+        let mode = OfflineODataUploadMode.oneByOne
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        _ = try sap.admin("POST", "faults", json: #"{"match":"\\$links/ToBusinessPartner","method":"DELETE","scenario":"lock"}"#)
+        let directory = try TemporaryDirectory()
+        var parameters = Northwind.parameters(directory, name: "sap")
+        parameters.uploadMode = mode
+        let provider = try OfflineODataProvider(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), parameters: parameters)
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "partners", query: "BusinessPartnerSet"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "contacts", query: "ContactSet"))
+        try await provider.open()
+        let contact = try #require(try await provider.getAll("ContactSet?$top=1").first)
+        let contactID = try #require(contact["ContactGuid"]?.stringValue)
+        let partner = try #require(contact["BusinessPartnerID"]?.stringValue)
+        _ = try await provider.execute(.local("DELETE", "ContactSet('\(contactID)')/$links/ToBusinessPartner"))
+        _ = try await provider.execute(.local("PATCH", "BusinessPartnerSet('\(partner)')", body: #"{"CompanyName":"Still linked"}"#))
+        #expect(try await provider.get("ContactSet('\(contactID)')")["BusinessPartnerID"]?.isNull == true)
+
+        let result = try await provider.upload()
+        #expect(result.failed.map(\.statusCode) == [423], "\(result.failed.map(\.message))")
+        #expect(result.succeeded == 1)
+        let restored = try await provider.get("ContactSet('\(contactID)')")
+        #expect(restored["BusinessPartnerID"]?.stringValue == partner)
+        #expect(restored[EntityRecord.inErrorStateAnnotation]?.boolValue == true)
+        #expect(try await provider.get("BusinessPartnerSet('\(partner)')")[EntityRecord.inErrorStateAnnotation]?.boolValue == true)
+        #expect(try await provider.get("ErrorArchive(1)/AffectedEntity")["ContactGuid"]?.stringValue == contactID)
+        let found = try await provider.relationshipsInError()
+        #expect(found.map { "\($0.method) \($0.from) \($0.navigationProperty) \($0.to) \($0.httpStatusCode ?? 0)" }
+            == ["DELETE ContactSet('\(contactID)') ToBusinessPartner BusinessPartnerSet('\(partner)') 423"])
+        await provider.close()
+    }
 }
