@@ -143,6 +143,19 @@ import Testing
         await server.stop()
     }
 
+    /// Undoing every local change undoes relationship changes too: the foreign keys are back as downloaded.
+    @Test func cancellingPendingRequestsUndoesLinks() async throws {
+        let (server, _, provider) = try await Northwind.openStore()
+        _ = try await provider.execute(.local("PUT", "Orders(10248)/Customer/$ref", body: Self.ref("Customers('ALFKI')")))
+        _ = try await provider.execute(.local("DELETE", "Customers('TOMSP')/Orders(10249)/$ref"))
+        try await provider.cancelPendingRequests()
+        #expect(try await provider.get("Orders(10248)")["CustomerID"]?.stringValue == "VINET")
+        #expect(try await provider.get("Orders(10249)/Customer")["CustomerID"]?.stringValue == "TOMSP")
+        #expect(try await provider.hasPendingUpload == false)
+        await provider.close()
+        await server.stop()
+    }
+
     @Test func aLinkToAnEntityWhoseCreateFailedIsNotSent() async throws {
         let server = try await FixtureServer.start()
         let directory = try TemporaryDirectory()
