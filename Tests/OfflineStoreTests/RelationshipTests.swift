@@ -183,6 +183,7 @@ import Testing
         await #expect(throws: OfflineODataError.self) {
             try await provider.execute(.local("POST", "Orders(10248)/Customer/$ref", body: Self.ref("Customers('ALFKI')")))
         }
+        await #expect(throws: OfflineODataError.self) { try await provider.execute(.local("GET", "Orders?$id=Orders(10248)")) }
         #expect(try await provider.hasPendingUpload == false)
         await provider.close()
         await server.stop()

@@ -69,6 +69,9 @@ struct LocalRequest: Sendable, Hashable {
                     throw OfflineODataError(.invalidRequest, "the query option '\(option.name)' has no value")
                 }
             }
+            if option.name == "$id", path.segments.last?.kind != .ref {
+                throw OfflineODataError(.invalidRequest, "$id names the entity of a relationship delete (Set(key)/Nav/$ref?$id=…) only")
+            }
             if option.name == "$top" || option.name == "$skip" {
                 guard let number = Int(option.value), number >= 0 else {
                     throw OfflineODataError(.invalidRequest, "\(option.name) must be a non-negative integer, got '\(option.value)'")
