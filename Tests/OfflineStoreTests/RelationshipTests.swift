@@ -275,4 +275,28 @@ import Testing
             == ["DELETE ContactSet('\(contactID)') ToBusinessPartner BusinessPartnerSet('\(partner)') 423"])
         await provider.close()
     }
+
+    /// mock-sap serves V4 `$ref`, but its V4 services declare no referential constraint (their navigations are
+    /// compositions over key columns): the offline store cannot know the foreign key and refuses the change locally,
+    /// naming why, and queues nothing.
+    @Test func aV4RelationshipWithoutAConstraintIsRefusedOnMockSAP() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try TemporaryDirectory()
+        let provider = try OfflineODataProvider(serviceRoot: sap.serviceRoot(MockSAP.productV4), parameters: Northwind.parameters(directory, name: "v4"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "products", query: "Product"))
+        try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "plants", query: "ProductPlant"))
+        try await provider.open()
+        let product = try #require(try await provider.getAll("Product?$top=1").first?["Product"]?.stringValue)
+        let plant = try #require(try await provider.getAll("ProductPlant?$top=1").first)
+        let plantKey = "Product='\(plant["Product"]?.stringValue ?? "")',Plant='\(plant["Plant"]?.stringValue ?? "")'"
+        do {
+            _ = try await provider.execute(.local("POST", "Product('\(product)')/to_Plant/$ref", body: Self.ref("ProductPlant(\(plantKey))")))
+            Issue.record("a relationship without a referential constraint was accepted")
+        } catch let error as OfflineODataError {
+            #expect(error.message.contains("no referential constraint"), "\(error.message)")
+        }
+        #expect(try await provider.hasPendingUpload == false)
+        await provider.close()
+    }
 }
