@@ -5,7 +5,7 @@ import ODataQuery
 import ODataTyped
 
 extension OfflineODataProvider {
-    private static func bodyObject(_ body: Data?) throws(OfflineODataError) -> JSONObject {
+    static func bodyObject(_ body: Data?) throws(OfflineODataError) -> JSONObject {
         guard let body, !body.isEmpty else { throw OfflineODataError(.invalidRequest, "the request needs a JSON body") }
         let value: JSONValue
         do { value = try JSON.parse(body) } catch {
@@ -50,13 +50,16 @@ extension OfflineODataProvider {
     typealias Lookup = (_ set: String, _ key: String) throws -> EntityRecord?
 
     /// Queues the request of one local change and writes the changed entity, the request and the counters in the
-    /// transaction that read them (so a crash keeps both or neither, and no other change comes in between).
-    private nonisolated func queueChange(_ record: EntityRecord, method: String, url: String, body: Data?, headers: HTTPFields,
-                                         customTag: String?, changes: EntityStore.Changes) throws -> StoreCounters {
+    /// transaction that read them (so a crash keeps both or neither, and no other change comes in between). A
+    /// relationship request (`link`) affects its "from" end; `record` is then the entity holding the foreign key.
+    nonisolated func queueChange(_ record: EntityRecord, method: String, url: String, body: Data?, headers: HTTPFields,
+                                 customTag: String?, link: (from: String, change: LinkChange)? = nil,
+                                 changes: EntityStore.Changes) throws -> StoreCounters {
         var counters = try changes.currentCounters()
         let request = QueuedRequest(id: counters.nextRequestID, method: method, url: url,
                                     body: body.map { String(decoding: $0, as: UTF8.self) }, customTag: customTag,
-                                    headers: queuedHeaders(headers), entity: record.reference, createdAt: Self.timestamp())
+                                    headers: queuedHeaders(headers), entity: link?.from ?? record.reference, createdAt: Self.timestamp(),
+                                    link: link?.change)
         counters.nextRequestID += 1
         try changes.put(record)
         try changes.enqueue(request)
@@ -65,7 +68,7 @@ extension OfflineODataProvider {
     }
 
     /// Keeps the counters a local change wrote (the newest, should changes end out of order).
-    private func noteCounters(_ written: StoreCounters) {
+    func noteCounters(_ written: StoreCounters) {
         if written.nextRequestID > counters.nextRequestID { counters = written }
     }
 
@@ -100,17 +103,10 @@ extension OfflineODataProvider {
                 guard !navigation.isCollection, let reference = value.stringValue else {
                     throw OfflineODataError(.invalidRequest, "binding '\(name)' must be one entity reference (collections are not bound locally)")
                 }
-                guard !navigation.constraints.isEmpty, let targetSet = model.targetSet(from: set, navigation: navigationName),
-                      let targetType = model.entityType(ofSet: targetSet)
-                else { throw OfflineODataError(.invalidRequest, "'\(navigationName)' has no referential constraint to bind locally") }
-                let path = try LocalRequest.path(reference.hasPrefix(serviceRoot) ? String(reference.dropFirst(serviceRoot.count)) : reference)
-                guard path.segments.count == 1, path.segments[0].name == targetSet, let key = path.segments[0].key else {
-                    throw OfflineODataError(.invalidRequest, "'\(reference)' is not an entity of \(targetSet)")
+                guard !navigation.constraints.isEmpty, let targetSet = model.targetSet(from: set, navigation: navigationName) else {
+                    throw OfflineODataError(.invalidRequest, "'\(navigationName)' has no referential constraint to bind locally")
                 }
-                let canonical = try CanonicalKey.render(predicate: key, type: targetType, set: targetSet)
-                guard let target = try lookup(targetSet, canonical), target.isVisible else {
-                    throw OfflineODataError(.entityNotFound, "\(targetSet)\(canonical) (bound by '\(name)') is not in the local store")
-                }
+                let target = try localEntity(reference, in: targetSet, model: model, lookup: lookup, naming: "bound by '\(name)'")
                 for (property, referenced) in navigation.constraints { properties[property] = target.entity[referenced] ?? .null }
                 continue
             }
@@ -127,7 +123,7 @@ extension OfflineODataProvider {
     }
 
     /// The target of a change: an entity set, or one entity, possibly reached by navigation.
-    private nonisolated func changeTarget(_ parsed: LocalRequest, store: EntityStore, model: ServiceModel,
+    nonisolated func changeTarget(_ parsed: LocalRequest, store: EntityStore, model: ServiceModel,
                                           lookup: Lookup) throws -> (set: String, record: EntityRecord?, parent: (EntityRecord, String)?) {
         let segments = parsed.path.segments
         guard let first = segments.first, let type = model.entityType(ofSet: first.name) else {
@@ -280,48 +276,6 @@ extension OfflineODataProvider {
                                         headers: headers, customTag: customTag, changes: changes)
         }
         noteCounters(counters)
-        return ODataResponse(statusCode: 204)
-    }
-
-    /// Deletes an ErrorArchive entry and releases its entity from error state (when no other entry
-    /// holds it). The requests queued on an entity whose create failed go with the entry. An
-    /// entity with no request left in the queue is given up: one that never reached the back end
-    /// goes; another returns to its downloaded state and the next download reads it again — so a
-    /// 412 is repaired by deleting the entry, downloading, and making the change again.
-    private func deleteErrorEntry(_ parsed: LocalRequest, store: EntityStore) async throws -> ODataResponse {
-        let segments = parsed.path.segments
-        guard segments.count == 1, let key = segments[0].key?.parts, key.count == 1, let id = key[0].value.intValue else {
-            throw OfflineODataError(.invalidRequest, "DELETE ErrorArchive(RequestID) deletes one entry")
-        }
-        try await store.write { changes in
-            guard let entry = try changes.errorEntry(id) else {
-                throw OfflineODataError(.entityNotFound, "no ErrorArchive entry has the RequestID \(id)")
-            }
-            let others = try changes.errorEntries(affecting: entry.affectedEntityReference).filter { $0.requestID != id }
-            let failedCreate = entry.requestMethod == "POST"
-            let reference = entry.affectedEntityReference
-            let queuedOnEntity = try changes.queuedRequests(after: 0).filter { $0.entity == reference }.map(\.id)
-            try changes.removeError(id)
-            // The requests queued on a never-created entity cannot succeed and go with the entry.
-            if failedCreate { for dependent in queuedOnEntity { try changes.dequeue(dependent) } }
-            guard let open = reference.firstIndex(of: "("), others.isEmpty,
-                  var touched = try changes.current(set: String(reference[..<open]), key: String(reference[open...])) else { return }
-            touched.inErrorState = false
-            touched.isDeleteError = false
-            if failedCreate || queuedOnEntity.isEmpty {
-                // Nothing left to upload for it: a local-only entity goes, another one is given
-                // up to its downloaded state and read again by the next download.
-                if touched.state == .created {
-                    try changes.remove(set: touched.set, key: touched.key)
-                    return
-                }
-                if let original = touched.original { touched.entity = original }
-                touched.state = .downloaded
-                touched.original = nil
-                touched.needsRefresh = true
-            }
-            try changes.put(touched)
-        }
         return ODataResponse(statusCode: 204)
     }
 }

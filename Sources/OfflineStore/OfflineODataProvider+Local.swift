@@ -8,6 +8,12 @@ extension OfflineODataProvider {
     /// Executes a request against the local store: reads are answered from it, creates, updates
     /// and deletes change it at once and are appended to the request queue.
     ///
+    /// Relationships are changed like entities: `POST Set(key)/Nav/$ref` adds a link to a collection,
+    /// `PUT Set(key)/Nav/$ref` sets a single-valued one (body `{"@odata.id": "Target(key)"}`), and
+    /// `DELETE Set(key)/Nav/$ref` (a collection's: `Nav(key)/$ref` or `?$id=Target(key)`) removes one; V2's
+    /// `Set(key)/$links/Nav` (body `{"uri": …}`) is read the same way. The foreign key the navigation's
+    /// referential constraint names changes at once, and the request is queued in the service's form.
+    ///
     /// Reads support `$filter`, `$orderby`, `$select`, `$expand`, `$top`, `$skip`, `$count`, key
     /// lookups, navigation paths, `/$count`, the `RequestQueue` entity set, and a media entity's `$value`
     /// (see ``readMedia(of:)``). With
@@ -31,6 +37,9 @@ extension OfflineODataProvider {
         }
         // A change reads what it depends on inside its write transaction (see `queueChange`), so changes
         // and an upload's steps never interleave between a read and its write.
+        if Self.isRelationship(parsed) {
+            return try await changeLink(parsed, method: request.method.rawValue, body: request.body, customTag: request.customTag, store: store)
+        }
         switch request.method {
         case .post:
             return try await create(parsed, body: request.body, customTag: request.customTag, store: store)

@@ -567,12 +567,24 @@ for customer in try inError.entitySet().entities {
 func OfflineStore_RepairingErrors_3(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
     do {
-_ = try await provider.execute(ODataRequest(method: .delete, resourcePath: "ErrorArchive(7)"))
+for broken in try await provider.relationshipsInError() {
+    print("\(broken.method) \(broken.from)/\(broken.navigationProperty) → \(broken.to): \(broken.message)")
+    // Release both ends, then make the change again if it is still wanted.
+    _ = try await provider.execute(ODataRequest(method: .delete, resourcePath: "ErrorArchive(\(broken.requestID))"))
+}
     }
 }
 
 // Sources/OfflineStore/OfflineStore.docc/RepairingErrors.md, block 4
 func OfflineStore_RepairingErrors_4(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+_ = try await provider.execute(ODataRequest(method: .delete, resourcePath: "ErrorArchive(7)"))
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/RepairingErrors.md, block 5
+func OfflineStore_RepairingErrors_5(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
     do {
 let failedCreates = try await provider.execute(.get("ErrorArchive", .filter("AffectedEntityReference eq 'Shippers(-1)'")))
@@ -588,8 +600,8 @@ _ = try await provider.upload()
     }
 }
 
-// Sources/OfflineStore/OfflineStore.docc/RepairingErrors.md, block 5
-func OfflineStore_RepairingErrors_5(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+// Sources/OfflineStore/OfflineStore.docc/RepairingErrors.md, block 6
+func OfflineStore_RepairingErrors_6(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
     do {
 // What the user wanted: the failed requests, with their bodies.

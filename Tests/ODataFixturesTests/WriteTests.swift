@@ -178,4 +178,31 @@ private let json = ["Content-Type": "application/json"]
             #expect(try await Curl.run(url, headers: ["If-Match": #"W/"1""#]).status == 412)
         }
     }
+
+    /// `$ref`: a single-valued link set and cleared on the entity holding the foreign key, a collection link added and
+    /// removed (by key and by `$id`) on the linked entity, read back as references; what names nothing is refused.
+    @Test func referencesChangeForeignKeys() async throws {
+        try await withServer { server in
+            let root = server.serviceRoot
+            let set = try await Curl.run("PUT", root + "Orders(10248)/Customer/$ref", headers: json, body: #"{"@odata.id":"\#(root)Customers('ALFKI')"}"#)
+            #expect(set.status == 204)
+            #expect(try await Curl.run(root + "Orders(10248)").json()["CustomerID"] == "ALFKI")
+            let read = try await Curl.run(root + "Orders(10248)/Customer/$ref")
+            #expect(try read.json()["value"]?.arrayValue?.first?["@odata.id"]?.stringValue == root + "Customers('ALFKI')")
+            #expect(try await Curl.run("DELETE", root + "Orders(10248)/Customer/$ref").status == 204)
+            #expect(try await Curl.run(root + "Orders(10248)").json()["CustomerID"]?.isNull == true)
+
+            #expect(try await Curl.run("POST", root + "Customers('ANATR')/Orders/$ref", headers: json, body: #"{"@odata.id":"Orders(10249)"}"#).status == 204)
+            #expect(try await Curl.run(root + "Orders(10249)").json()["CustomerID"] == "ANATR")
+            #expect(try await Curl.run("DELETE", root + "Customers('ANATR')/Orders(10249)/$ref").status == 204)
+            #expect(try await Curl.run(root + "Orders(10249)").json()["CustomerID"]?.isNull == true)
+            #expect(try await Curl.run("DELETE", root + "Customers('HANAR')/Orders/$ref?$id=Orders(10250)").status == 204)
+            #expect(try await Curl.run(root + "Orders(10250)").json()["CustomerID"]?.isNull == true)
+
+            #expect(try await Curl.run("DELETE", root + "Customers('ANATR')/Orders(10251)/$ref").status == 404, "not linked")
+            #expect(try await Curl.run("DELETE", root + "Customers('ANATR')/Orders/$ref").status == 400, "a collection's link needs a key")
+            #expect(try await Curl.run("POST", root + "Orders(10251)/Customer/$ref", headers: json, body: #"{"@odata.id":"Customers('ALFKI')"}"#).status == 405)
+            #expect(try await Curl.run("PUT", root + "Orders(10251)/Customer/$ref", headers: json, body: #"{"@odata.id":"Customers('NOONE')"}"#).status == 404)
+        }
+    }
 }

@@ -345,4 +345,32 @@ struct UploadMachineTests {
         let run = Self.run([])
         #expect(run.trace == ["read>0", "finish sent 0 ok 0 failed 0"])
     }
+
+    // MARK: Relationships
+
+    static func link(_ id: Int64, _ method: String, from: String, to: String) -> QueuedRequest {
+        var entry = request(id, method, from)
+        entry.url = from + "/Nav/$ref"
+        entry.body = #"{"@odata.id":"\#(to)"}"#
+        entry.link = LinkChange(navigation: "Nav", target: to, holder: from, before: ["FK": .null], after: ["FK": .string("x")])
+        return entry
+    }
+
+    /// A relationship request needs its "to" end: it is not sent (and ends no `$batch` before it) when that end's
+    /// create failed; a failed relationship `POST` is no failed create, so the requests on its "from" end still go.
+    @Test(arguments: [nil, 5] as [Int?])
+    func aLinkToAFailedCreateIsNotSentAndAFailedLinkPostBlocksNothing(batch: Int?) {
+        let queue = [Self.request(1, "POST", "Orders(-1)"), Self.link(2, "POST", from: "Customers('A')", to: "Orders(-1)"),
+                     Self.link(3, "POST", from: "Customers('B')", to: "Orders(7)"), Self.request(4, "PATCH", "Customers('B')")]
+        let run = Self.run(queue, batch: batch, answers: [1: [Self.status(400)], 3: [Self.status(409)]])
+        #expect(run.committed.map { outcome -> String in
+            switch outcome {
+            case .accepted(let entry, _, _, _): "ok\(entry.id)"
+            case .created(let entry, _): "created\(entry.id)"
+            case .failed(let entry, _, let domain): "fail\(entry.id):\(domain.rawValue)"
+            }
+        } == ["fail1:OData", "fail2:Dependency", "fail3:OData", "ok4"], "\(run.trace)")
+        #expect(run.sends[2] == nil)
+        #expect(run.failures[1].message == "not sent: the request 1 that created Orders(-1) failed")
+    }
 }

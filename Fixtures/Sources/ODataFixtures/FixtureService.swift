@@ -255,7 +255,7 @@ final class FixtureService: Sendable {
     }
 
     /// The canonical predicate of a key from the URL; the entity must exist (and be a member).
-    private func entityPredicate(_ key: KeyPredicate, set: String, members: [String]?, data: FixtureData) throws -> String {
+    func entityPredicate(_ key: KeyPredicate, set: String, members: [String]?, data: FixtureData) throws -> String {
         let type = try data.entityType(of: set)
         var object = JSONObject()
         switch key {
@@ -320,6 +320,7 @@ final class FixtureService: Sendable {
     }
 
     private func resource(_ request: IncomingRequest, state: inout State) throws -> OutgoingResponse {
+        if let answer = try reference(request, state: &state) { return answer }
         let target = try resolve(request.path, data: state.data)
         switch request.method {
         case "GET":
@@ -657,7 +658,7 @@ final class FixtureService: Sendable {
 
     // MARK: Changes
 
-    private func bodyObject(_ request: IncomingRequest) throws -> JSONObject {
+    func bodyObject(_ request: IncomingRequest) throws -> JSONObject {
         guard !request.body.isEmpty else { throw ServiceFailure.badRequest("the request needs a JSON entity body") }
         let value: JSONValue
         do { value = try JSON.parse(request.body) } catch {

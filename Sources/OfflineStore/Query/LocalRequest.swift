@@ -18,7 +18,7 @@ struct LocalRequest: Sendable, Hashable {
     var options: [Option]
 
     static let systemOptions: Set<String> = ["$filter", "$select", "$expand", "$orderby", "$top", "$skip", "$count", "$search",
-                                             "$skiptoken", "$deltatoken", "$format", "$apply", "$levels", "$inlinecount"]
+                                             "$skiptoken", "$deltatoken", "$format", "$apply", "$levels", "$inlinecount", "$id"]
 
     /// Parses `path?query`, relative to the service root or absolute under it.
     init(_ text: String, serviceRoot: String, checkDefiningQuery: Bool = false) throws(OfflineODataError) {
@@ -48,7 +48,12 @@ struct LocalRequest: Sendable, Hashable {
     }
 
     private init(pathText: String, options: [Option], checkDefiningQuery: Bool) throws(OfflineODataError) {
-        path = try Self.path(pathText)
+        // V2's `A(1)/$links/Nav(2)` is read as V4's `A(1)/Nav(2)/$ref`: one path model for both.
+        if let range = pathText.range(of: "/$links/") {
+            path = try Self.path(pathText[..<range.lowerBound] + "/" + pathText[range.upperBound...] + "/$ref")
+        } else {
+            path = try Self.path(pathText)
+        }
         rawPath = pathText.hasPrefix("/") ? String(pathText.dropFirst()) : pathText
         self.options = options
         var seen: Set<String> = []
@@ -63,6 +68,9 @@ struct LocalRequest: Sendable, Hashable {
                 if option.value.trimmingCharacters(in: .whitespaces).isEmpty {
                     throw OfflineODataError(.invalidRequest, "the query option '\(option.name)' has no value")
                 }
+            }
+            if option.name == "$id", path.segments.last?.kind != .ref {
+                throw OfflineODataError(.invalidRequest, "$id names the entity of a relationship delete (Set(key)/Nav/$ref?$id=…) only")
             }
             if option.name == "$top" || option.name == "$skip" {
                 guard let number = Int(option.value), number >= 0 else {

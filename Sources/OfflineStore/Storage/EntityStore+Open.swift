@@ -1,4 +1,5 @@
 import Foundation
+import ODataTyped
 import SQLCipher
 
 /// Opening a store: its directory, key-check record and database connections.
@@ -79,5 +80,66 @@ extension EntityStore {
             result[set] = try EntityTable.decode(set: set, name: select.text(at: 1), columns: select.blob(at: 2))
         }
         return result
+    }
+
+    /// Makes the tables of a new database, brings an older format to ``format`` in place, or refuses a format this
+    /// version does not read (`.unsupportedStoreFormat`).
+    static func prepareSchema(_ connection: SQLCipherConnection, directory: String) throws {
+        let version = try connection.userVersion()
+        if version > Self.format {
+            throw OfflineODataError(.unsupportedStoreFormat,
+                                    "the store at \(directory) has format \(version), newer than this version reads (\(Self.format)); open it with a newer version, or remove it and download again")
+        }
+        if version == 0 {
+            try connection.transaction {
+                try connection.execute("""
+                    CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
+                    CREATE TABLE queue (id INTEGER PRIMARY KEY, request BLOB NOT NULL);
+                    CREATE TABLE error_archive (id INTEGER PRIMARY KEY, entry BLOB NOT NULL, affected TEXT);
+                    CREATE INDEX "error_archive:affected" ON error_archive (affected);
+                    CREATE TABLE entity_sets (name TEXT PRIMARY KEY NOT NULL, table_name TEXT NOT NULL UNIQUE, columns BLOB NOT NULL);
+                    """)
+                try connection.setUserVersion(Self.format)
+            }
+        } else if version >= Self.oldestFormat && version < Self.format {
+            // Every format-2 to -4 table, catalog row and configuration reads as format 5 once the ErrorArchive has
+            // its `affected` column; the number changes so that a version that reads an older format only refuses
+            // what is written from now on.
+            try connection.transaction {
+                try Self.indexErrorArchiveByAffectedEntity(connection)
+                try connection.setUserVersion(Self.format)
+            }
+        } else if version != Self.format {
+            throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
+        }
+        // The media tables, made when missing (a store made before media has none; any format reads without them).
+        try connection.execute(Self.mediaSchema)
+    }
+
+    /// Format 5: gives an older store's ErrorArchive its `affected` column, filled from each entry, and its index
+    /// (inside the caller's transaction).
+    static func indexErrorArchiveByAffectedEntity(_ connection: SQLCipherConnection) throws {
+        // `PRAGMA table_info` rows: cid, name, type, … (SQLCipher 3.4.1 is SQLite 3.15: no `pragma_table_info()`).
+        let columns = try connection.cachedStatement("PRAGMA table_info(error_archive)")
+        var hasColumn = false
+        while try columns.step() {
+            if columns.text(at: 1) == "affected" { hasColumn = true }
+        }
+        columns.reset()
+        if !hasColumn { try connection.execute("ALTER TABLE error_archive ADD COLUMN affected TEXT") }
+        let select = try connection.cachedStatement("SELECT id, entry FROM error_archive WHERE affected IS NULL")
+        var affected: [(Int64, String)] = []
+        while try select.step() {
+            affected.append((select.integer(at: 0), try decodeErrorEntry(select.blob(at: 1)).affectedEntityReference))
+        }
+        select.reset()
+        let update = try connection.cachedStatement("UPDATE error_archive SET affected = ? WHERE id = ?")
+        for (id, reference) in affected {
+            try update.bind(.text(reference), at: 1)
+            try update.bind(.integer(id), at: 2)
+            _ = try update.step()
+            update.reset()
+        }
+        try connection.execute(#"CREATE INDEX IF NOT EXISTS "error_archive:affected" ON error_archive (affected)"#)
     }
 }

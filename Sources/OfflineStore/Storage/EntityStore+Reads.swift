@@ -89,39 +89,12 @@ extension EntityStore {
         return result
     }
 
-    private static func decodeErrorEntry(_ bytes: [UInt8]) throws(OfflineODataError) -> ErrorArchiveEntry {
+    static func decodeErrorEntry(_ bytes: [UInt8]) throws(OfflineODataError) -> ErrorArchiveEntry {
         do throws(DataServiceError) {
             return try ErrorArchiveEntry.decode(bytes)
         } catch {
             throw OfflineODataError(.storage, "an ErrorArchive record is malformed: \(error.message)")
         }
-    }
-
-    /// Format 5: gives an older store's ErrorArchive its `affected` column, filled from each entry, and its index
-    /// (inside the caller's transaction).
-    static func indexErrorArchiveByAffectedEntity(_ connection: SQLCipherConnection) throws {
-        // `PRAGMA table_info` rows: cid, name, type, … (SQLCipher 3.4.1 is SQLite 3.15: no `pragma_table_info()`).
-        let columns = try connection.cachedStatement("PRAGMA table_info(error_archive)")
-        var hasColumn = false
-        while try columns.step() {
-            if columns.text(at: 1) == "affected" { hasColumn = true }
-        }
-        columns.reset()
-        if !hasColumn { try connection.execute("ALTER TABLE error_archive ADD COLUMN affected TEXT") }
-        let select = try connection.cachedStatement("SELECT id, entry FROM error_archive WHERE affected IS NULL")
-        var affected: [(Int64, String)] = []
-        while try select.step() {
-            affected.append((select.integer(at: 0), try decodeErrorEntry(select.blob(at: 1)).affectedEntityReference))
-        }
-        select.reset()
-        let update = try connection.cachedStatement("UPDATE error_archive SET affected = ? WHERE id = ?")
-        for (id, reference) in affected {
-            try update.bind(.text(reference), at: 1)
-            try update.bind(.integer(id), at: 2)
-            _ = try update.step()
-            update.reset()
-        }
-        try connection.execute(#"CREATE INDEX IF NOT EXISTS "error_archive:affected" ON error_archive (affected)"#)
     }
 
     func queueCount() throws -> Int {

@@ -70,34 +70,7 @@ final class EntityStore: Sendable {
         let writerConnection = try Self.connect(path: path, key: key, budget: cacheBudget / 4, pageSize: pageSize)
         mediaAccess = (key, writerConnection.pageSize)
         do {
-            let version = try writerConnection.userVersion()
-            if version > Self.format {
-                throw OfflineODataError(.unsupportedStoreFormat,
-                                        "the store at \(directory) has format \(version), newer than this version reads (\(Self.format)); open it with a newer version, or remove it and download again")
-            }
-            if version == 0 {
-                try writerConnection.transaction {
-                    try writerConnection.execute("""
-                        CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
-                        CREATE TABLE queue (id INTEGER PRIMARY KEY, request BLOB NOT NULL);
-                        CREATE TABLE error_archive (id INTEGER PRIMARY KEY, entry BLOB NOT NULL, affected TEXT);
-                        CREATE INDEX "error_archive:affected" ON error_archive (affected);
-                        CREATE TABLE entity_sets (name TEXT PRIMARY KEY NOT NULL, table_name TEXT NOT NULL UNIQUE, columns BLOB NOT NULL);
-                        """)
-                    try writerConnection.setUserVersion(Self.format)
-                }
-            } else if version >= Self.oldestFormat && version < Self.format {
-                // Every format-2 to -4 table, catalog row and configuration reads as format 5 once the ErrorArchive has
-                // its `affected` column; the number changes so that a version that reads an older format only refuses
-                // what is written from now on.
-                try writerConnection.transaction {
-                    try Self.indexErrorArchiveByAffectedEntity(writerConnection)
-                    try writerConnection.setUserVersion(Self.format)
-                }
-            } else if version != Self.format {
-                throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
-            }
-            try writerConnection.execute(Self.mediaSchema)
+            try Self.prepareSchema(writerConnection, directory: directory)
             let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4,
                                                     pageSize: writerConnection.pageSize)
             writer = LockedValue(writerConnection)

@@ -83,6 +83,30 @@ struct QueuedRequest: Sendable, Hashable {
     /// Whether the request replaces a media resource (``mediaContentType``).
     var isMedia: Bool { mediaContentType != nil }
 
+    /// Set for a relationship request (`…/Nav/$ref`, V2 `…/$links/Nav`): its local effect, to undo it on failure.
+    var link: LinkChange? = nil
+
+    /// Whether the request creates its entity (a relationship `POST` does not).
+    var isCreate: Bool { method == "POST" && link == nil }
+
+    /// Whether the request changes `reference`: the entity it affects, or the one holding the foreign key it sets.
+    func changes(_ reference: String) -> Bool {
+        entity == reference || link?.holder == reference
+    }
+
+    /// The entity this request needs whose create failed in this or an earlier upload (the one it affects, or the
+    /// "to" end it links to), with that create's request ID.
+    func failedDependency(_ failedCreates: [String: Int64]) -> (String, Int64)? {
+        if let id = failedCreates[entity] { return (entity, id) }
+        if let target = link?.target, let id = failedCreates[target] { return (target, id) }
+        return nil
+    }
+
+    /// The body sent: a relationship delete keeps its body (naming the "to" end, for the ErrorArchive) but sends none.
+    var sentBody: String? {
+        link != nil && method == "DELETE" ? nil : body
+    }
+
     func encoded() -> [UInt8] {
         JSON.serialize(.object(jsonObject(internal: true)))
     }
@@ -103,6 +127,7 @@ struct QueuedRequest: Sendable, Hashable {
             for field in headers { fields.append(.string(field.value), forKey: field.name.rawName) }
             object.append(.object(fields), forKey: "Headers")
             if let mediaContentType { object.append(.string(mediaContentType), forKey: "MediaContentType") }
+            if let link { object.append(.object(link.jsonObject()), forKey: "Link") }
         }
         return object
     }
@@ -122,7 +147,36 @@ struct QueuedRequest: Sendable, Hashable {
         return QueuedRequest(id: id, method: method, url: url, body: object["Body"]?.stringValue,
                              customTag: object["CustomTag"]?.stringValue, headers: headers,
                              entity: entity, createdAt: object["CreatedAt"]?.stringValue ?? "",
-                             mediaContentType: object["MediaContentType"]?.stringValue)
+                             mediaContentType: object["MediaContentType"]?.stringValue,
+                             link: try object["Link"].map { value throws(OfflineODataError) in try LinkChange.decode(value, request: id) })
+    }
+}
+
+/// The local effect of a queued relationship request: which link it changed and how, so that a refused request
+/// puts the relationship back as it was (a deleted link reappears).
+struct LinkChange: Sendable, Hashable {
+    /// The navigation property of the "from" end (the request's ``QueuedRequest/entity``).
+    var navigation: String
+    /// `Set(key)` of the "to" end.
+    var target: String
+    /// `Set(key)` of the entity holding the foreign key: the "from" end of a single-valued navigation, the "to" end
+    /// of a collection.
+    var holder: String
+    /// The holder's foreign-key values before the request.
+    var before: JSONObject
+    /// The values the request wrote (`null` for a delete).
+    var after: JSONObject
+
+    func jsonObject() -> JSONObject {
+        ["Navigation": .string(navigation), "Target": .string(target), "Holder": .string(holder),
+         "Before": .object(before), "After": .object(after)]
+    }
+
+    static func decode(_ value: JSONValue, request id: Int64) throws(OfflineODataError) -> LinkChange {
+        guard let object = value.objectValue, let navigation = object["Navigation"]?.stringValue, let target = object["Target"]?.stringValue,
+              let holder = object["Holder"]?.stringValue, let before = object["Before"]?.objectValue, let after = object["After"]?.objectValue
+        else { throw OfflineODataError(.storage, "queued request \(id) has a malformed relationship record") }
+        return LinkChange(navigation: navigation, target: target, holder: holder, before: before, after: after)
     }
 }
 

@@ -3,8 +3,9 @@ import ODataCore
 
 /// The foreign keys that follow a create's new key.
 enum ForeignKeys {
-    /// After a create got the server's key: the foreign keys (referential constraints) in other local entities
-    /// and in the bodies of later queued requests that hold the temporary key value get the server's value. A
+    /// After a create got the server's key: the foreign keys (referential constraints) in other local entities,
+    /// in the bodies of later queued requests and in their relationship records (``LinkChange``) that hold the
+    /// temporary key value get the server's value. A
     /// foreign key that is part of the dependent's own key (an order item keyed by its order's ID) changes that
     /// entity's key too: it moves to the new key, and the later queued requests on it are renamed. Read inside
     /// the transaction that writes the result.
@@ -56,6 +57,16 @@ enum ForeignKeys {
                     changed = true
                 }
                 if changed { queued[index].body = String(decoding: JSON.serialize(.object(body)), as: UTF8.self) }
+            }
+            // A queued relationship request whose holder is in this set keeps what it wrote and what it found in the
+            // new values, so that a failure still puts the relationship back.
+            for index in queued.indices {
+                guard var link = queued[index].link, link.holder.hasPrefix(setName + "(") else { continue }
+                for (column, change) in columns {
+                    if link.after[column] == change.0 { link.after[column] = change.1 }
+                    if link.before[column] == change.0 { link.before[column] = change.1 }
+                }
+                queued[index].link = link
             }
         }
         for rename in renames {

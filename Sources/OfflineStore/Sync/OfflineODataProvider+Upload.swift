@@ -161,14 +161,14 @@ extension OfflineODataProvider {
     func uploadRequest(_ entry: QueuedRequest) -> TransportRequest {
         var fields = backEndHeaders()
         Self.addOwnHeaders(of: entry, to: &fields)
-        var request = TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.body.map { Data($0.utf8) })
+        var request = TransportRequest(method: entry.method, url: serviceRoot + entry.url, headerFields: fields, body: entry.sentBody.map { Data($0.utf8) })
         request.allowsAutomaticResend = UploadMachine.allowsAutomaticResend([entry.method], repeatable: parameters.enableRepeatableRequests)
         return request
     }
 
     /// A queued request's own headers: `Content-Type` for a body, `If-Match`, `Repeatability-*`.
     private static func addOwnHeaders(of entry: QueuedRequest, to fields: inout HTTPFields) {
-        if entry.body != nil { fields[.contentType] = "application/json" }
+        if entry.sentBody != nil { fields[.contentType] = "application/json" }
         if let mediaContentType = entry.mediaContentType { fields[.contentType] = mediaContentType }
         for field in entry.headers { fields[field.name] = field.value }
     }
@@ -189,7 +189,7 @@ extension OfflineODataProvider {
         return try openStore().queuedRequests().map { entry in
             let request = uploadRequest(entry)
             let headers = HTTPFields(request.headerFields.filter { !credentialNames.contains($0.name) })
-            return OfflineODataPlannedRequest(requestID: entry.id, method: entry.method, url: request.url, headers: headers, body: entry.body)
+            return OfflineODataPlannedRequest(requestID: entry.id, method: entry.method, url: request.url, headers: headers, body: entry.sentBody)
         }
     }
 
@@ -236,7 +236,7 @@ extension OfflineODataProvider {
             let query = pieces.count > 1 ? pieces[1].split(separator: "&").map { QueryOption.encoded(String($0)) } : []
             let request = ODataRequest(
                 method: HTTPRequest.Method(entry.method) ?? .post, resourcePath: String(pieces[0]), queryOptions: query,
-                headerFields: fields, body: entry.body.map { Data($0.utf8) })
+                headerFields: fields, body: entry.sentBody.map { Data($0.utf8) })
             parts.append(.changeSet([BatchRequest.ChangeSetRequest(contentID: String(entry.id), request: request)]))
         }
         var answers: [Int64: UploadAnswer] = [:]
@@ -293,7 +293,7 @@ extension OfflineODataProvider {
     /// succeed, so an upload fails it without sending it.
     static func failedCreates(in store: EntityStore) throws -> [String: Int64] {
         var result: [String: Int64] = [:]
-        for entry in try store.errorEntries() where entry.requestMethod == "POST" {
+        for entry in try store.errorEntries() where entry.requestMethod == "POST" && !isRelationship(url: entry.requestURL) {
             result[entry.affectedEntityReference] = entry.requestID
         }
         return result

@@ -34,20 +34,20 @@ extension UploadMachine {
     }
 
     /// The queued requests that go into one `$batch`, starting with the first of `entries`: at most `limit`, none
-    /// on an entity whose create failed, and the batch ends after a create or a request followed by another on the
+    /// on (or linking to) an entity whose create failed, and the batch ends after a create or a request followed by another on the
     /// same entity (that one waits for the new key or ETag). A media replace (``QueuedRequest/isMedia``) is never in a
     /// `$batch`: it ends the group before it, and goes alone.
     static func batchGroup(_ entries: ArraySlice<QueuedRequest>, limit: Int, failedCreates: [String: Int64]) -> [QueuedRequest] {
         var group: [QueuedRequest] = []
         for entry in entries {
-            guard group.count < limit, failedCreates[entry.entity] == nil else { break }
+            guard group.count < limit, entry.failedDependency(failedCreates) == nil else { break }
             // A media replace goes alone: its body is a stream, not a `$batch` part.
             if entry.isMedia {
                 if group.isEmpty { group.append(entry) }
                 break
             }
             group.append(entry)
-            if entry.method == "POST" || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
+            if entry.isCreate || entries.contains(where: { $0.id > entry.id && $0.entity == entry.entity }) { break }
         }
         return group
     }

@@ -267,9 +267,9 @@ struct UploadMachine {
             settled += 1
             lastID = entry.id
             progressDue = true
-            if let failedID = failedCreates[entry.entity] {
+            if let (created, failedID) = entry.failedDependency(failedCreates) {
                 fail(entry, statusCode: nil, serviceError: nil,
-                     message: "not sent: the request \(failedID) that created \(entry.entity) failed", domain: .dependency)
+                     message: "not sent: the request \(failedID) that created \(created) failed", domain: .dependency)
                 continue
             }
             if let answer = prefetched.removeValue(forKey: entry.id) {
@@ -311,7 +311,7 @@ struct UploadMachine {
         case .failure(.transport(_, let description)), .failure(.unreadableBatchAnswer(let description)):
             fail(entry, statusCode: nil, serviceError: nil, message: "transport error: \(description)" + caveat, domain: .transport)
         case .reply(let reply) where (200..<300).contains(reply.status):
-            if entry.method == "POST" {
+            if entry.isCreate {
                 if Self.createdEntity(reply) == nil && configuration.keyMadeLocally(entry) {
                     fail(entry, statusCode: reply.status, serviceError: nil, message:
                         "the back end accepted the create (HTTP \(reply.status)) but its answer is not a readable entity, so the key it gave "
@@ -338,7 +338,7 @@ struct UploadMachine {
     private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
         let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
         pending.append(.failed(entry, failure, domain))
-        if entry.method == "POST" { failedCreates[entry.entity] = entry.id }
+        if entry.isCreate { failedCreates[entry.entity] = entry.id }
         result.failed.append(failure)
     }
 

@@ -26,10 +26,11 @@ enum UploadSteps {
     ///   - laterInSnapshot: Whether a later request of the upload's queue snapshot is on the same entity.
     ///   - snapshotEnd: The last request ID of that snapshot; requests queued after it are looked up in the transaction.
     static func accepted(_ entry: QueuedRequest, etag: String?, laterInSnapshot: Bool, snapshotEnd: Int64) -> UploadStep {
+        if let link = entry.link { return acceptedLink(entry, link, snapshotEnd: snapshotEnd) }
         let (set, key) = split(entry.entity)
         if entry.isMedia { return acceptedMedia(entry, etag: etag) }
         return { changes in
-            let laterOnEntity = try laterInSnapshot || changes.queuedRequests(after: snapshotEnd).contains { $0.entity == entry.entity }
+            let laterOnEntity = try laterInSnapshot || changes.queuedRequests(after: snapshotEnd).contains { $0.changes(entry.entity) }
             if var record = try changes.current(set: set, key: key) {
                 if entry.method == "DELETE" {
                     if !laterOnEntity && record.state == .deleted { try changes.remove(set: record.set, key: record.key) }
@@ -72,6 +73,7 @@ enum UploadSteps {
     /// `isDeleteError`), request dequeued.
     static func failed(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: UploadFailureDomain) -> UploadStep {
         let archived = archiveRecord(for: entry, failure: failure, domain: domain.rawValue)
+        if let link = entry.link { return failedLink(entry, link, archived: archived) }
         let (set, key) = split(entry.entity)
         return { changes in
             try changes.archiveError(archived)
@@ -110,7 +112,7 @@ enum UploadSteps {
     static func created(_ entry: QueuedRequest, reply: UploadReply, model: ServiceModel,
                         changes: EntityStore.Changes) throws -> (keyChanged: Bool, keyUnreadable: Bool) {
         let later = try changes.queuedRequests(after: entry.id)
-        let laterOnEntity = later.contains { $0.entity == entry.entity }
+        let laterOnEntity = later.contains { $0.changes(entry.entity) }
         let (set, key) = split(entry.entity)
         guard var record = try changes.current(set: set, key: key), let type = model.entityType(ofSet: record.set) else {
             try changes.dequeue(entry.id)
@@ -162,10 +164,31 @@ enum UploadSteps {
         return (oldReference != newReference, keyUnreadable)
     }
 
-    /// A queued request on `old` (or under its URL) moved to `new`.
+    /// A queued request on `old` (or under its URL) moved to `new`; a relationship request's "to" end and holder too
+    /// (its body names the "to" end, its URL does for a delete from a collection).
     static func renamed(_ entry: QueuedRequest, from old: String, to new: String) -> QueuedRequest {
         var entry = entry
         if entry.entity == old { entry.entity = new }
+        if var link = entry.link {
+            if link.holder == old { link.holder = new }
+            if link.target == old {
+                link.target = new
+                let (oldKey, newKey) = (PercentEncoding.encodePath(split(old).key), PercentEncoding.encodePath(split(new).key))
+                for form in ["/" + link.navigation + oldKey + "/$ref", "/$links/" + link.navigation + oldKey] where entry.url.hasSuffix(form) {
+                    entry.url = entry.url.dropLast(form.count) + form.replacingOccurrences(of: oldKey, with: newKey)
+                }
+                // The body is the store's own `{"@odata.id": …}` (V2: `{"uri": …}`); one that does not parse names nothing to rename.
+                if let text = entry.body, var body = (try? JSON.parse(Array(text.utf8)))?.objectValue {
+                    for name in ["@odata.id", "uri"] {
+                        if let value = body[name]?.stringValue, value.hasSuffix(PercentEncoding.encodePath(old)) {
+                            body[name] = .string(value.dropLast(PercentEncoding.encodePath(old).count) + PercentEncoding.encodePath(new))
+                        }
+                    }
+                    entry.body = String(decoding: JSON.serialize(.object(body)), as: UTF8.self)
+                }
+            }
+            entry.link = link
+        }
         let encodedOld = PercentEncoding.encodePath(old)
         if entry.url == encodedOld || entry.url.hasPrefix(encodedOld + "/") {
             entry.url = PercentEncoding.encodePath(new) + entry.url.dropFirst(encodedOld.count)
