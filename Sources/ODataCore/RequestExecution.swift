@@ -71,7 +71,8 @@ public final class RequestExecution: Sendable {
         var cancellation: (@Sendable () -> Void)?
         var isCancelled = false
         /// The event stream, made when ``events`` is first asked for; until then the events are kept in
-        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream.
+        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream; an execution
+        /// nobody but the store holds (``isObserved`` false) keeps none.
         var stream: RequestEvents?
         var history: [RequestEvent] = []
     }
@@ -135,7 +136,11 @@ public final class RequestExecution: Sendable {
                 state.isFinished = true
                 state.finalResponse = response
             }
-            if state.stream == nil { state.history.append(event) }
+            // Nobody can ask an execution that is not observed for its events: it keeps none.
+            if state.stream == nil, isObserved {
+                if state.history.isEmpty { state.history.reserveCapacity(5) }
+                state.history.append(event)
+            }
             return (true, state.stream)
         }
         guard proceed else { return }

@@ -72,17 +72,14 @@ final class CoalescingTransport: HTTPTransport {
 }
 
 /// What makes reads identical for coalescing: the URL and header fields (in order) of a GET, between the same
-/// writes (a write through the store starts a new epoch, so no read joins one sent before it). Its hash is
+/// writes (a write through the store starts a new epoch, so no read joins one sent before it). Its hash is the
+/// epoch's and the URL's alone — reads of one URL with other header fields are rare, and equality tells them apart —
 /// computed once, outside the lock it is looked up under.
 struct FlightKey: Hashable, Sendable {
     let epoch: UInt64
     let url: String
     let headers: HTTPFields
     private let hash: Int
-    /// This key and its copies: the leader removes its flight under the key it added it with, which is then
-    /// equal without comparing every header field.
-    private let identity = Identity()
-    private final class Identity: Sendable {}
 
     init(epoch: UInt64, url: String, headers: HTTPFields) {
         self.epoch = epoch
@@ -91,16 +88,11 @@ struct FlightKey: Hashable, Sendable {
         var hasher = Hasher()
         hasher.combine(epoch)
         hasher.combine(url)
-        for field in headers {
-            hasher.combine(field.name.canonicalName)
-            hasher.combine(field.value)
-        }
         hash = hasher.finalize()
     }
 
     static func == (lhs: FlightKey, rhs: FlightKey) -> Bool {
-        lhs.identity === rhs.identity
-            || lhs.hash == rhs.hash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
+        lhs.hash == rhs.hash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
     }
 
     func hash(into hasher: inout Hasher) {
