@@ -123,6 +123,14 @@ public final class RequestExecution: Sendable {
     /// Events after `finished` are ignored.
     /// - Parameter event: the event.
     package func report(_ event: RequestEvent) {
+        // An execution nobody but the store holds is seen only through ``result()``: the events before the end
+        // change nothing anyone can see.
+        if !isObserved {
+            switch event {
+            case .started, .cacheResponse, .serverResponse: return
+            case .failed, .finished: break
+            }
+        }
         let (proceed, stream): (Bool, RequestEvents?) = state.withLock { state in
             guard !state.isFinished else { return (false, nil) }
             switch event {

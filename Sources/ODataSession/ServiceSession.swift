@@ -116,6 +116,8 @@ public final class ServiceSession: HTTPTransport {
 
     // MARK: - One attempt
 
+    /// Inlined into its callers: one async frame fewer per request.
+    @inline(__always)
     private func sendOnce(_ request: TransportRequest, credentials: HTTPFields?, token: String?) async throws -> TransportResponse {
         var outgoing = request
         for field in credentials ?? [:] { outgoing.headerFields[field.name] = field.value }

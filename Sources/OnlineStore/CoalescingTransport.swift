@@ -34,6 +34,7 @@ final class CoalescingTransport: HTTPTransport {
 
     /// Sends `request` in the calling task (no task of its own, no extra thread hop). An identical request
     /// already in flight is joined instead: its answer is this one's too.
+    @inline(__always)
     private func send(_ request: TransportRequest, key: FlightKey) async throws -> TransportResponse {
         while true {
             let (flight, isLeader): (Flight, Bool) = flights.withLock { flights in
@@ -61,6 +62,8 @@ final class CoalescingTransport: HTTPTransport {
         }
     }
 
+    /// Inlined into its callers: one async frame fewer per request.
+    @inline(__always)
     private func sendCounted(_ request: TransportRequest) async throws -> TransportResponse {
         let reply = try await upstream.send(request)
         counters.withLock {
