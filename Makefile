@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-instructions docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -34,6 +34,14 @@ example: deps
 bench: deps
 	$(SWIFT) build -c release --product odata-fixture-server
 	cd Benchmarks && $(SWIFT) build -c release && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name']!='OfflineSQLiteFloor'))"); do $(SWIFT) run -c release $$b; done
+
+# OnlineBenchmarks' key rows in instructions (callgrind over BENCH_CALLS calls each, release): the bare CurlTransport
+# GET, the store's uncached GET with the default telemetry and with Telemetry.disabled, the cache lookup and the
+# passive read, side by side with their floors. Counts do not depend on the machine's load. Needs valgrind.
+BENCH_CALLS ?= 200
+bench-instructions: deps
+	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks
+	python3 scripts/bench-instructions.py "$$(cd Benchmarks && $(SWIFT) build -c release --show-bin-path)/OnlineBenchmarks" $(BENCH_CALLS)
 
 # The user's guide (DocC catalogs in Sources/OnlineStore and Sources/OfflineStore) as static websites:
 # .build/docs/OnlineStore.doccarchive and .build/docs/OfflineStore.doccarchive. A broken symbol link or

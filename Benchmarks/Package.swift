@@ -16,6 +16,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "BenchmarkKit"),
+        // Callgrind's client requests (zero, dump under a name), for the instruction-count mode of OnlineBenchmarks.
+        .target(name: "CCallgrind"),
         .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "CSQLCipherSpike", providers: [.apt(["libsqlcipher-dev"])]),
         .executableTarget(
@@ -45,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "OnlineBenchmarks",
             dependencies: [
-                "BenchmarkKit",
+                "BenchmarkKit", "CCallgrind",
                 .product(name: "OnlineStore", package: "ODataStores"),
                 .product(name: "TechnicalCache", package: "ODataStores"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -122,7 +124,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.name != "CCallgrind" {
     var settings = target.swiftSettings ?? []
     settings.append(.swiftLanguageMode(.v6))
     target.swiftSettings = settings

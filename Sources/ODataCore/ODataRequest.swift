@@ -99,14 +99,17 @@ public struct ODataRequest: Sendable, Hashable {
         if resourcePath.hasPrefix("http://") || resourcePath.hasPrefix("https://") {
             throw ODataError(.invalidURL, "the resource path must be relative to the service root, got '\(resourcePath)'")
         }
-        for (offset, scalar) in resourcePath.unicodeScalars.enumerated() {
-            if scalar == "?" || scalar == "#" {
-                throw ODataError(.invalidURL, "'\(scalar)' is not allowed in a resource path; use query options", offset: offset)
-            }
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                throw ODataError(.invalidURL, "control character in the resource path", offset: offset)
-            }
+        // Every byte looked for is ASCII, which in UTF-8 is never part of another character: the bytes are scanned,
+        // and the offset (in Unicode scalars) is counted only for a path that fails.
+        guard let index = resourcePath.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || $0 < 0x20 || $0 == 0x7F }) else {
+            return
         }
+        let byte = resourcePath.utf8[index]
+        let offset = resourcePath.unicodeScalars[..<index].count
+        if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+            throw ODataError(.invalidURL, "'\(Character(Unicode.Scalar(byte)))' is not allowed in a resource path; use query options", offset: offset)
+        }
+        throw ODataError(.invalidURL, "control character in the resource path", offset: offset)
     }
 }
 

@@ -6,21 +6,30 @@
 /// Percent-encoding for the parts of OData URLs.
 public enum PercentEncoding {
     // RFC 3986 unreserved plus the sub-delimiters and ':' '@' that OData URLs show literally.
-    private static let pathAllowed: Set<UInt8> = {
-        var set = unreserved
-        for byte in "!$&'()*+,;=:@/".utf8 { set.insert(byte) }
-        return set
-    }()
+    private static let pathAllowed = unreserved.adding("!$&'()*+,;=:@/")
     // In a query option name '&', '=', '+' and '#' would change the meaning, so they are encoded.
-    private static let queryNameAllowed: Set<UInt8> = {
-        var set = unreserved
-        for byte in "!$'()*,;:@/?".utf8 { set.insert(byte) }
-        return set
-    }()
+    private static let queryNameAllowed = unreserved.adding("!$'()*,;:@/?")
     // A value may keep '=' (servers split an option at its first '='; nested `$expand` options need it).
-    private static let queryValueAllowed: Set<UInt8> = queryNameAllowed.union([UInt8(ascii: "=")])
-    private static let unreserved: Set<UInt8> = Set(
-        Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
+    private static let queryValueAllowed = queryNameAllowed.adding("=")
+    private static let unreserved = ASCIISet().adding("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    /// A set of ASCII bytes as two bit masks: a membership test per byte without hashing.
+    private struct ASCIISet: Sendable {
+        private var low: UInt64 = 0
+        private var high: UInt64 = 0
+
+        func adding(_ characters: String) -> ASCIISet {
+            var set = self
+            for byte in characters.utf8 where byte < 128 {
+                if byte < 64 { set.low |= 1 << byte } else { set.high |= 1 << (byte - 64) }
+            }
+            return set
+        }
+
+        func contains(_ byte: UInt8) -> Bool {
+            byte < 64 ? low >> byte & 1 == 1 : byte < 128 && high >> (byte - 64) & 1 == 1
+        }
+    }
 
     /// Encodes a query option name.
     /// - Parameter text: unencoded text.
@@ -43,7 +52,9 @@ public enum PercentEncoding {
         encode(path, allowed: pathAllowed, keepEncoded: true)
     }
 
-    private static func encode(_ text: String, allowed: Set<UInt8>, keepEncoded: Bool) -> String {
+    private static func encode(_ text: String, allowed: ASCIISet, keepEncoded: Bool) -> String {
+        // Most paths and values need no encoding: then the text itself is the answer, without a copy.
+        if text.utf8.allSatisfy({ allowed.contains($0) }) { return text }
         let bytes = Array(text.utf8)
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)

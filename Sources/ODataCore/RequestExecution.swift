@@ -71,7 +71,8 @@ public final class RequestExecution: Sendable {
         var cancellation: (@Sendable () -> Void)?
         var isCancelled = false
         /// The event stream, made when ``events`` is first asked for; until then the events are kept in
-        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream.
+        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream; an execution
+        /// nobody but the store holds (``isObserved`` false) keeps none.
         var stream: RequestEvents?
         var history: [RequestEvent] = []
     }
@@ -122,6 +123,14 @@ public final class RequestExecution: Sendable {
     /// Events after `finished` are ignored.
     /// - Parameter event: the event.
     package func report(_ event: RequestEvent) {
+        // An execution nobody but the store holds is seen only through ``result()``: the events before the end
+        // change nothing anyone can see.
+        if !isObserved {
+            switch event {
+            case .started, .cacheResponse, .serverResponse: return
+            case .failed, .finished: break
+            }
+        }
         let (proceed, stream): (Bool, RequestEvents?) = state.withLock { state in
             guard !state.isFinished else { return (false, nil) }
             switch event {
@@ -135,7 +144,11 @@ public final class RequestExecution: Sendable {
                 state.isFinished = true
                 state.finalResponse = response
             }
-            if state.stream == nil { state.history.append(event) }
+            // Nobody can ask an execution that is not observed for its events: it keeps none.
+            if state.stream == nil, isObserved {
+                if state.history.isEmpty { state.history.reserveCapacity(5) }
+                state.history.append(event)
+            }
             return (true, state.stream)
         }
         guard proceed else { return }

@@ -85,7 +85,7 @@ public final class ServiceSession: HTTPTransport {
     ///   authenticator's error; the transport's error; `CancellationError`.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let request = dialect(request)
-        let modifying = Self.modifyingMethods.contains(request.method.uppercased())
+        let modifying = Self.isModifying(request.method)
         var credentials = try await options.authentication?.headerFields()
         var token: CSRFToken? = modifying && csrfField != nil ? try await currentToken(for: request) : nil
         var renewedCredentials = false
@@ -116,6 +116,8 @@ public final class ServiceSession: HTTPTransport {
 
     // MARK: - One attempt
 
+    /// Inlined into its callers: one async frame fewer per request.
+    @inline(__always)
     private func sendOnce(_ request: TransportRequest, credentials: HTTPFields?, token: String?) async throws -> TransportResponse {
         var outgoing = request
         for field in credentials ?? [:] { outgoing.headerFields[field.name] = field.value }
@@ -247,6 +249,11 @@ public final class ServiceSession: HTTPTransport {
     }
 
     private static let modifyingMethods: Set<String> = ["POST", "PUT", "PATCH", "MERGE", "DELETE"]
+
+    /// Whether `method` modifies data; a read, spelled as the stores spell it, is known without a copy in capitals.
+    private static func isModifying(_ method: String) -> Bool {
+        method == "GET" || method == "HEAD" ? false : modifyingMethods.contains(method.uppercased())
+    }
 
     private static func hasQueryParameter(_ url: String, _ name: String) -> Bool {
         guard let query = url.split(separator: "?", maxSplits: 1).dropFirst().first else { return false }

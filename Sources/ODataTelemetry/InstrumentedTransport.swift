@@ -14,9 +14,15 @@ import Tracing
 public struct InstrumentedTransport: HTTPTransport {
     private let base: any HTTPTransport
     private let telemetry: Telemetry
-    private let instruments: Instruments
+    /// The tracer, `nil` when it is a no-op: then no span is started and nothing is injected.
+    private let tracer: (any Tracer)?
+    /// The request counters and timers, `nil` when the metrics factory is a no-op.
+    private let instruments: Instruments?
+    /// Whether the logger can write: when it cannot, no log line's level is even asked.
+    private let logs: Bool
 
-    /// Wraps `base`.
+    /// Wraps `base`. What is a no-op (the tracer, the metrics factory, the logger) is found out here, once: a
+    /// request then pays only for what reports.
     ///
     /// - Parameters:
     ///   - base: The transport that sends.
@@ -24,55 +30,65 @@ public struct InstrumentedTransport: HTTPTransport {
     public init(_ base: any HTTPTransport, telemetry: Telemetry) {
         self.base = base
         self.telemetry = telemetry
-        instruments = Instruments(telemetry: telemetry)
+        tracer = telemetry.tracesSpans ? telemetry.tracer : nil
+        instruments = telemetry.recordsMetrics ? Instruments(telemetry: telemetry) : nil
+        logs = telemetry.writesLogs
     }
 
-    /// `base` wrapped for `telemetry`, or `base` itself when telemetry is ``Telemetry/disabled``.
+    /// `base` wrapped for `telemetry`, or `base` itself when nothing reports: telemetry ``Telemetry/disabled``, or
+    /// a no-op tracer, metrics factory and logger (``Telemetry/reportsAnything``) — the default until the
+    /// application bootstraps a backend or passes a logger.
     public static func wrapping(_ base: any HTTPTransport, telemetry: Telemetry) -> any HTTPTransport {
-        telemetry.isEnabled ? InstrumentedTransport(base, telemetry: telemetry) : base
+        telemetry.reportsAnything ? InstrumentedTransport(base, telemetry: telemetry) : base
     }
 
     /// Sends `request` through the wrapped transport inside a client span.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let span = telemetry.tracer.startAnySpan(request.method, context: ServiceContext.current ?? .topLevel, ofKind: .client)
-        defer { span.end() }
-        // The URL is taken apart only for a span that records or a log line that is written.
-        if span.isRecording {
-            let target = RedactedURL(request.url)
-            span.attributes["http.request.method"] = request.method
-            span.attributes["url.full"] = target.text
-            if let host = target.host { span.attributes["server.address"] = host }
-            if let port = target.port { span.attributes["server.port"] = port }
-        }
+        let span = tracer?.startAnySpan(request.method, context: ServiceContext.current ?? .topLevel, ofKind: .client)
+        defer { span?.end() }
         var request = request
-        telemetry.tracer.inject(span.context, into: &request.headerFields, using: HTTPFieldsInjector())
+        if let span, let tracer {
+            // The URL is taken apart only for a span that records or a log line that is written.
+            if span.isRecording {
+                let target = RedactedURL(request.url)
+                span.attributes["http.request.method"] = request.method
+                span.attributes["url.full"] = target.text
+                if let host = target.host { span.attributes["server.address"] = host }
+                if let port = target.port { span.attributes["server.port"] = port }
+            }
+            tracer.inject(span.context, into: &request.headerFields, using: HTTPFieldsInjector())
+        }
         let start = ContinuousClock.now
         do {
             let response = try await base.send(request)
             let elapsed = ContinuousClock.now - start
-            if span.isRecording {
+            if let span, span.isRecording {
                 span.attributes["http.response.status_code"] = response.status
                 if response.status >= 400 {
                     span.attributes["error.type"] = String(response.status)
                     span.setStatus(SpanStatus(code: .error))
                 }
             }
-            instruments.record(method: request.method, statusClass: response.status / 100, elapsed: elapsed)
-            telemetry.logger.debug("HTTP request", metadata: [
-                "method": .string(request.method), "url": .string(RedactedURL(request.url).text),
-                "status": .stringConvertible(response.status), "duration_ms": .string(Telemetry.milliseconds(elapsed)),
-                "bytes": .stringConvertible(response.body.count),
-            ])
+            instruments?.record(method: request.method, statusClass: response.status / 100, elapsed: elapsed)
+            if logs {
+                telemetry.logger.debug("HTTP request", metadata: [
+                    "method": .string(request.method), "url": .string(RedactedURL(request.url).text),
+                    "status": .stringConvertible(response.status), "duration_ms": .string(Telemetry.milliseconds(elapsed)),
+                    "bytes": .stringConvertible(response.body.count),
+                ])
+            }
             return response
         } catch {
             let elapsed = ContinuousClock.now - start
-            span.recordError(error)
-            span.attributes["error.type"] = String(describing: type(of: error))
-            span.setStatus(SpanStatus(code: .error))
-            instruments.record(method: request.method, statusClass: nil, elapsed: elapsed)
-            if error is CancellationError {
+            if let span {
+                span.recordError(error)
+                span.attributes["error.type"] = String(describing: type(of: error))
+                span.setStatus(SpanStatus(code: .error))
+            }
+            instruments?.record(method: request.method, statusClass: nil, elapsed: elapsed)
+            if logs, error is CancellationError {
                 telemetry.logger.debug("HTTP request cancelled", metadata: ["method": .string(request.method), "url": .string(RedactedURL(request.url).text)])
-            } else {
+            } else if logs {
                 telemetry.logger.warning("HTTP request failed", metadata: [
                     "method": .string(request.method), "url": .string(RedactedURL(request.url).text),
                     "error": .string(String(describing: error)), "duration_ms": .string(Telemetry.milliseconds(elapsed)),
@@ -81,7 +97,6 @@ public struct InstrumentedTransport: HTTPTransport {
             throw error
         }
     }
-
 }
 
 /// The request counters and timers, made once per method and status class.

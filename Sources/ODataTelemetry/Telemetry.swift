@@ -23,7 +23,8 @@ public struct Telemetry: Sendable {
     public var metricsFactory: any MetricsFactory
     /// The tracer spans are started with.
     public var tracer: any Tracer
-    /// Whether the stores report at all; `false` only for ``disabled``.
+    /// Whether the stores report at all; `false` only for ``disabled``. With no-op backends (nothing bootstrapped, no
+    /// logger given) they report nothing either, and pay nothing for it: see ``reportsAnything``.
     public let isEnabled: Bool
 
     /// Creates the reporting set.
@@ -89,6 +90,26 @@ public enum MetricName {
     public static let queueLength = "odata_offline_queue_length"
     /// Entries in the offline store's ErrorArchive.
     public static let errorArchiveSize = "odata_offline_error_archive_size"
+}
+
+extension Telemetry {
+    /// Whether spans go anywhere: `false` for ``disabled`` and for swift-distributed-tracing's `NoOpTracer` (the
+    /// process-wide tracer until one is bootstrapped). A reporter asks once, when it is made, and then starts no span
+    /// per request.
+    public var tracesSpans: Bool { isEnabled && !(tracer is NoOpTracer) }
+
+    /// Whether metrics go anywhere: `false` for ``disabled`` and for swift-metrics' `NOOPMetricsHandler` (the
+    /// process-wide factory until one is bootstrapped). A reporter asks once, when it is made, and then makes and
+    /// records no metric per request.
+    public var recordsMetrics: Bool { isEnabled && !(metricsFactory is NOOPMetricsHandler) }
+
+    /// Whether the logger can write anything: `false` for ``disabled`` and for swift-log's `SwiftLogNoOpLogHandler`
+    /// (the default logger). A logger with another handler counts whatever its level, which may change.
+    public var writesLogs: Bool { isEnabled && !(logger.handler is SwiftLogNoOpLogHandler) }
+
+    /// Whether any of the three reports anything; when none does, the stores send without the instrumented
+    /// transport, as with ``disabled``.
+    public var reportsAnything: Bool { tracesSpans || recordsMetrics || writesLogs }
 }
 
 extension Telemetry {

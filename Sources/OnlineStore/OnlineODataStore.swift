@@ -54,14 +54,14 @@ public final class OnlineODataStore: Sendable {
     let cache: ResponseCache?
     private let state = LockedValue(State())
     private let counters: LockedValue<OnlineStoreStatistics>
+    /// The ``response(for:listener:)`` calls running in their callers' tasks (not in `State.running`).
+    private let directCalls = Atomic<Int>(0)
 
     private struct State {
         var isOpen = false
         var mode: StoreMode = .active
         var running: [UInt64: @Sendable () -> Void] = [:]
         var nextExecution: UInt64 = 0
-        /// The ``response(for:listener:)`` calls running in their callers' tasks (not in `running`).
-        var directCalls = 0
     }
 
     /// Creates a store; nothing is opened until ``open()``.
@@ -156,7 +156,7 @@ public final class OnlineODataStore: Sendable {
     /// How many requests run now: the executions started by ``execute(_:listener:)`` and
     /// ``execute(batch:listener:)`` that have not ended, plus the ``response(for:listener:)`` calls under
     /// way. ``close()`` cancels the former and forgets them. For `OnlineStoreService`'s graceful shutdown.
-    var inFlightRequests: Int { state.withLock { $0.running.count + $0.directCalls } }
+    var inFlightRequests: Int { state.withLock { $0.running.count } + directCalls.load(ordering: .relaxed) }
 
     /// Whether the store is open.
     public var isOpen: Bool { state.withLock { $0.isOpen } }
@@ -208,9 +208,9 @@ public final class OnlineODataStore: Sendable {
     /// - Throws: the failure the execution reported.
     public func response(for request: ODataRequest, listener: (any ODataRequestListener)? = nil) async throws -> ODataResponse? {
         let execution = RequestExecution(request: request, listener: listener, handedOut: false)
-        state.withLock { $0.directCalls += 1 }
+        directCalls.add(1, ordering: .relaxed)
         await run(single: execution)
-        state.withLock { $0.directCalls -= 1 }
+        directCalls.subtract(1, ordering: .relaxed)
         return try await execution.result()
     }
 

@@ -40,6 +40,19 @@ import Testing
         #expect(try ODataRequest.get("Products('Café')").relativeURL() == "Products('Caf%C3%A9')")
     }
 
+    /// A path that needs no encoding is itself; a refused character is named at its offset in Unicode scalars.
+    @Test func aRefusedCharacterIsNamedAtItsScalarOffset() throws {
+        #expect(try ODataRequest.get("Products(1)/Category").relativeURL() == "Products(1)/Category")
+        for (path, offset, text) in [("Prodücts?x", 8, "'?'"), ("Café#1", 4, "'#'"), ("Ünits\u{7F}", 5, "control character")] {
+            do {
+                _ = try ODataRequest.get(path).relativeURL()
+                Issue.record("\(path) was not refused")
+            } catch {
+                #expect(error == .invalidURL && error.offset == offset && "\(error)".contains(text), "\(error)")
+            }
+        }
+    }
+
     @Test func joinsTheServiceRootWithOneSlash() throws {
         let request = ODataRequest.get("Customers", .top(1))
         #expect(try request.url(serviceRoot: "http://127.0.0.1:8080/odata") == "http://127.0.0.1:8080/odata/Customers?$top=1")

@@ -1,0 +1,75 @@
+// The instruction-count mode (`make bench-instructions`): under callgrind, each key row runs a fixed number of
+// calls between a zeroing of the counts and a dump named after the row; `scripts/bench-instructions.py` reads the
+// dumps and prints instructions per call beside the floor. Instruction counts do not depend on the machine's load.
+import BenchmarkKit
+import CCallgrind
+import CurlHTTP
+import Foundation
+import ODataCore
+import OnlineStore
+import TechnicalCache
+
+/// `ONLINE_BENCH_INSTRUCTIONS=N`: count the instructions of N calls of each key row (under callgrind) instead of
+/// timing every row.
+let instructionIterations = ProcessInfo.processInfo.environment["ONLINE_BENCH_INSTRUCTIONS"].flatMap { Int($0) }
+
+/// `ONLINE_BENCH_SERVE=1`: only start nginx with the benchmark's files, print its root URL, and stop it when
+/// standard input ends (the instruction-count mode's server, started outside valgrind).
+let servesOnly = ProcessInfo.processInfo.environment["ONLINE_BENCH_SERVE"] != nil
+
+/// `ONLINE_BENCH_ROOT=http://127.0.0.1:port/`: read from this server (a `servesOnly` run) instead of starting one.
+let serverRoot = ProcessInfo.processInfo.environment["ONLINE_BENCH_ROOT"]
+
+/// Serves `files` with nginx until standard input ends.
+func serve(_ files: [String: Data]) throws {
+    let nginx = try Nginx.start(files: files)
+    defer { nginx.stop() }
+    FileHandle.standardOutput.write(Data("http://127.0.0.1:\(nginx.port)/\n".utf8))
+    while readLine() != nil {}
+}
+
+/// The stores and floors the instruction rows use, as `runBenchmarks` made them.
+struct InstructionSubjects {
+    let store: OnlineODataStore
+    let quietStore: OnlineODataStore
+    let passiveStore: OnlineODataStore
+    let quietPassiveStore: OnlineODataStore
+    let floorCache: ResponseCache
+    let transport: CurlTransport
+    let root: String
+    let files: [String: Data]
+}
+
+/// Runs each key row `iterations` times after a warm-up, the counts zeroed before and dumped after under the
+/// name `size|row` (every thread's instructions: the caller's, curl's event thread's, the cache's).
+func countInstructions(_ subjects: InstructionSubjects, iterations: Int) async throws {
+    guard ccallgrind_running() != 0 else {
+        print("ONLINE_BENCH_INSTRUCTIONS counts instructions under callgrind: run `make bench-instructions`")
+        return
+    }
+    for (name, size) in [("small.json", "1 KiB"), ("medium.json", "64 KiB")] where onlySize == nil || onlySize == size {
+        let url = subjects.root + name
+        let cached = ODataRequest.get(name)
+        let uncached = ODataRequest(resourcePath: name, useCache: false)
+        for passive in [subjects.passiveStore, subjects.quietPassiveStore] {
+            try passive.setMode(.active)
+            _ = try await passive.response(for: cached)
+            try passive.setMode(.passive)
+        }
+        _ = try await subjects.floorCache.store(CacheEntry(status: 200, headers: [.contentType: "application/json"], payload: subjects.files[name]!), for: url)
+        let rows: [(String, () async throws -> Void)] = [
+            ("CurlTransport alone, GET 200", { _ = try await subjects.transport.send(TransportRequest(url: url)) }),
+            ("store, uncached GET", { _ = try await subjects.store.response(for: uncached) }),
+            ("store, uncached GET, telemetry disabled", { _ = try await subjects.quietStore.response(for: uncached) }),
+            ("TechnicalCache lookup", { _ = try subjects.floorCache.entry(for: url) }),
+            ("store, passive read", { _ = try await subjects.passiveStore.response(for: cached) }),
+            ("store, passive read, telemetry disabled", { _ = try await subjects.quietPassiveStore.response(for: cached) }),
+        ]
+        for (label, body) in rows where selected(label) {
+            for _ in 0..<20 { try await body() }
+            ccallgrind_zero()
+            for _ in 0..<iterations { try await body() }
+            ccallgrind_dump("\(size)|\(label)|\(iterations)")
+        }
+    }
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Instruction counts of OnlineBenchmarks' key rows under callgrind, side by side with their floors.
+
+Usage: bench-instructions.py BINARY [ITERATIONS] [OUTPUT_DIRECTORY]
+
+The benchmark (ONLINE_BENCH_INSTRUCTIONS=ITERATIONS) zeroes callgrind's counts before each row's calls and dumps
+them after, named `size|row|iterations`; this script runs it under callgrind, reads every dump and prints the
+instructions per call (all threads: the caller's, curl's event thread's) and the ratios. The dumps stay in
+OUTPUT_DIRECTORY (default .build/bench-instructions) for `callgrind_annotate --inclusive=yes`.
+
+The binary is run from a copy without its DWARF sections (valgrind 3.19 cannot read the DWARF 5 that Swift 6.3
+writes); the symbol table stays, so the dumps still name every function.
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    binary = sys.argv[1]
+    iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    out = sys.argv[3] if len(sys.argv) > 3 else ".build/bench-instructions"
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    copy = os.path.join(out, os.path.basename(binary))
+    shutil.copy(binary, copy)
+    subprocess.run(["strip", "--strip-debug", copy], check=True)
+    # nginx is started by a run of the benchmark outside valgrind (valgrind 3.19 fails the close_range with which
+    # Foundation's Process starts a child); the measured run reads from it.
+    server = subprocess.Popen([binary], env=dict(os.environ, ONLINE_BENCH_SERVE="1"), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        root = server.stdout.readline().strip()
+        if not root.startswith("http://"):
+            sys.exit("nginx did not start for the benchmark")
+        environment = dict(os.environ, ONLINE_BENCH_INSTRUCTIONS=str(iterations), ONLINE_BENCH_ROOT=root)
+        run = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=no",
+                              "--callgrind-out-file=" + os.path.join(out, "callgrind.out"), copy],
+                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        server.stdin.close()
+        server.wait()
+    if run.returncode != 0:
+        sys.stderr.write(run.stdout[-2000:] + run.stderr[-4000:])
+        sys.exit(f"the benchmark failed under callgrind (exit {run.returncode})")
+    rows = {}
+    dumps = glob.glob(os.path.join(out, "callgrind.out.*"))
+    for path in sorted(dumps, key=lambda path: int(path.rsplit(".", 1)[1]) if path.rsplit(".", 1)[1].isdigit() else 0):
+        name, total = None, None
+        with open(path, encoding="utf-8", errors="replace") as dump:
+            for line in dump:
+                if line.startswith("desc: Trigger: Client Request: "):
+                    name = line.split("Client Request: ", 1)[1].strip()
+                elif line.startswith("totals:") or (total is None and line.startswith("summary:")):
+                    total = int(line.split()[1])
+        if name and total is not None and name.count("|") == 2:
+            size, label, count = name.split("|")
+            rows[(size, label)] = (total / int(count), path)
+    if not rows:
+        sys.exit("no dumps named by the benchmark were written")
+
+    def per_call(size, label):
+        return rows.get((size, label), (None, None))[0]
+
+    floors = {"store, uncached GET": "CurlTransport alone, GET 200",
+              "store, uncached GET, telemetry disabled": "CurlTransport alone, GET 200",
+              "store, passive read": "TechnicalCache lookup",
+              "store, passive read, telemetry disabled": "TechnicalCache lookup"}
+    print(f"OnlineBenchmarks in instructions (callgrind, {iterations} calls per row after 20 warm-up calls; every thread "
+          "of the process, none of nginx's)")
+    print("")
+    print("| size | row | instructions / call | ÷ its floor |")
+    print("|---|---|---|---|")
+    for (size, label), (value, _) in rows.items():
+        floor = per_call(size, floors[label]) if label in floors else None
+        ratio = f"{value / floor:.2f}× ({floors[label]})" if floor else "floor"
+        print(f"| {size} | {label} | {value:,.0f} | {ratio} |")
+    print("")
+    for size in sorted({size for size, _ in rows}):
+        bare = per_call(size, "CurlTransport alone, GET 200")
+        store = per_call(size, "store, uncached GET")
+        quiet = per_call(size, "store, uncached GET, telemetry disabled")
+        passive = per_call(size, "store, passive read")
+        quiet_passive = per_call(size, "store, passive read, telemetry disabled")
+        if bare and store:
+            print(f"- {size}: store uncached GET ÷ bare CurlTransport GET = {store / bare:.3f}× (target ≤ 1.10×)")
+        if store and quiet:
+            print(f"- {size}: default telemetry (no-op backends) ÷ disabled, uncached GET = {(store / quiet - 1) * 100:+.2f} % (target ≤ 2 %)")
+        if passive and quiet_passive:
+            print(f"- {size}: default telemetry ÷ disabled, passive read = {(passive / quiet_passive - 1) * 100:+.2f} % (target ≤ 2 %)")
+    print("")
+    print(f"Dumps: {out}/callgrind.out.* (callgrind_annotate --inclusive=yes FILE | swift demangle --simplified)")
+
+
+if __name__ == "__main__":
+    main()
