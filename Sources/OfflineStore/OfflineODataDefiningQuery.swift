@@ -11,9 +11,9 @@ public struct OfflineODataDefiningQuery: Sendable, Hashable {
     public let name: String
     /// The query, relative to the service root.
     public let query: String
-    /// Whether the media resources (`$value`) of the query's media entities (`HasStream`) are downloaded too, into
-    /// the encrypted store, a chunk at a time (see ``OfflineODataProvider/readMedia(of:)``). Stream properties
-    /// (`Edm.Stream`) are not downloaded yet.
+    /// Whether the media resources (`$value`) of the query's media entities (`HasStream`) and the stream properties
+    /// (`Edm.Stream`) of its entities are downloaded too, into the encrypted store, a chunk at a time (see
+    /// ``OfflineODataProvider/readMedia(of:property:)``).
     public let automaticallyRetrievesStreams: Bool
     /// Primitive properties of the query's entity set that the store indexes, so `$filter` comparisons on them
     /// (`eq`, `ne`, `lt`…`ge`, `in`, `startswith`) and `$orderby` with `$top` read the index instead of the set.

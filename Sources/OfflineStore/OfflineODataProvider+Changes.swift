@@ -39,7 +39,8 @@ extension OfflineODataProvider {
         guard let etag else { return [] }
         return later.compactMap { request in
             // A media replace's ETag is the media's, an update's the entity's: each goes to requests of its own kind.
-            guard request.entity == entry.entity, request.isMedia == entry.isMedia, let old = request.headers[.ifMatch], old != etag else { return nil }
+            guard request.entity == entry.entity, request.isMedia == entry.isMedia, request.mediaProperty == entry.mediaProperty,
+                  let old = request.headers[.ifMatch], old != etag else { return nil }
             var request = request
             request.headers[.ifMatch] = etag
             return request

@@ -15,8 +15,8 @@ extension OfflineODataProvider {
     /// referential constraint names changes at once, and the request is queued in the service's form.
     ///
     /// Reads support `$filter`, `$orderby`, `$select`, `$expand`, `$top`, `$skip`, `$count`, key
-    /// lookups, navigation paths, `/$count`, the `RequestQueue` entity set, and a media entity's `$value`
-    /// (see ``readMedia(of:)``). With
+    /// lookups, navigation paths, `/$count`, the `RequestQueue` entity set, a media entity's `$value` and an
+    /// entity's stream property `Set(key)/Name` (see ``readMedia(of:property:)``). With
     /// ``OfflineODataParameters/pageSize`` set, a longer collection carries an `@odata.nextLink`
     /// for ``execute(nextLink:)``.
     ///

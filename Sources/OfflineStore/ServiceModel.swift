@@ -33,6 +33,10 @@ struct ServiceModel: Sendable, Hashable {
         var navigation: [String: NavigationProperty]
         /// A media entity type (`HasStream`): each entity has a media resource (`$value`).
         var hasStream = false
+
+        /// The stream properties (`Edm.Stream`), in declaration order: each a media resource of its own
+        /// (`Set(key)/Name`), kept apart from the entity's data.
+        var streamProperties: [String] { propertyOrder.filter { propertyTypes[$0] == "Edm.Stream" } }
     }
 
     struct EntitySet: Sendable, Hashable {

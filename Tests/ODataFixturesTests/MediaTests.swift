@@ -4,7 +4,8 @@ import Testing
 
 @testable import ODataFixtures
 
-/// The producer's media entities: `Photos` (`HasStream="true"`), their `$value`, annotations and V2 `__metadata`.
+/// The producer's media entities: `Photos` (`HasStream="true"`), their `$value`, annotations and V2 `__metadata`; and
+/// the stream property `Photo/Thumbnail` (`Edm.Stream`, V4 only).
 @Suite struct MediaTests {
     @Test func aMediaEntityAnnouncesItsStreamAndServesItsBytes() async throws {
         try await withServer { server in
@@ -66,12 +67,45 @@ import Testing
         }
     }
 
+    @Test func aStreamPropertyIsAnnouncedReadAndReplaced() async throws {
+        try await withServer { server in
+            let metadata = try await Curl.run(server.serviceRoot + "$metadata")
+            #expect(metadata.text.contains(#"<Property Name="Thumbnail" Type="Edm.Stream" />"#))
+            let entity = try await Curl.run(server.serviceRoot + "Photos(1)").json()
+            let link = server.serviceRoot + "Photos(1)/Thumbnail"
+            let before = try #require(try server.read { try $0.media(in: "Photos", key: ["PhotoID": 1], property: "Thumbnail") })
+            #expect(entity["Thumbnail@odata.mediaReadLink"]?.stringValue == link)
+            #expect(entity["Thumbnail@odata.mediaEditLink"]?.stringValue == link)
+            #expect(entity["Thumbnail@odata.mediaContentType"] == "image/jpeg")
+            #expect(entity["Thumbnail@odata.mediaEtag"]?.stringValue == before.etag)
+            #expect(entity["Thumbnail"] == nil)
+            let media = try #require(try server.read { try $0.media(in: "Photos", key: ["PhotoID": 1]) })
+            #expect(before.bytes != media.bytes)
+
+            let read = try await Curl.run(link)
+            #expect(read.status == 200)
+            #expect(read.body == before.bytes)
+            #expect(read.headers["content-type"] == "image/jpeg")
+            #expect(read.headers["etag"] == before.etag)
+            #expect(try await Curl.run("PUT", link, headers: ["If-Match": #"W/"m999""#, "Content-Type": "text/plain"], body: "x").status == 412)
+            let put = try await Curl.run("PUT", link, headers: ["If-Match": before.etag, "Content-Type": "text/plain"], body: "small")
+            #expect(put.status == 204)
+            let after = try #require(try server.read { try $0.media(in: "Photos", key: ["PhotoID": 1], property: "Thumbnail") })
+            #expect(put.headers["etag"] == after.etag)
+            #expect(after.bytes == Array("small".utf8))
+            // The media resource (`$value`) is another stream: unchanged.
+            #expect(try server.read { try $0.media(in: "Photos", key: ["PhotoID": 1]) } == media)
+            #expect(try await Curl.run(server.serviceRoot + "Photos(1)/Title/Thumbnail").status == 404)
+        }
+    }
+
     @Test func theV2DialectWritesMediaIntoMetadata() async throws {
         var configuration = FixtureConfiguration()
         configuration.protocolVersion = .v2
         try await withServer(configuration) { server in
             let metadata = try await Curl.run(server.serviceRoot + "$metadata")
             #expect(metadata.text.contains(#"<EntityType Name="Photo" m:HasStream="true">"#))
+            #expect(!metadata.text.contains("Edm.Stream"))  // V2 has no stream properties
             let entity = try await Curl.run(server.serviceRoot + "Photos(1)").json()
             let meta = try #require(entity["d"]?["__metadata"])
             #expect(meta["media_src"]?.stringValue == server.serviceRoot + "Photos(1)/$value")

@@ -284,4 +284,50 @@ private enum StoreDirectory {
         await #expect(throws: OfflineODataError.self) { try await reopened.get("ErrorArchive(\(ids[0]))") }
         await reopened.close()
     }
+
+    // MARK: Media keyed by entity and property (format 6)
+
+    /// A format-5 store's media tables (keyed by set and key: `$value` only) open in place: each row becomes its
+    /// entity's `$value` and reads as before; the stream properties arrive beside it with the next download.
+    @Test func format5MediaTablesAreKeyedByPropertyInPlace() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let provider = try await Northwind.provider(server, directory, queries: [MediaDownloadTests.queries[0]])
+        try await provider.open()
+        let media = try #require(try server.read { try $0.media(in: "Photos", key: ["PhotoID": 1]) })
+        await provider.close()
+        let store = try EntityStore.open(directory: directory.path + "/northwind", parameters: Northwind.parameters(directory))
+        try store.withWriter { connection in
+            try connection.transaction {
+                try connection.execute("""
+                    DELETE FROM media WHERE property <> '';
+                    DELETE FROM media_chunks WHERE property <> '';
+                    CREATE TABLE media5 ("set" TEXT NOT NULL, "key" TEXT NOT NULL, etag TEXT, content_type TEXT NOT NULL, size INTEGER NOT NULL, local INTEGER NOT NULL DEFAULT 0, PRIMARY KEY ("set", "key"));
+                    INSERT INTO media5 SELECT "set", "key", etag, content_type, size, local FROM media;
+                    CREATE TABLE media_chunks5 ("set" TEXT NOT NULL, "key" TEXT NOT NULL, position INTEGER NOT NULL, bytes BLOB NOT NULL, PRIMARY KEY ("set", "key", position));
+                    INSERT INTO media_chunks5 SELECT "set", "key", position, bytes FROM media_chunks;
+                    DROP TABLE media;
+                    DROP TABLE media_chunks;
+                    ALTER TABLE media5 RENAME TO media;
+                    ALTER TABLE media_chunks5 RENAME TO media_chunks;
+                    """)
+                try connection.setUserVersion(5)
+            }
+        }
+        store.close()
+
+        let reopened = try await Northwind.provider(server, directory, queries: [MediaDownloadTests.queries[0]])
+        try await reopened.open()
+        let migrated = try await reopened.openStore()
+        #expect(try migrated.withWriter { try $0.userVersion() } == EntityStore.format)
+        #expect(try await reopened.readMedia(of: "Photos(1)") == Data(media.bytes))
+        #expect(try await reopened.mediaResource(of: "Photos(1)")?.etag == media.etag)
+        #expect(try await reopened.mediaResource(of: "Photos(1)", property: "Thumbnail") == nil)
+        try await reopened.download()
+        let thumbnail = try #require(try server.read { try $0.media(in: "Photos", key: ["PhotoID": 1], property: "Thumbnail") })
+        #expect(try await reopened.readMedia(of: "Photos(1)", property: "Thumbnail") == Data(thumbnail.bytes))
+        #expect(server.counters.requests(method: "GET", path: "Photos(1)/$value") == 1)
+        await reopened.close()
+    }
 }

@@ -17,6 +17,8 @@ public struct FixtureData: Sendable {
         var modified: Int64
         /// A media entity's media resource (`$value`); `nil` for an entity of a type without a stream.
         var media: FixtureMedia? = nil
+        /// The entity's stream properties (`Edm.Stream`) by name; each entity of a type with one has it.
+        var streams: [String: FixtureMedia] = [:]
     }
 
     struct SetStorage: Sendable {
@@ -74,7 +76,10 @@ public struct FixtureData: Sendable {
                 storage.order.append(predicate)
                 storage.entities[predicate] = StoredEntity(
                     value: object, version: 0, modified: loadedAt,
-                    media: type.hasStream ? FixtureMedia.generated(for: name + predicate) : nil)
+                    media: type.hasStream ? FixtureMedia.generated(for: name + predicate) : nil,
+                    streams: Dictionary(uniqueKeysWithValues: type.streamProperties.map {
+                        ($0, FixtureMedia.generated(for: name + predicate + "/" + $0, contentType: "image/jpeg"))
+                    }))
             }
             sets[name] = storage
         }
@@ -164,7 +169,10 @@ public struct FixtureData: Sendable {
         sets[set]!.order.append(predicate)
         sets[set]!.entities[predicate] = StoredEntity(
             value: value, version: sequence, modified: now,
-            media: type.hasStream ? FixtureMedia(bytes: [], contentType: "application/octet-stream", version: sequence) : nil)
+            media: type.hasStream ? FixtureMedia(bytes: [], contentType: "application/octet-stream", version: sequence) : nil,
+            streams: Dictionary(uniqueKeysWithValues: type.streamProperties.map {
+                ($0, FixtureMedia(bytes: [], contentType: "application/octet-stream", version: sequence))
+            }))
         sets[set]!.modified = now
         record(set: set, predicate: predicate, entity: value, previous: nil, type: type)
         return value
@@ -242,7 +250,7 @@ public struct FixtureData: Sendable {
         }
         let now = Self.changeTime(after: sets[set]!.modified)
         sequence += 1
-        sets[set]!.entities[predicate] = StoredEntity(value: value, version: sequence, modified: now, media: stored.media)
+        sets[set]!.entities[predicate] = StoredEntity(value: value, version: sequence, modified: now, media: stored.media, streams: stored.streams)
         sets[set]!.modified = now
         record(set: set, predicate: predicate, entity: value, previous: stored.value, type: type)
         return value
@@ -287,7 +295,7 @@ public struct FixtureData: Sendable {
             throw FixtureError(.invalidEntity, "\(set) has no property named \(name)")
         }
         var result = JSONObject()
-        for property in type.properties {
+        for property in type.properties where property.type != "Edm.Stream" {  // a stream is not in the entity's data
             guard let raw = entity[property.name] else {
                 if property.type == "Edm.Binary" { continue }  // binary columns are left out of the data
                 if !property.isNullable {

@@ -190,8 +190,8 @@ final class FixtureService: Sendable {
         case count(set: String, members: [String]?)
         /// A structural property of an entity, raw with `$value`.
         case property(set: String, predicate: String, name: String, raw: Bool)
-        /// The media resource (`$value`) of a media entity.
-        case media(set: String, predicate: String)
+        /// The media resource (`$value`) of a media entity (`property` `nil`), or a stream property of an entity.
+        case media(set: String, predicate: String, property: String?)
     }
 
     /// The entity a collection navigation starts from, so a POST to it can link the new entity.
@@ -238,13 +238,16 @@ final class FixtureService: Sendable {
                         if segment.key != nil { throw ServiceFailure.badRequest("\(name) is single-valued; it takes no key") }
                         target = related.first.map { .entity(set: targetSet, predicate: $0) } ?? .absent(set: targetSet)
                     }
+                } else if type.property(name)?.type == "Edm.Stream" {
+                    guard segments.isEmpty else { throw ServiceFailure.badRequest("the stream property \(name) must be the last segment") }
+                    target = .media(set: set, predicate: predicate, property: name)
                 } else if type.property(name) != nil {
                     target = .property(set: set, predicate: predicate, name: name, raw: false)
                 } else {
                     throw ServiceFailure.notFound("\(set) has no property or navigation property named \(name)")
                 }
             case (.entity(let set, let predicate), .value) where try data.entityType(of: set).hasStream:
-                target = .media(set: set, predicate: predicate)
+                target = .media(set: set, predicate: predicate, property: nil)
             case (.property(let set, let predicate, let name, false), .value):
                 target = .property(set: set, predicate: predicate, name: name, raw: true)
             default:
@@ -376,8 +379,8 @@ final class FixtureService: Sendable {
             return .json(200, .object(body), headers: headers)
         case .absent:
             return OutgoingResponse(status: 204)
-        case .media(let set, let predicate):
-            return try readMedia(set: set, predicate: predicate, request: request, data: data)
+        case .media(let set, let predicate, let property):
+            return try readMedia(set: set, predicate: predicate, property: property, request: request, data: data)
         case .count(let set, let members):
             let entities = try collectionEntities(set: set, members: members, data: data)
             let pieces = try QueryString.pieces(request.query).filter { ["$filter", "$search"].contains(try QueryString.name(of: $0)) }
@@ -453,7 +456,8 @@ final class FixtureService: Sendable {
         return Page(entities: entities, count: nil, next: position < keys.count ? position : nil)
     }
 
-    /// An entity with its `@odata.etag` first, then a media entity's `@odata.media…` annotations.
+    /// An entity with its `@odata.etag` first, then a media entity's `@odata.media…` annotations, then its properties,
+    /// then each stream property's `Name@odata.media…` annotations.
     func annotated(_ stored: FixtureData.StoredEntity, set: String, predicate: String) -> JSONObject {
         var object = JSONObject()
         object.append(.string(ETag.entity(version: stored.version)), forKey: "@odata.etag")
@@ -461,6 +465,9 @@ final class FixtureService: Sendable {
             for (name, value) in mediaAnnotations(media, set: set, predicate: predicate) { object.append(value, forKey: name) }
         }
         for (name, value) in stored.value { object.append(value, forKey: name) }
+        for (property, stream) in stored.streams.sorted(by: { $0.key < $1.key }) {
+            for (name, value) in mediaAnnotations(stream, set: set, predicate: predicate, property: property) { object.append(value, forKey: name) }
+        }
         return object
     }
 
@@ -729,7 +736,7 @@ final class FixtureService: Sendable {
         }
         if isMedia {
             _ = try state.data.replaceMedia(
-                in: set, predicate: predicate, bytes: request.body,
+                in: set, predicate: predicate, property: nil, bytes: request.body,
                 contentType: request.headers[.contentType] ?? "application/octet-stream")
         }
         let location = serviceRoot + set + predicate
@@ -755,9 +762,9 @@ final class FixtureService: Sendable {
     }
 
     private func update(_ target: Target, request: IncomingRequest, replace: Bool, state: inout State) throws -> OutgoingResponse {
-        if case .media(let set, let predicate) = target {
+        if case .media(let set, let predicate, let property) = target {
             guard replace else { throw ServiceFailure(405, "MethodNotAllowed", "a media resource is replaced with PUT") }
-            return try replaceMedia(set: set, predicate: predicate, request: request, state: &state)
+            return try replaceMedia(set: set, predicate: predicate, property: property, request: request, state: &state)
         }
         guard case .entity(let set, let predicate) = target else {
             throw ServiceFailure(405, "MethodNotAllowed", "\(request.method) changes single entities only")

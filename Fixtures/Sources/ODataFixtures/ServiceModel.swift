@@ -64,6 +64,10 @@ public struct ServiceModel: Sendable {
         /// Whether the type is a media entity type (`HasStream="true"`): each entity has a media resource, `$value`.
         public let hasStream: Bool
 
+        /// The names of the stream properties (`Edm.Stream`), in declaration order: each is read with
+        /// `GET Set(key)/Name` and replaced with `PUT`, like a media resource.
+        public var streamProperties: [String] { properties.filter { $0.type == "Edm.Stream" }.map(\.name) }
+
         /// The structural property with this name.
         /// - Parameter name: the property's name.
         /// - Returns: the property, or `nil` when the type has none of that name.

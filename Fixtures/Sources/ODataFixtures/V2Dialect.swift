@@ -67,7 +67,7 @@ extension ServiceModel {
                 xml += "<EntityType Name=\"\(escaped(name))\"\(type.hasStream ? " m:HasStream=\"true\"" : "")><Key>"
                 for key in type.keys { xml += "<PropertyRef Name=\"\(escaped(key))\"/>" }
                 xml += "</Key>\n"
-                for property in type.properties {
+                for property in type.properties where property.type != "Edm.Stream" {  // V2 has no stream properties
                     xml += "<Property Name=\"\(escaped(property.name))\" Type=\"\(escaped(property.type))\" Nullable=\"\(property.isNullable)\""
                     if let length = property.maxLength { xml += " MaxLength=\"\(length)\"" }
                     xml += "/>\n"

@@ -102,18 +102,20 @@ extension EntityStore {
                 try connection.setUserVersion(Self.format)
             }
         } else if version >= Self.oldestFormat && version < Self.format {
-            // Every format-2 to -4 table, catalog row and configuration reads as format 5 once the ErrorArchive has
-            // its `affected` column; the number changes so that a version that reads an older format only refuses
-            // what is written from now on.
+            // Every format-2 to -5 table, catalog row and configuration reads as format 6 once the ErrorArchive has
+            // its `affected` column and the media tables their `property`; the number changes so that a version that
+            // reads an older format only refuses what is written from now on (a format-5 version would read a
+            // stream property's bytes as the entity's `$value`).
             try connection.transaction {
-                try Self.indexErrorArchiveByAffectedEntity(connection)
+                if version < 5 { try Self.indexErrorArchiveByAffectedEntity(connection) }
+                try Self.prepareMediaTables(connection)
                 try connection.setUserVersion(Self.format)
             }
         } else if version != Self.format {
             throw OfflineODataError(.unsupportedStoreFormat, "the store at \(directory) has format \(version), which this version does not read")
         }
-        // The media tables, made when missing (a store made before media has none; any format reads without them).
-        try connection.execute(Self.mediaSchema)
+        // The media tables, made when missing (a store made before media has none).
+        try connection.transaction { try Self.prepareMediaTables(connection) }
     }
 
     /// Format 5: gives an older store's ErrorArchive its `affected` column, filled from each entry, and its index

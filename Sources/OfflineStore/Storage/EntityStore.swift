@@ -28,8 +28,10 @@ final class EntityStore: Sendable {
     /// download writes at every page. A format-2 or -3 store is format 4 as it is (its tables keep their layout;
     /// tables it makes from now on get the new one; a configuration that holds the CSDL is read as it is and the
     /// next configuration write moves it): open marks it 4. 5 indexes the ErrorArchive by its affected entity (a
-    /// column `affected` beside each entry; open adds it to an older store and fills it from the entries).
-    static let format = 5
+    /// column `affected` beside each entry; open adds it to an older store and fills it from the entries). 6 keys the
+    /// media tables by entity and property (stream properties beside `$value`; open gives an older store's rows the
+    /// property `''`, `$value`).
+    static let format = 6
     /// The oldest format this code opens in place.
     static let oldestFormat = 2
     static func databasePath(in directory: String) -> String { directory + "/store.db" }

@@ -76,9 +76,12 @@ struct QueuedRequest: Sendable, Hashable {
     /// `Set(key)` of the entity the request affects (its local, possibly temporary, key).
     var entity: String
     var createdAt: String
-    /// For the replace of a media resource (`PUT Set(key)/$value`): its content type. The body is then not ``body``
-    /// but the entity's media resource as the store holds it when the request is sent, streamed from the store.
+    /// For the replace of a media resource (`PUT Set(key)/$value`, or `PUT Set(key)/Name` of a stream property): its
+    /// content type. The body is then not ``body`` but the entity's media resource as the store holds it when the
+    /// request is sent, streamed from the store.
     var mediaContentType: String? = nil
+    /// For the replace of a stream property: its name (``mediaContentType`` is set); `nil` for `$value`.
+    var mediaProperty: String? = nil
 
     /// Whether the request replaces a media resource (``mediaContentType``).
     var isMedia: Bool { mediaContentType != nil }
@@ -127,6 +130,7 @@ struct QueuedRequest: Sendable, Hashable {
             for field in headers { fields.append(.string(field.value), forKey: field.name.rawName) }
             object.append(.object(fields), forKey: "Headers")
             if let mediaContentType { object.append(.string(mediaContentType), forKey: "MediaContentType") }
+            if let mediaProperty { object.append(.string(mediaProperty), forKey: "MediaProperty") }
             if let link { object.append(.object(link.jsonObject()), forKey: "Link") }
         }
         return object
@@ -148,6 +152,7 @@ struct QueuedRequest: Sendable, Hashable {
                              customTag: object["CustomTag"]?.stringValue, headers: headers,
                              entity: entity, createdAt: object["CreatedAt"]?.stringValue ?? "",
                              mediaContentType: object["MediaContentType"]?.stringValue,
+                             mediaProperty: object["MediaProperty"]?.stringValue,
                              link: try object["Link"].map { value throws(OfflineODataError) in try LinkChange.decode(value, request: id) })
     }
 }

@@ -29,7 +29,8 @@ struct Ingest {
     }
 
     /// A media entity's annotations, kept with the entity: where its media resource is read and written, its content
-    /// type and ETag (V2's `__metadata.media_src` and the others arrive as these).
+    /// type and ETag (V2's `__metadata.media_src` and the others arrive as these); a stream property's are these after
+    /// its name.
     static let mediaAnnotations: Set<String> = ["@odata.mediaReadLink", "@odata.mediaEditLink", "@odata.mediaContentType", "@odata.mediaEtag"]
 
     /// Adds one entity (V4 JSON with annotations and expanded navigation properties).
@@ -47,7 +48,13 @@ struct Ingest {
                 if name == "@odata.etag" || Self.mediaAnnotations.contains(name) { properties.append(value, forKey: name) }
                 continue
             }
-            if name.utf8.contains(UInt8(ascii: "@")) { continue }
+            if let at = name.firstIndex(of: "@") {
+                // A stream property's `Name@odata.media…`: where its bytes are read and written, their type and ETag.
+                if Self.mediaAnnotations.contains(String(name[at...])), type.propertyTypes[String(name[..<at])] == "Edm.Stream" {
+                    properties.append(value, forKey: name)
+                }
+                continue
+            }
             if type.navigation[name] != nil {
                 guard let target = model.targetSet(from: set, navigation: name) else { continue }
                 switch value {

@@ -5,32 +5,42 @@ import ODataCore
 import ODataTelemetry
 
 extension OfflineODataProvider {
-    /// Downloads the media resources (`$value`) of the media entities that the defining queries with
-    /// ``OfflineODataDefiningQuery/automaticallyRetrievesStreams`` hold, after their entities were applied.
+    /// Downloads the media resources (`$value`) of the media entities, and the stream properties (`Edm.Stream`) of the
+    /// entities, that the defining queries with ``OfflineODataDefiningQuery/automaticallyRetrievesStreams`` hold, after
+    /// their entities were applied.
     ///
-    /// A media resource whose stored ETag equals the entity's `@odata.mediaEtag` (V2: `__metadata.media_etag`) is not
-    /// read again, nor one replaced locally and not yet uploaded. Each one is read from its `@odata.mediaReadLink` (V2:
-    /// `media_src`; without one, the entity's `Set(key)/$value`) into a file of the store's directory as it arrives
-    /// (``TransportRequest/responseBodyFile``), then copied into the encrypted database in chunks
-    /// (``EntityStore/mediaChunkSize``) and the file removed: memory holds one chunk, whatever the stream's size.
+    /// A media resource whose stored ETag equals the entity's `@odata.mediaEtag` (V2: `__metadata.media_etag`; a
+    /// stream property's `Name@odata.mediaEtag`) is not read again, nor one replaced locally and not yet uploaded. Each
+    /// one is read from its `@odata.mediaReadLink` (V2: `media_src`; a stream property's `Name@odata.mediaReadLink`;
+    /// without one, the entity's `Set(key)/$value` or `Set(key)/Name`) into a file of the store's directory as it
+    /// arrives (``TransportRequest/responseBodyFile``), then copied into the encrypted database in chunks
+    /// (``EntityStore/mediaChunkSize``) and the file removed: memory holds one chunk, whatever the stream's size. A
+    /// stream property the back end answers with `204 No Content` (a null stream) is not stored.
     ///
     /// - Throws: `OfflineODataError.downloadFailed` when a media resource cannot be read, `.storage`.
     func downloadMedia(_ queries: [OfflineODataDefiningQuery], store: EntityStore) async throws {
         let streaming = Set(queries.filter(\.automaticallyRetrievesStreams).map(\.name))
         guard !streaming.isEmpty else { return }
-        var wanted: [(set: String, key: String, link: String, etag: String?)] = []
-        for set in store.storedSets() where model.entityType(ofSet: set)?.hasStream == true {
+        var wanted: [(set: String, key: String, property: String, link: String, etag: String?)] = []
+        for set in store.storedSets() {
+            guard let type = model.entityType(ofSet: set) else { continue }
+            // `''` is the media entity's `$value`, each other name a stream property.
+            let properties = (type.hasStream ? [""] : []) + type.streamProperties
+            if properties.isEmpty { continue }
             try store.forEachRecord(in: set) { record in
                 guard record.queries.contains(where: streaming.contains) else { return true }
-                let link = record.entity["@odata.mediaReadLink"]?.stringValue ?? record.reference + "/$value"
-                wanted.append((set, record.key, link, record.entity["@odata.mediaEtag"]?.stringValue))
+                for property in properties {
+                    let link = record.entity[property + "@odata.mediaReadLink"]?.stringValue
+                        ?? record.reference + "/" + (property.isEmpty ? "$value" : property)
+                    wanted.append((set, record.key, property, link, record.entity[property + "@odata.mediaEtag"]?.stringValue))
+                }
                 return true
             }
         }
         let file = parameters.storeDirectory + "/media-download.part"
         defer { removeMediaFile(file) }
         for item in wanted {
-            let stored = try store.mediaRecord(set: item.set, key: item.key)
+            let stored = try store.mediaRecord(set: item.set, key: item.key, property: item.property)
             if let stored, stored.isLocal || (item.etag != nil && stored.etag == item.etag) { continue }
             let url = try absolute(item.link)
             var request = TransportRequest(method: "GET", url: url, headerFields: backEndHeaders(accept: "*/*"))
@@ -40,6 +50,7 @@ extension OfflineODataProvider {
             do { response = try await transport().send(request) } catch {
                 throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)", underlying: error)
             }
+            if response.status == 204 && !item.property.isEmpty { continue }  // a null stream property
             guard response.status == 200 else {
                 let serviceError = ODataServiceError.parse(response.body, statusCode: response.status)
                 throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)",
@@ -52,16 +63,16 @@ extension OfflineODataProvider {
             }
             let etag = response.headerFields[.eTag] ?? item.etag
             let contentType = response.headerFields[.contentType] ?? "application/octet-stream"
-            let (set, key) = (item.set, item.key)
+            let (set, key, property) = (item.set, item.key, item.property)
             _ = try await store.write { changes in
-                try changes.putMedia(set: set, key: key, etag: etag, contentType: contentType, isLocal: false, file: file)
+                try changes.putMedia(set: set, key: key, property: property, etag: etag, contentType: contentType, isLocal: false, file: file)
             }
         }
     }
 
-    /// The request that uploads a queued media replace: ``uploadRequest(_:)`` with the media resource as the store
-    /// holds it now, copied a chunk at a time into a file of the store's directory that the transport streams
-    /// (``TransportRequest/bodyFile``; the caller removes it once the request is answered).
+    /// The request that uploads a queued media replace (`$value` or a stream property): ``uploadRequest(_:)`` with the
+    /// media resource as the store holds it now, copied a chunk at a time into a file of the store's directory that
+    /// the transport streams (``TransportRequest/bodyFile``; the caller removes it once the request is answered).
     ///
     /// - Throws: `OfflineODataError.storage` when the media cannot be read or the file written.
     func mediaUploadRequest(_ entry: QueuedRequest, store: EntityStore) throws -> TransportRequest {
@@ -73,7 +84,7 @@ extension OfflineODataProvider {
         do {
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             defer { try? handle.close() }  // written and synchronized below; a close error loses nothing
-            try store.readMedia(set: set, key: key) { chunk in try handle.write(contentsOf: chunk) }
+            try store.readMedia(set: set, key: key, property: entry.mediaProperty ?? "") { chunk in try handle.write(contentsOf: chunk) }
             try handle.synchronize()
         } catch let error as OfflineODataError {
             throw error

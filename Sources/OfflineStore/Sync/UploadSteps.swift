@@ -52,17 +52,19 @@ enum UploadSteps {
         }
     }
 
-    /// An accepted media replace: the media resource is no longer local and has the back end's new media ETag (also
-    /// the entity's `@odata.mediaEtag`); a later queued media replace of the entity gets it as its `If-Match`. The
-    /// entity's own state and ETag are not the media's: they stay.
+    /// An accepted media replace: the media resource (`$value` or a stream property) is no longer local and has the
+    /// back end's new media ETag (also the entity's `@odata.mediaEtag`, or `Name@odata.mediaEtag`); a later queued
+    /// replace of the same media gets it as its `If-Match`. The entity's own state and ETag are not the media's: they
+    /// stay.
     static func acceptedMedia(_ entry: QueuedRequest, etag: String?) -> UploadStep {
         let (set, key) = split(entry.entity)
         return { changes in
             let later = try changes.queuedRequests(after: entry.id)
-            try changes.markMediaUploaded(set: set, key: key, etag: etag, stillLocal: later.contains { $0.isMedia && $0.entity == entry.entity })
+            let stillLocal = later.contains { $0.isMedia && $0.entity == entry.entity && $0.mediaProperty == entry.mediaProperty }
+            try changes.markMediaUploaded(set: set, key: key, property: entry.mediaProperty ?? "", etag: etag, stillLocal: stillLocal)
             for updated in OfflineODataProvider.withNewETag(later, after: entry, etag: etag) { try changes.enqueue(updated) }
             if let etag, var record = try changes.current(set: set, key: key) {
-                record.entity["@odata.mediaEtag"] = .string(etag)
+                record.entity[(entry.mediaProperty ?? "") + "@odata.mediaEtag"] = .string(etag)
                 try changes.put(record)
             }
             try changes.dequeue(entry.id)
