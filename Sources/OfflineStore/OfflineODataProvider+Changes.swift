@@ -190,20 +190,7 @@ extension OfflineODataProvider {
             for (property, referenced) in partner.constraints { properties[property] = parent.entity[referenced] ?? .null }
         }
         var counters = try changes.currentCounters()
-        for name in type.key where properties[name] == nil || properties[name]?.isNull == true {
-            let temporary = counters.nextTemporaryKey
-            counters.nextTemporaryKey += 1
-            switch type.propertyTypes[name] ?? "Edm.String" {
-            case "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Byte", "Edm.SByte", "Edm.Decimal":
-                properties[name] = .int(-temporary)
-            case "Edm.Guid":
-                properties[name] = .string(UUID().uuidString.lowercased())
-            case "Edm.String":
-                properties[name] = .string("LOCAL-\(temporary)")
-            default:
-                throw OfflineODataError(.invalidRequest, "the key property '\(name)' of \(set) has no value and no temporary key can be made for its type")
-            }
-        }
+        try Self.fillTemporaryKey(&properties, type: type, set: set, counters: &counters)
         // Put the properties in declaration order, so local entities look like downloaded ones.
         var ordered = JSONObject()
         for name in type.propertyOrder { if let value = properties[name] { ordered.append(value, forKey: name) } }
@@ -219,6 +206,28 @@ extension OfflineODataProvider {
         let written = try queueChange(record, method: "POST", url: parsed.relativeURL(), body: body, headers: HTTPFields(),
                                       customTag: customTag, changes: changes)
         return (record, written)
+    }
+
+    /// Gives each key property without a value a temporary one (negative integers, `LOCAL-n`, a new UUID), which the
+    /// back end's key replaces when the create is uploaded.
+    ///
+    /// - Throws: `OfflineODataError.invalidRequest` for a key property of a type no temporary value can be made for.
+    nonisolated static func fillTemporaryKey(_ properties: inout JSONObject, type: ServiceModel.EntityType, set: String,
+                                             counters: inout StoreCounters) throws(OfflineODataError) {
+        for name in type.key where properties[name] == nil || properties[name]?.isNull == true {
+            let temporary = counters.nextTemporaryKey
+            counters.nextTemporaryKey += 1
+            switch type.propertyTypes[name] ?? "Edm.String" {
+            case "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Byte", "Edm.SByte", "Edm.Decimal":
+                properties[name] = .int(-temporary)
+            case "Edm.Guid":
+                properties[name] = .string(UUID().uuidString.lowercased())
+            case "Edm.String":
+                properties[name] = .string("LOCAL-\(temporary)")
+            default:
+                throw OfflineODataError(.invalidRequest, "the key property '\(name)' of \(set) has no value and no temporary key can be made for its type")
+            }
+        }
     }
 
     func update(_ parsed: LocalRequest, body: Data?, replace: Bool, customTag: String?, store: EntityStore) async throws -> ODataResponse {

@@ -122,7 +122,53 @@ extension OfflineODataProvider {
             try changes.putCounters(counters)
             return counters
         }
-        if written.nextRequestID > counters.nextRequestID { counters = written }
+        noteCounters(written)
+    }
+
+    /// Creates a media entity locally from its media and queues its upload: `POST Set` with the file's bytes as the
+    /// body and `contentType` as `Content-Type`, as the back end creates a media entity. The entity gets a temporary
+    /// key (like any local create: negative integers, `LOCAL-n`, a new UUID) and no other property values; the media is
+    /// copied into the encrypted store a chunk at a time and local reads give it at once. Later local changes may use
+    /// the temporary key (``replaceMedia(of:property:from:contentType:customTag:)``, an update through
+    /// ``execute(_:)``): when the create is uploaded, the entity the back end answers with replaces the local one,
+    /// and its key replaces the temporary key in the store, its media and every later queued request. A refused create
+    /// is archived like any request.
+    ///
+    /// - Parameters:
+    ///   - set: The entity set, of a media entity type (`HasStream`).
+    ///   - file: The media's bytes.
+    ///   - contentType: Their content type, sent as `Content-Type`.
+    ///   - customTag: A tag kept with the queued request and its ErrorArchive entry.
+    /// - Returns: The new entity, `Set(key)` with its temporary key (`Photos(-1)`).
+    /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` for a set that is not one of media entities (or
+    ///   whose key no temporary value can be made for), `.storage` (also when the file cannot be read).
+    @discardableResult
+    public func createMediaEntity(in set: String, from file: URL, contentType: String, customTag: String? = nil) async throws -> String {
+        let store = try openStore()
+        guard let type = model.entityType(ofSet: set), type.hasStream else {
+            throw OfflineODataError(.invalidRequest, "\(set) is not a set of media entities (its type has no HasStream)")
+        }
+        let headers = queuedHeaders()
+        let (reference, written) = try await store.write { changes in
+            var counters = try changes.currentCounters()
+            var properties = JSONObject()
+            try Self.fillTemporaryKey(&properties, type: type, set: set, counters: &counters)
+            let key = try CanonicalKey.render(properties, type: type)
+            let record = EntityRecord(set: set, key: key, order: counters.nextOrder, state: .created, entity: properties, original: nil,
+                                      links: JSONObject())
+            counters.nextOrder += 1
+            try changes.put(record)
+            try changes.putMedia(set: set, key: key, property: "", etag: nil, contentType: contentType, isLocal: true, file: file.path)
+            let request = QueuedRequest(id: counters.nextRequestID, method: "POST", url: PercentEncoding.encodePath(set), body: nil,
+                                        customTag: customTag, headers: headers, entity: record.reference, createdAt: Self.timestamp(),
+                                        mediaContentType: contentType)
+            counters.nextRequestID += 1
+            try changes.enqueue(request)
+            try changes.putCounters(counters)
+            return (record.reference, counters)
+        }
+        noteCounters(written)
+        return reference
     }
 
     /// Hands the stored media bytes of an entity's `$value` or stream property to `body` chunk by chunk.

@@ -155,6 +155,18 @@ extension EntityStore.Changes {
         _ = try update.step()
     }
 
+    /// Moves an entity's media resources to its new key (a local create's temporary key replaced by the back end's).
+    func renameMedia(set: String, from oldKey: String, to newKey: String) throws {
+        for table in ["media_chunks", "media"] {
+            let update = try connection.cachedStatement("UPDATE \(table) SET \"key\" = ? WHERE \"set\" = ? AND \"key\" = ?")
+            defer { update.reset() }
+            try update.bind(.text(newKey), at: 1)
+            try update.bind(.text(set), at: 2)
+            try update.bind(.text(oldKey), at: 3)
+            _ = try update.step()
+        }
+    }
+
     /// The media record of an entity's `$value` or stream property as this transaction sees it.
     func currentMedia(set: String, key: String, property: String) throws -> EntityStore.MediaRecord? {
         try EntityStore.mediaRecord(set: set, key: key, property: property, connection)

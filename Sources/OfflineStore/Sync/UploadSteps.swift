@@ -121,15 +121,18 @@ enum UploadSteps {
             return (false, false)
         }
         var serverEntity = JSONObject()
+        let answered = UploadMachine.createdEntity(reply)
         // An answer that is not an entity reaches here only when the key was not made locally (the machine archives
         // the others): the key stays, and so does the rest of the local entity.
-        if let object = UploadMachine.createdEntity(reply) {
+        if let object = answered {
             for (name, value) in object where !name.contains("@") && type.propertyTypes[name] != nil { serverEntity[name] = value }
             if let bodyETag = object["@odata.etag"] { serverEntity["@odata.etag"] = bodyETag }
         }
         var entity = record.entity
         let oldEntity = record.entity
         for name in type.key { if let value = serverEntity[name] { entity[name] = value } }
+        // A media entity's answer says where its media is and which version the back end holds.
+        for name in Ingest.mediaAnnotations { if let value = answered?[name] { entity[name] = value } }
         if let tag = reply.etag ?? serverEntity["@odata.etag"]?.stringValue { entity["@odata.etag"] = .string(tag) }
         // A key value of the server's that makes no key keeps the local key, and is told (`keyUnreadable`).
         let newKey: String
@@ -147,6 +150,14 @@ enum UploadSteps {
         record.original = laterOnEntity ? (serverEntity.isEmpty ? entity : serverEntity) : nil
         let newReference = record.reference
         var rewritten = later.map { renamed($0, from: oldReference, to: newReference) }
+        if entry.isMedia {
+            // A media entity created from its bytes: its media follows the key and is the back end's now (local still
+            // while a later replace of it is queued).
+            if oldKey != newKey { try changes.renameMedia(set: record.set, from: oldKey, to: newKey) }
+            let laterReplace = later.contains { $0.isMedia && $0.entity == entry.entity && $0.mediaProperty == nil }
+            try changes.markMediaUploaded(set: record.set, key: newKey, property: "", etag: entity["@odata.mediaEtag"]?.stringValue,
+                                          stillLocal: laterReplace)
+        }
         if oldKey != newKey {
             var changedKeys: [String: (JSONValue, JSONValue)] = [:]
             for name in type.key {
