@@ -2,25 +2,30 @@ import Foundation
 import HTTPTypes
 public import ODataCore
 import ODataSession
+import TechnicalCache
 
 extension OnlineODataStore {
     /// Reads a stream — a media resource (`Photos(1)/$value`), a stream property — into a file as it arrives,
-    /// through the session (authentication, cookies, `sap-client`) but not through the JSON path nor the technical
-    /// cache: a stream of any size is never held whole in memory, and the cache does not keep streams (a stream is
-    /// read from the back end each time).
+    /// through the session (authentication, cookies, `sap-client`) but not through the JSON path: a stream of any
+    /// size is never held whole in memory on its way. The technical cache keeps a stream of at most
+    /// ``OnlineStoreOptions/maxCachedStreamSize`` bytes (1 MiB by default): the next read revalidates it with its
+    /// `ETag` (`If-None-Match`), and a `304` writes the cached copy into `file`; a larger stream is never cached and is
+    /// read from the back end each time.
     ///
     /// - Parameters:
     ///   - path: The resource path relative to the service root.
     ///   - file: Where a successful answer's body goes (created or emptied, mode 0600).
     ///   - headerFields: More header fields (`If-None-Match`…); the store's default header fields are sent too.
-    /// - Returns: The back end's answer: for a 2xx its status and header fields (`Content-Type`, `ETag`) with an empty
-    ///   body (the bytes are in `file`); any other answer with its body (an OData error) and `file` untouched.
+    /// - Returns: The back end's answer (or the cached one it confirmed): for a 2xx its status and header fields
+    ///   (`Content-Type`, `ETag`) with an empty body (the bytes are in `file`); any other answer with its body (an
+    ///   OData error) and `file` untouched.
     /// - Throws: `ODataError.invalidState` when the store is not open, the transport's or the session's error.
     public func readStream(_ path: String, to file: URL, headerFields: HTTPFields = [:]) async throws -> TransportResponse {
         var request = try streamRequest("GET", path, headerFields: headerFields)
         request.headerFields[.accept] = request.headerFields[.accept] ?? "*/*"
         request.responseBodyFile = file.path
-        return try await session.send(request)
+        guard let streamCaching, options.maxCachedStreamSize > 0 else { return try await session.send(request) }
+        return try await streamCaching.send(request)
     }
 
     /// Writes a stream — replaces a media resource (`PUT Photos(1)/$value`), creates a media entity (`POST Photos`) —

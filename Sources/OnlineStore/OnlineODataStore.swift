@@ -50,6 +50,9 @@ public final class OnlineODataStore: Sendable {
     private let network: CoalescingTransport
     /// The cache side of reads, when the store has a cache.
     let caching: CachingTransport?
+    /// The cache side of streams (``readStream(_:to:headerFields:)``): over the session itself, as streams are
+    /// neither coalesced nor counted as the JSON path's requests; streams up to ``OnlineStoreOptions/maxCachedStreamSize``.
+    let streamCaching: CachingTransport?
     private let ownedTransport: CurlTransport?
     let cache: ResponseCache?
     private let state = LockedValue(State())
@@ -105,6 +108,10 @@ public final class OnlineODataStore: Sendable {
         let network = CoalescingTransport(upstream: session, coalescesReads: options.coalescesIdenticalReads, counters: counters, reporter: reporter)
         self.network = network
         caching = cache.map { CachingTransport(cache: $0, upstream: network, maxAge: options.maxAge, listener: reporter) }
+        let session = session
+        streamCaching = cache.map {
+            CachingTransport(cache: $0, upstream: session, maxAge: options.maxAge, listener: reporter, maxStreamSize: options.maxCachedStreamSize)
+        }
     }
 
     deinit {

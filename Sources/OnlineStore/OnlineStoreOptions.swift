@@ -61,6 +61,11 @@ public struct OnlineStoreOptions: Sendable {
     /// writes; set `false` when every read must also reflect writes acknowledged to other clients
     /// before it started. The default is `true`.
     public var coalescesIdenticalReads: Bool = true
+    /// The largest stream ``OnlineODataStore/readStream(_:to:headerFields:)`` keeps in the technical cache, in
+    /// bytes: one at most this size is stored (revalidated with its `ETag` like a JSON answer, and written into the
+    /// caller's file from the cache on a `304`); a larger one is never stored, and goes from the network to the file
+    /// only. `0` keeps no stream. The JSON path does not look at it. The default is 1 MiB.
+    public var maxCachedStreamSize: Int = 1 << 20
     /// Header fields sent with every request (for example `Authorization`). The default is
     /// `Accept: application/json`.
     public var defaultHeaderFields: HTTPFields = [.accept: "application/json"]

@@ -112,6 +112,9 @@ public final class CachingTransport: HTTPTransport {
     /// In active mode, an entry younger than this is the answer without asking the server, unless the request
     /// says `Cache-Control: no-cache`; `nil` always revalidates.
     public let maxAge: Duration?
+    /// The largest stream (a read whose answer goes to ``TransportRequest/responseBodyFile``) that is stored, in
+    /// bytes: a larger one is never stored, and a copy stored earlier is removed (it is no longer the server's).
+    public let maxStreamSize: Int
     private let listener: (any CacheEventListener)?
 
     /// Creates a caching transport.
@@ -121,25 +124,39 @@ public final class CachingTransport: HTTPTransport {
     ///   - upstream: The transport that sends what the cache does not answer.
     ///   - maxAge: The age below which a stored entry is served without the server. The default is `nil`.
     ///   - listener: Hears every outcome. The default is `nil`.
-    public init(cache: ResponseCache, upstream: any HTTPTransport, maxAge: Duration? = nil, listener: (any CacheEventListener)? = nil) {
+    ///   - maxStreamSize: The largest stream stored, in bytes. The default is `0`: no stream is stored.
+    public init(cache: ResponseCache, upstream: any HTTPTransport, maxAge: Duration? = nil, listener: (any CacheEventListener)? = nil,
+                maxStreamSize: Int = 0) {
         self.cache = cache
         self.upstream = upstream
         self.maxAge = maxAge
         self.listener = listener
+        self.maxStreamSize = maxStreamSize
     }
 
     /// Sends `request` through the cache: a `GET` is answered from the cache or the server (revalidated,
     /// stored); anything else, or any request while the cache is closed, goes to ``upstream`` as it is.
     ///
+    /// A stream — a `GET` with a ``TransportRequest/responseBodyFile`` — goes the same way: the server's answer
+    /// arrives into the file and is stored when it is at most ``maxStreamSize`` bytes; a stored answer is written
+    /// into the file (created or emptied, mode 0600) and returned with an empty body, as the transport returns a
+    /// 2xx answer that went to a file.
+    ///
     /// - Parameter request: The request.
     /// - Returns: The answer: the server's, or the stored entry's (status, headers, body; no transfer metrics),
     ///   or `504` for `Cache-Control: only-if-cached` with nothing stored.
-    /// - Throws: What ``upstream`` throws; `CancellationError` when the task is cancelled.
+    /// - Throws: What ``upstream`` throws; `CancellationError` when the task is cancelled; `CacheError.fileSystem` when a
+    ///   stored stream cannot be written into its file.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         guard cache.isOpen, CacheEntry.namesEqual(request.method, "GET") else { return try await upstream.send(request) }
         switch try await intercept(request) {
         case .network(let reply): return reply
-        case .fresh(let entry), .notModified(let entry), .cacheOnly(.some(let entry)): return Self.response(from: entry)
+        case .fresh(let entry), .notModified(let entry), .cacheOnly(.some(let entry)):
+            guard let file = request.responseBodyFile else { return Self.response(from: entry) }
+            guard FileManager.default.createFile(atPath: file, contents: entry.payload, attributes: [.posixPermissions: 0o600]) else {
+                throw CacheError.fileSystem.with(detail: "cannot write the stored answer into \(file)")
+            }
+            return Self.response(status: entry.status, headerFields: entry.headers, body: Data())
         case .unsatisfiable, .cacheOnly(nil): return Self.response(status: 504, headerFields: [:], body: Data())
         }
     }
@@ -204,9 +221,29 @@ public final class CachingTransport: HTTPTransport {
             let refreshed = await apply(action, url: url, status: 304, headers: confirming, payload: Data(), stored: cached, confirmed: true, sentAt: sentAt)
             return .notModified(refreshed ?? cached)
         }
-        let action = CachePolicy.action(for: cacheRequest, status: reply.status, headers: reply.headerFields, hasStoredEntry: cached != nil, mode: .active)
-        _ = await apply(action, url: url, status: reply.status, headers: reply.headerFields, payload: reply.body, stored: cached, confirmed: false, sentAt: sentAt)
+        var action = CachePolicy.action(for: cacheRequest, status: reply.status, headers: reply.headerFields, hasStoredEntry: cached != nil, mode: .active)
+        var payload = reply.body
+        if action == .store, let file = request.responseBodyFile {
+            // A stream: its bytes are in the file, stored when there are at most `maxStreamSize` of them.
+            if let bytes = Self.streamBytes(file, limit: maxStreamSize) {
+                payload = bytes
+            } else if cached != nil {
+                action = .remove
+            } else {
+                action = .leave
+                listener?.cacheChanged(url: url, change: .notStored)
+            }
+        }
+        _ = await apply(action, url: url, status: reply.status, headers: reply.headerFields, payload: payload, stored: cached, confirmed: false, sentAt: sentAt)
         return .network(reply)
+    }
+
+    /// The bytes of a stream's answer in `file` (no file: the answer was empty), or `nil` when there are more than
+    /// `limit` of them or they cannot be read (then the stream is not stored; the caller has it in its file).
+    private static func streamBytes(_ file: String, limit: Int) -> Data? {
+        guard FileManager.default.fileExists(atPath: file) else { return Data() }
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size <= limit else { return nil }
+        return FileManager.default.contents(atPath: file).flatMap { $0.count <= limit ? $0 : nil }
     }
 
     /// The stored entry for `url`, reported to the listener as a hit or a miss; a closed cache is a miss.

@@ -92,4 +92,55 @@ import Testing
         #expect(answered == .some(nil))
         #expect(server.sent.withLock { $0.isEmpty })
     }
+
+    /// A server of one stream of `size` bytes (ETag `W/"size"`), answered into the request's `responseBodyFile` as
+    /// `CurlTransport` does, 304 to `If-None-Match` with the current ETag.
+    final class StreamServer: HTTPTransport {
+        let size = LockedValue(8)
+
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            let size = size.withLock { $0 }
+            let etag = "W/\"\(size)\""
+            let status = request.headerFields[.ifNoneMatch] == etag ? 304 : 200
+            if status == 200, let file = request.responseBodyFile {
+                #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: UInt8(size), count: size)))
+            }
+            return TransportResponse(status: status, headerFields: [.eTag: etag], body: Data(), metrics: TransferMetrics(
+                headerBytes: 0, bodyBytes: 0, totalTime: .zero, connectionReused: true, newConnections: 0, httpVersion: .http1_1))
+        }
+    }
+
+    @Test func aStreamIsStoredUpToItsCapAndItsCopyRemovedWhenItGrowsAbove() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let server = StreamServer()
+        let outcomes = Outcomes()
+        let transport = CachingTransport(cache: cache, upstream: server, listener: outcomes, maxStreamSize: 10)
+        let url = "https://h/svc/Photos(1)/$value"
+        func read(_ name: String) async throws -> (TransportResponse, Data?) {
+            var request = TransportRequest(url: url)
+            request.responseBodyFile = dir.path + "/" + name
+            let response = try await transport.send(request)
+            return (response, FileManager.default.contents(atPath: dir.path + "/" + name))
+        }
+
+        let (first, firstBytes) = try await read("first")
+        #expect(first.status == 200 && first.body.isEmpty && firstBytes == Data(repeating: 8, count: 8))
+        #expect(try cache.entry(for: url)?.payload == Data(repeating: 8, count: 8))
+        // Revalidated; the 304's answer is the stored copy, written into the file.
+        let (second, secondBytes) = try await read("second")
+        #expect(second.status == 200 && second.body.isEmpty && secondBytes == Data(repeating: 8, count: 8))
+        #expect(outcomes.heard.withLock { $0 } == ["miss", "stored", "hit", "304", "refreshed"])
+
+        // Above the cap: read from the server into the file, never stored, the old copy removed.
+        server.size.withLock { $0 = 11 }
+        let (third, thirdBytes) = try await read("third")
+        #expect(third.status == 200 && thirdBytes == Data(repeating: 11, count: 11))
+        #expect(try cache.entry(for: url) == nil)
+        _ = try await read("fourth")
+        #expect(outcomes.heard.withLock { $0 } == ["miss", "stored", "hit", "304", "refreshed", "hit", "removed", "miss", "not stored"])
+    }
 }
