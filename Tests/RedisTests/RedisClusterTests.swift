@@ -63,6 +63,19 @@ struct RedisClusterTests {
         #expect(partial?.master(of: 100) == nil)
     }
 
+    @Test func redirectsAreBounded() throws {
+        let node = try RedirectingNode()
+        defer { node.stop() }
+        let redis = try RedisClient(configuration: RedisConfiguration(port: node.port, cluster: RedisClusterConfiguration(maximumRedirects: 3)))
+        do {
+            _ = try redis.get("looping")
+            Issue.record("a redirect loop ended in an answer")
+        } catch {
+            #expect(error == .serverError && error.description.contains("more than 3 redirects"), "\(error)")
+        }
+        #expect(redis.clusterStatistics.movedRedirects == 4 && redis.clusterStatistics.redirectLimitsReached == 1)
+    }
+
     @Test func commandsGoToTheMasterOfTheirSlot() throws {
         let cluster = try RedisCluster.start()
         defer { cluster.stop() }
