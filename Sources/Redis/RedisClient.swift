@@ -1,6 +1,7 @@
 import ODataCore
 
-/// A thread-safe client of one Redis server over hiredis, with timeouts and a back-off after failures.
+/// A thread-safe client of one Redis server or a Redis Cluster over hiredis, with timeouts and a back-off after
+/// failures.
 ///
 /// hiredis contexts are not thread-safe; the client keeps up to ``RedisConfiguration/maximumConnections``
 /// of them, each behind its own lock, and a caller takes a free one (or waits for one). Commands are
@@ -103,7 +104,9 @@ public final class RedisClient: Sendable {
     /// - Returns: The server's reply.
     /// - Throws: ``RedisError`` `.unavailable` while backing off; `.connectionFailed`, `.timeout`,
     ///   `.connectionLost` or `.protocolError` when the connection failed (the back-off starts);
-    ///   `.serverError` for an error reply; `.invalidArgument` for an empty command.
+    ///   `.serverError` for an error reply; `.invalidArgument` for an empty command. In a cluster the second
+    ///   argument is taken as the key (a command of several keys needs them in one slot: hash tags), and
+    ///   `.serverError` also means `CLUSTERDOWN` or more redirects than allowed.
     public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         guard !arguments.isEmpty else { throw RedisError(.invalidArgument, "a command needs a name") }
         switch backend {
