@@ -219,7 +219,7 @@ let package = Package(
             dependencies: ["ODataTesting", "OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
-        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "CurlHTTP", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "CurlHTTP", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "Redis", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTypedTests",

@@ -5,9 +5,9 @@ set -euo pipefail
 
 # libsqlcipher-dev: the offline store's storage engine (SQLCipher 3.4.1 on Debian 12; the storage spike links it too);
 # libssl-dev: libcrypto, which the SQLCipher bridge links to fetch its page cipher and HMAC once (docs/notes/storage.md);
-# libhiredis-dev and redis-server: the technical cache's Redis tier and its tests.
+# libhiredis-dev, redis-server and redis-tools (redis-cli, which creates the test cluster): the technical cache's Redis tier and its tests.
 # nginx-light and openssl: the transport and TLS tests (nginx in front of the fixture producer, certificates made by `openssl`).
-packages=(pkg-config libcurl4-openssl-dev liblmdb-dev libsqlcipher-dev libssl-dev libhiredis-dev redis-server nginx-light openssl curl)
+packages=(pkg-config libcurl4-openssl-dev liblmdb-dev libsqlcipher-dev libssl-dev libhiredis-dev redis-server redis-tools nginx-light openssl curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -1,8 +1,7 @@
-import Dispatch
 import ODataCore
-import Synchronization
 
-/// A thread-safe client of one Redis server over hiredis, with timeouts and a back-off after failures.
+/// A thread-safe client of one Redis server or a Redis Cluster over hiredis, with timeouts and a back-off after
+/// failures.
 ///
 /// hiredis contexts are not thread-safe; the client keeps up to ``RedisConfiguration/maximumConnections``
 /// of them, each behind its own lock, and a caller takes a free one (or waits for one). Commands are
@@ -21,6 +20,13 @@ import Synchronization
 /// let value = try redis.get("greeting")   // [UInt8]? — nil when absent
 /// ```
 ///
+/// With ``RedisConfiguration/cluster`` the client speaks to a Redis Cluster: it reads the slot map
+/// (`CLUSTER SLOTS`) from a seed, sends each command to the master of its key's slot (the second argument is
+/// the key), keeps one pool of connections per node, follows `MOVED` (the map is updated) and `ASK` (`ASKING`
+/// and one retry) redirects up to ``RedisClusterConfiguration/maximumRedirects``, and reads the map again
+/// after a connection failure or `CLUSTERDOWN`. The back-off is per node: a dead master fails only the calls
+/// for its slots until a replica takes over.
+///
 /// ## Topics
 /// - ``command(_:)-([[UInt8]])``
 /// - ``get(_:)-([UInt8])``
@@ -29,6 +35,8 @@ import Synchronization
 /// - ``expire(_:after:)``
 /// - ``ping()``
 /// - ``isAvailable``
+/// - ``keySlot(_:)``
+/// - ``clusterStatistics``
 public final class RedisClient: Sendable {
     /// Where the client connects and how long it waits.
     public let configuration: RedisConfiguration
@@ -37,19 +45,13 @@ public final class RedisClient: Sendable {
     /// (with the failure that showed it). Called once per change, on the thread of the call that saw it.
     public typealias AvailabilityHandler = @Sendable (_ available: Bool, _ failure: RedisError?) -> Void
 
-    private final class Slot: Sendable {
-        /// The connection and the generation it was made in; held for a whole command (a hiredis context is
-        /// not thread-safe). A pthread mutex (`LockedValue`), which ThreadSanitizer sees, not `Mutex`.
-        let state = LockedValue<(connection: RedisConnection?, generation: UInt64)>((nil, 0))
+    /// One server's connections, or a cluster's router with one such pool per node.
+    private enum Backend: Sendable {
+        case single(RedisNodePool)
+        case cluster(RedisClusterRouter)
     }
 
-    private let slots: [Slot]
-    private let nextSlot = Atomic<Int>(0)
-    /// Connections made before a failure of the server are not used again.
-    private let generation = Atomic<UInt64>(1)
-    /// 0 while available; otherwise the uptime (ns) before which calls are not tried.
-    private let downUntil = Atomic<UInt64>(0)
-    private let onAvailabilityChange: AvailabilityHandler?
+    private let backend: Backend
 
     /// Creates a client; nothing connects until the first command.
     ///
@@ -60,18 +62,39 @@ public final class RedisClient: Sendable {
     public init(configuration: RedisConfiguration, onAvailabilityChange: AvailabilityHandler? = nil) throws(RedisError) {
         try configuration.validate()
         self.configuration = configuration
-        self.slots = (0..<configuration.maximumConnections).map { _ in Slot() }
-        self.onAvailabilityChange = onAvailabilityChange
+        if let cluster = configuration.cluster {
+            backend = .cluster(RedisClusterRouter(configuration: configuration, cluster: cluster, onAvailabilityChange: onAvailabilityChange))
+        } else {
+            backend = .single(RedisNodePool(configuration: configuration, onAvailabilityChange: onAvailabilityChange))
+        }
     }
 
-    /// Whether the client would try the server now (it is not backing off after a failure).
+    /// Whether the client would try the server now (it is not backing off after a failure). For a cluster:
+    /// whether some node that serves slots would be tried (a node backing off fails only its own slots' calls).
     public var isAvailable: Bool {
-        let until = downUntil.load(ordering: .relaxed)
-        return until == 0 || Self.now() >= until
+        switch backend {
+        case .single(let pool): return pool.isAvailable
+        case .cluster(let router): return router.isAvailable
+        }
     }
 
-    /// Whether the last command that reached a verdict found the server answering.
-    public var isUp: Bool { downUntil.load(ordering: .relaxed) == 0 }
+    /// Whether the last command that reached a verdict found the server answering (for a cluster: every node
+    /// that serves slots).
+    public var isUp: Bool {
+        switch backend {
+        case .single(let pool): return pool.isUp
+        case .cluster(let router): return router.isUp
+        }
+    }
+
+    /// What the cluster router did since the client was created (redirects, map refreshes); all zero for a
+    /// single server.
+    public var clusterStatistics: RedisClusterStatistics {
+        switch backend {
+        case .single: return RedisClusterStatistics()
+        case .cluster(let router): return router.statistics
+        }
+    }
 
     // MARK: Commands
 
@@ -81,27 +104,15 @@ public final class RedisClient: Sendable {
     /// - Returns: The server's reply.
     /// - Throws: ``RedisError`` `.unavailable` while backing off; `.connectionFailed`, `.timeout`,
     ///   `.connectionLost` or `.protocolError` when the connection failed (the back-off starts);
-    ///   `.serverError` for an error reply; `.invalidArgument` for an empty command.
+    ///   `.serverError` for an error reply; `.invalidArgument` for an empty command. In a cluster the second
+    ///   argument is taken as the key (a command of several keys needs them in one slot: hash tags), and
+    ///   `.serverError` also means `CLUSTERDOWN` or more redirects than allowed.
     public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         guard !arguments.isEmpty else { throw RedisError(.invalidArgument, "a command needs a name") }
-        let now = Self.now()
-        let until = downUntil.load(ordering: .acquiring)
-        if until != 0 {
-            // Backing off; after the interval one caller claims the probe by moving the deadline on.
-            guard now >= until,
-                  downUntil.compareExchange(expected: until, desired: now + retryNanoseconds, ordering: .acquiringAndReleasing).exchanged
-            else { throw RedisError(.unavailable, "backing off after a failure") }
+        switch backend {
+        case .single(let pool): return try pool.execute([arguments]).get()
+        case .cluster(let router): return try router.execute(arguments)
         }
-        let result = run(arguments)
-        switch result {
-        case .success:
-            markUp()
-        case .failure(let error) where error.isConnectionFailure:
-            markDown(error)
-        case .failure:
-            markUp()  // the server answered (with an error reply)
-        }
-        return try result.get()
     }
 
     /// Runs one command given as text arguments (the command name first).
@@ -198,10 +209,21 @@ public final class RedisClient: Sendable {
         guard case .status("PONG") = try command([Array("PING".utf8)]) else { throw RedisError(.unexpectedReply, "PING did not answer PONG") }
     }
 
+    /// The Redis Cluster slot of `key` (0…16383): CRC16 of the key, or of its hash tag — the part between the
+    /// first `{` and the next `}` when that part is not empty — so `{user42}.a` and `{user42}.b` share a slot.
+    ///
+    /// - Parameter key: The key's bytes.
+    /// - Returns: Its slot.
+    public static func keySlot(_ key: [UInt8]) -> Int {
+        ClusterSlotMap.slot(of: key)
+    }
+
     /// Closes every connection; the next command connects again.
     public func close() {
-        generation.add(1, ordering: .relaxed)
-        for slot in slots { slot.state.withLock { $0.connection = nil } }
+        switch backend {
+        case .single(let pool): pool.close()
+        case .cluster(let router): router.close()
+        }
     }
 
     // MARK: Internals
@@ -212,63 +234,9 @@ public final class RedisClient: Sendable {
     private static let delName = Array("DEL".utf8)
     private static let pexpireName = Array("PEXPIRE".utf8)
 
-    private var retryNanoseconds: UInt64 {
-        let (seconds, attoseconds) = configuration.retryInterval.components
-        return UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000) + 1
-    }
-
-    /// Takes a free connection (or waits for the next one in turn) and runs the command on it.
-    private func run(_ arguments: [[UInt8]]) -> Result<RedisReply, RedisError> {
-        let start = nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue
-        let current = generation.load(ordering: .acquiring)
-        for offset in 0..<slots.count {
-            let slot = slots[((start &+ offset) & Int.max) % slots.count]
-            if let result = slot.state.withLockIfAvailable({ state in Self.run(arguments, on: &state, generation: current, configuration) }) {
-                return result
-            }
-        }
-        return slots[(start & Int.max) % slots.count].state.withLock { state in Self.run(arguments, on: &state, generation: current, configuration) }
-    }
-
-    private static func run(_ arguments: [[UInt8]], on state: inout (connection: RedisConnection?, generation: UInt64),
-                            generation: UInt64, _ configuration: RedisConfiguration) -> Result<RedisReply, RedisError> {
-        if state.generation != generation || state.connection?.isBroken == true { state.connection = nil }
-        do {
-            let connection: RedisConnection
-            if let existing = state.connection {
-                connection = existing
-            } else {
-                connection = try RedisConnection.connect(configuration)
-                state = (connection, generation)
-            }
-            let reply = try connection.command(arguments)
-            return .success(reply)
-        } catch {
-            if state.connection?.isBroken == true { state.connection = nil }
-            return .failure(error)
-        }
-    }
-
-    private func markDown(_ error: RedisError) {
-        // Every connection of before the failure is replaced when the server is back.
-        generation.add(1, ordering: .relaxed)
-        let until = Self.now() + retryNanoseconds
-        let previous = downUntil.exchange(until, ordering: .acquiringAndReleasing)
-        if previous == 0 { onAvailabilityChange?(false, error) }
-    }
-
-    private func markUp() {
-        guard downUntil.load(ordering: .relaxed) != 0 else { return }
-        if downUntil.exchange(0, ordering: .acquiringAndReleasing) != 0 { onAvailabilityChange?(true, nil) }
-    }
-
     private static func milliseconds(_ duration: Duration) throws(RedisError) -> Int64 {
         guard duration > .zero else { throw RedisError(.invalidArgument, "a time to live must be positive") }
         let (seconds, attoseconds) = duration.components
         return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-    }
-
-    private static func now() -> UInt64 {
-        DispatchTime.now().uptimeNanoseconds
     }
 }

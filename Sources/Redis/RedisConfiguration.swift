@@ -14,9 +14,15 @@ public struct RedisConfiguration: Sendable, Hashable {
     /// The most connections the client keeps; commands from concurrent callers run on different connections,
     /// a caller waits only when all are busy. The default is 4.
     public var maximumConnections: Int
-    /// The password sent with `AUTH` after connecting (Redis `requirepass`), or `nil`. It is never logged
-    /// nor put in an error. The default is `nil`.
+    /// The password sent with `AUTH` after connecting (Redis `requirepass`, or the password of ``username``),
+    /// or `nil`. It is never logged nor put in an error. The default is `nil`.
     public var password: String?
+    /// The ACL user sent with `AUTH username password` (Redis 6 and later), or `nil` for the `default` user
+    /// (`AUTH password`). Used only with a ``password``. The default is `nil`.
+    public var username: String?
+    /// Speak to a Redis Cluster, with ``host`` and ``port`` as its first seed node; `nil` speaks to one server.
+    /// The default is `nil`.
+    public var cluster: RedisClusterConfiguration?
     /// The database number selected with `SELECT` after connecting. The default is 0.
     public var database: Int
 
@@ -31,6 +37,8 @@ public struct RedisConfiguration: Sendable, Hashable {
     ///   - maximumConnections: The most connections kept.
     ///   - password: The `AUTH` password.
     ///   - database: The database number.
+    ///   - username: The ACL user.
+    ///   - cluster: The cluster's options, or `nil` for one server.
     public init(
         host: String = "127.0.0.1",
         port: Int = 6379,
@@ -39,7 +47,9 @@ public struct RedisConfiguration: Sendable, Hashable {
         retryInterval: Duration = .seconds(1),
         maximumConnections: Int = 4,
         password: String? = nil,
-        database: Int = 0
+        database: Int = 0,
+        username: String? = nil,
+        cluster: RedisClusterConfiguration? = nil
     ) {
         self.host = host
         self.port = port
@@ -49,6 +59,8 @@ public struct RedisConfiguration: Sendable, Hashable {
         self.maximumConnections = maximumConnections
         self.password = password
         self.database = database
+        self.username = username
+        self.cluster = cluster
     }
 
     /// Checks every value's range.
@@ -65,5 +77,10 @@ public struct RedisConfiguration: Sendable, Hashable {
             throw RedisError(.invalidArgument, "maximumConnections must be 1…256, got \(maximumConnections)")
         }
         guard database >= 0 else { throw RedisError(.invalidArgument, "the database number must not be negative") }
+        guard username == nil || password != nil else { throw RedisError(.invalidArgument, "a username needs a password") }
+        if let cluster {
+            guard database == 0 else { throw RedisError(.invalidArgument, "a cluster has only database 0") }
+            try cluster.validate()
+        }
     }
 }

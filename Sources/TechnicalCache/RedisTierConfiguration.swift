@@ -3,8 +3,8 @@ import HTTPTypes
 import Logging
 import Redis
 
-/// A shared second tier for a fleet's technical caches: a Redis server that every instance reads on a local
-/// miss and writes after each stored server answer (see ``CacheConfiguration/secondTier``).
+/// A shared second tier for a fleet's technical caches: a Redis server or a Redis Cluster that every instance
+/// reads on a local miss and writes after each stored server answer (see ``CacheConfiguration/secondTier``).
 ///
 /// Redis holds what the local cache holds on disk and nothing readable: each value is an entry sealed with
 /// AES-256-GCM, under a keyed hash (HMAC-SHA256) of the partition and the URL, prefixed by ``namespace``.
@@ -57,6 +57,27 @@ public struct RedisTierConfiguration: Sendable, Hashable {
         self.timeToLive = timeToLive
         self.maximumPendingWrites = 1024
         self.logger = nil
+    }
+
+    /// Creates a configuration for a Redis Cluster: the tier reads the slot map from the first of `seeds` that
+    /// answers and sends each key to its slot's master (see ``RedisConfiguration/cluster``). A master that dies
+    /// makes its slots local-only until a replica takes over; the other slots keep working.
+    ///
+    /// ```swift
+    /// var tier = RedisTierConfiguration(cluster: [.init(host: "10.0.0.11", port: 6379), .init(host: "10.0.0.12", port: 6379)],
+    ///                                   namespace: "orders-service")
+    /// tier.redis.username = "tier"            // an ACL user; its password is never logged
+    /// tier.redis.password = fleetRedisPassword
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - seeds: Nodes of the cluster (at least one); more are found in its slot map.
+    ///   - namespace: The key prefix.
+    ///   - timeToLive: How long Redis keeps an entry.
+    public init(cluster seeds: [RedisNodeAddress], namespace: String = "odatastores", timeToLive: SecondTierTimeToLive = .standard) {
+        let first = seeds.first ?? RedisNodeAddress(host: "127.0.0.1", port: 6379)
+        self.init(host: first.host, port: first.port, namespace: namespace, timeToLive: timeToLive)
+        redis.cluster = RedisClusterConfiguration(seeds: Array(seeds.dropFirst()))
     }
 
     /// Configurations are equal in everything but their logger.

@@ -12,6 +12,7 @@ import ODataTesting
 import ODataTyped
 import OfflineStore
 import OnlineStore
+import Redis
 import TechnicalCache
 import Testing
 
@@ -233,6 +234,24 @@ let fleetStore = try OnlineODataStore(serviceRoot: serviceRoot, options: fleetOp
 try await fleetStore.open()
     _ = fleetOptions
     _ = fleetStore
+    }
+}
+
+// Sources/OnlineStore/OnlineStore.docc/SharingTheCache.md, block 1
+func OnlineStore_SharingTheCache_1(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+var clusterOptions = OnlineStoreOptions()
+clusterOptions.cacheEncryptionKey = passphrase
+var clusterTier = RedisTierConfiguration(cluster: [RedisNodeAddress(host: "redis-1.internal", port: 6379),
+                                                   RedisNodeAddress(host: "redis-2.internal", port: 6379)],
+                                         namespace: "orders-service")
+clusterTier.redis.username = "orders-tier"
+clusterTier.redis.password = ProcessInfo.processInfo.environment["REDIS_PASSWORD"]
+clusterOptions.secondTier = clusterTier
+    _ = clusterOptions
+    _ = clusterTier
     }
 }
 

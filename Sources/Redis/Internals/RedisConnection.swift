@@ -40,7 +40,8 @@ final class RedisConnection {
         _ = redisEnableKeepAlive(context)
         if let password = configuration.password {
             // The reply to AUTH is checked without echoing anything that could hold the password.
-            guard case .status = try connection.command([Array("AUTH".utf8), Array(password.utf8)]) else {
+            let credentials = (configuration.username.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)]
+            guard case .status = try connection.command([Array("AUTH".utf8)] + credentials) else {
                 throw RedisError(.serverError, "AUTH was refused")
             }
         }

@@ -33,7 +33,9 @@ final class RedisTier: Sendable {
         let counters = LockedValue(SecondTierStatistics())
         self.counters = counters
         let logger = configuration.logger ?? Logger(label: "ODataStores.RedisTier")
-        let server = "\(configuration.redis.host):\(configuration.redis.port)"
+        let server = configuration.redis.cluster == nil
+            ? "\(configuration.redis.host):\(configuration.redis.port)"
+            : "cluster via \(configuration.redis.host):\(configuration.redis.port)"
         do {
             client = try RedisClient(configuration: configuration.redis) { available, failure in
                 counters.withLock {
