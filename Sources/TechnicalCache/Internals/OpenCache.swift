@@ -288,6 +288,8 @@ final class OpenCache: Sendable {
     let refreshes = LockedValue<[TouchKey: PendingRefresh]>([:])
     /// Whether a background flush of `refreshes` is scheduled.
     let refreshFlushScheduled = Atomic<Bool>(false)
+    /// Whether a background eviction run is under way (see `scheduleEviction`).
+    let evictionScheduled = Atomic<Bool>(false)
     /// Whether a background write of the pending touches is scheduled (see `recordUse`).
     let touchFlushScheduled = Atomic<Bool>(false)
     /// The next LRU tick: above every tick on disk at the start of this process's last write transaction
@@ -303,11 +305,15 @@ final class OpenCache: Sendable {
 
     /// Counts and logs a storage failure of a write this object runs on its own (see `ResponseCache.storageFailed`).
     let onStorageFailure: @Sendable (CacheStorageOperation, any Error) -> Void
+    /// Counts what a background eviction step evicted: (entries, bytes).
+    let onEviction: @Sendable (Int, Int) -> Void
 
     init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int,
-         onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void) {
+         onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void,
+         onEviction: @escaping @Sendable (Int, Int) -> Void) {
         self.environment = environment
         self.onStorageFailure = onStorageFailure
+        self.onEviction = onEviction
         hot = HotEntries(budget: memoryBudget)
         entries = databases[0]
         info = databases[1]
@@ -515,23 +521,6 @@ final class OpenCache: Sendable {
         return size
     }
 
-    /// Evicts least-recently-used entries until `needed` more bytes fit under `target`.
-    func evict(toFit needed: Int, target: Int, total: inout Int, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int) {
-        var count = 0
-        var bytes = 0
-        while total + needed > target {
-            let oldest = try txn.withCursor(in: lru) { cursor in try cursor.first() }
-            guard let oldest else { break }
-            let size = try removeEntry(oldest.value, txn)
-            // A dangling LRU record (no info) is removed too.
-            try txn.removeValue(forKey: oldest.key, in: lru)
-            total -= size
-            bytes += size
-            count += 1
-        }
-        return (count, bytes)
-    }
-
     /// Stores a sealed value with its bookkeeping; evicts first when the budget requires it.
     func put(sealed: SealedEntry, key: [UInt8], now: Date, configuration: CacheConfiguration, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int, size: Int) {
         try flushTouches(txn)
@@ -541,8 +530,13 @@ final class OpenCache: Sendable {
         var evicted = (count: 0, bytes: 0)
         if total + size > configuration.sizeLimit {
             // Down to the low-water mark; an entry larger than that only needs room under the limit.
+            // At most `evictionBatch` entries beyond those needed to fit under the limit; the rest in the background.
             let target = size <= configuration.lowWaterBytes ? configuration.lowWaterBytes : configuration.sizeLimit
-            evicted = try evict(toFit: size, target: target, total: &total, txn)
+            evicted = try evict(toFit: size, target: target, limit: configuration.sizeLimit, maxCount: Self.evictionBatch, total: &total, txn)
+            if total + size > target {
+                let lowWater = configuration.lowWaterBytes
+                txn.afterCommit { [weak self] in self?.scheduleEviction(target: lowWater) }
+            }
         }
         let record = EntryInfo(tick: takeTick(), size: size, lastUsedMilliseconds: Int64(now.timeIntervalSince1970 * 1000))
         try txn.setValue(count: sealed.byteCount, forKey: key, in: entries) { buffer in
