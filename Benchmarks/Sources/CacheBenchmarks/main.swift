@@ -101,6 +101,7 @@ if let scaleCounts {
         results.append(try await runScale(n: n, operations: operations, root: root, headers: headers))
     }
     printScale(results)
+    try? FileManager.default.removeItem(atPath: root)  // `exit` skips the top-level `defer`
     exit(0)
 }
 print("# Cache benchmarks")
