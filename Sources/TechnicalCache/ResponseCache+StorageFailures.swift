@@ -18,9 +18,6 @@ public enum CacheStorageOperation: String, Sendable, Hashable, CaseIterable {
     case refreshFlush
     /// Writing the lookups' recency (LRU) updates held in memory.
     case recencyFlush
-    /// Evicting in the background: the steps that go on down to the low-water mark after a write that
-    /// exceeded the budget evicted the most entries one transaction may.
-    case eviction
     /// Removing an entry that failed authentication or decoding (the lookup is a miss either way).
     case damagedRemoval
     /// Flushing commits to the disk (`fsync`) with ``CacheDurability/periodic(interval:)``, and on close.

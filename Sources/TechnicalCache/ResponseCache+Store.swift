@@ -6,8 +6,8 @@ import Synchronization
 /// Writes: storing a server's answer (with its conditions) and removing an entry.
 extension ResponseCache {
     /// Stores `entry` for `url`, replacing the previous entry; evicts least-recently-used entries when
-    /// the budget requires it (a bounded number in this write, the rest down to the low-water mark in the
-    /// background). Suspends instead of blocking while other writes finish.
+    /// the budget requires it (a bounded number in each write, down to the low-water mark). Suspends instead
+    /// of blocking while other writes finish.
     ///
     /// Not stored (and the previous entry removed, since it is superseded): a response marked
     /// `Cache-Control: no-store`, or one larger than the largest allowed entry (counted as an oversize
@@ -161,14 +161,6 @@ extension ResponseCache {
         }
         syncIfDue(cache)
         return outcome.stored
-    }
-
-    /// Counts what a background eviction step evicted (see `OpenCache.scheduleEviction`).
-    func countEviction(_ count: Int, bytes: Int) {
-        counters.withLock {
-            $0.evictions += count
-            $0.evictedBytes += bytes
-        }
     }
 
     /// Removes the entry for `url` (for example after a 404 or 410), suspending instead of blocking while

@@ -14,9 +14,9 @@ import ODataCore
 ///
 /// The cache is best-effort at lookup time: an entry that fails authentication or decoding is a miss,
 /// is removed and is counted. The budget (``CacheConfiguration/sizeLimit``) is never exceeded: a write
-/// that would exceed it evicts least-recently-used entries down to the low-water mark first — in its own
-/// transaction those it needs to fit under the limit and a bounded number more, the rest in the background,
-/// a bounded number per transaction, so that no write waits for an eviction run that grows with the cache.
+/// that would exceed it evicts least-recently-used entries down to the low-water mark first — those it needs
+/// to fit under the limit and a bounded number more, the rest a bounded number in each following write, so
+/// that no write waits for an eviction run that grows with the cache.
 /// Lookups record their use in memory; the LRU index is updated by the next write (or on close), so a
 /// hit costs no write transaction (while another process writes to the cache, they are written within a
 /// second, since that process evicts too). A crash loses only those recency updates.
@@ -114,8 +114,7 @@ public final class ResponseCache: Sendable {
             // One process at a time reads or creates the key and the key-check record.
             let opened = try lock.duringSetup {
                 try Self.openStorage(directory: directory, configuration: configuration, encryption: encryption, lock: lock,
-                                     onStorageFailure: { [weak self] operation, error in self?.storageFailed(operation, error) },
-                                     onEviction: { [weak self] count, bytes in self?.countEviction(count, bytes: bytes) })
+                                     onStorageFailure: { [weak self] operation, error in self?.storageFailed(operation, error) })
             }
             let raced = state.withLock { current -> Bool in
                 if current != nil { return true }
@@ -137,8 +136,7 @@ public final class ResponseCache: Sendable {
     }
 
     private static func openStorage(directory: String, configuration: CacheConfiguration, encryption: CacheEncryption, lock: StorageLock,
-                                    onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void,
-                                    onEviction: @escaping @Sendable (Int, Int) -> Void) throws -> OpenCache {
+                                    onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void) throws -> OpenCache {
         let mapSize = configuration.mapSizeLimit ?? max(4 << 20, (configuration.sizeLimit * 2 + 0xFFFFF) & ~0xFFFFF)
         let options = LMDBEnvironment.Options(
             mapSize: mapSize,
@@ -203,7 +201,7 @@ public final class ResponseCache: Sendable {
             return OpenCache(
                 environment: environment, databases: setup.databases, lock: lock, crypto: crypto,
                 nextTick: (setup.lastTick ?? 0) + 1, currentBytes: setup.bytes, memoryBudget: configuration.memoryBudget,
-                onStorageFailure: onStorageFailure, onEviction: onEviction)
+                onStorageFailure: onStorageFailure)
         } catch let error as CacheError {
             environment.close()
             throw error

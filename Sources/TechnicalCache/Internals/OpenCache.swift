@@ -288,8 +288,9 @@ final class OpenCache: Sendable {
     let refreshes = LockedValue<[TouchKey: PendingRefresh]>([:])
     /// Whether a background flush of `refreshes` is scheduled.
     let refreshFlushScheduled = Atomic<Bool>(false)
-    /// Whether a background eviction run is under way (see `scheduleEviction`).
-    let evictionScheduled = Atomic<Bool>(false)
+    /// Whether a write that crossed the limit left the total above the low-water mark: then each write
+    /// evicts at most `evictionBatch` more entries towards it (see `put`), until it is reached.
+    let evictionOwed = Atomic<Bool>(false)
     /// Whether a background write of the pending touches is scheduled (see `recordUse`).
     let touchFlushScheduled = Atomic<Bool>(false)
     /// The next LRU tick: above every tick on disk at the start of this process's last write transaction
@@ -305,15 +306,11 @@ final class OpenCache: Sendable {
 
     /// Counts and logs a storage failure of a write this object runs on its own (see `ResponseCache.storageFailed`).
     let onStorageFailure: @Sendable (CacheStorageOperation, any Error) -> Void
-    /// Counts what a background eviction step evicted: (entries, bytes).
-    let onEviction: @Sendable (Int, Int) -> Void
 
     init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int,
-         onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void,
-         onEviction: @escaping @Sendable (Int, Int) -> Void) {
+         onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void) {
         self.environment = environment
         self.onStorageFailure = onStorageFailure
-        self.onEviction = onEviction
         hot = HotEntries(budget: memoryBudget)
         entries = databases[0]
         info = databases[1]
@@ -528,14 +525,15 @@ final class OpenCache: Sendable {
         total -= try removeEntry(key, txn)
         let size = sealed.byteCount + Self.perEntryOverhead
         var evicted = (count: 0, bytes: 0)
-        if total + size > configuration.sizeLimit {
-            // Down to the low-water mark; an entry larger than that only needs room under the limit.
-            // At most `evictionBatch` entries beyond those needed to fit under the limit; the rest in the background.
+        let owed = evictionOwed.load(ordering: .relaxed)
+        if total + size > configuration.sizeLimit || owed {
+            // Down to the low-water mark; an entry larger than that only needs room under the limit. At most
+            // `evictionBatch` entries beyond those needed to fit under the limit; the writes that follow go on.
             let target = size <= configuration.lowWaterBytes ? configuration.lowWaterBytes : configuration.sizeLimit
             evicted = try evict(toFit: size, target: target, limit: configuration.sizeLimit, maxCount: Self.evictionBatch, total: &total, txn)
-            if total + size > target {
-                let lowWater = configuration.lowWaterBytes
-                txn.afterCommit { [weak self] in self?.scheduleEviction(target: lowWater) }
+            let stillOwed = total + size > target
+            if stillOwed != owed {
+                txn.afterCommit { [weak self] in self?.evictionOwed.store(stillOwed, ordering: .relaxed) }
             }
         }
         let record = EntryInfo(tick: takeTick(), size: size, lastUsedMilliseconds: Int64(now.timeIntervalSince1970 * 1000))
