@@ -113,8 +113,9 @@ public final class ResponseCache: Sendable {
         do {
             // One process at a time reads or creates the key and the key-check record.
             let opened = try lock.duringSetup {
-                try Self.openStorage(directory: directory, configuration: configuration, encryption: encryption, lock: lock,
-                                     onStorageFailure: { [weak self] operation, error in self?.storageFailed(operation, error) })
+                try Self.openStorage(directory: directory, configuration: configuration, encryption: encryption, lock: lock) { [weak self] operation, error in
+                    self?.storageFailed(operation, error)
+                }
             }
             let raced = state.withLock { current -> Bool in
                 if current != nil { return true }
