@@ -17,7 +17,8 @@ public struct CacheConfiguration: Sendable, Hashable {
     /// The default is 64 MiB.
     public var sizeLimit: Int
     /// When a write would exceed the budget, least-recently-used entries are evicted until the total is
-    /// at most this fraction of ``sizeLimit``. The default is 0.8.
+    /// at most this fraction of ``sizeLimit``: a bounded number of entries per write (beyond those it needs to
+    /// fit under the budget), in that write and the ones that follow. The default is 0.8.
     public var lowWaterMark: Double
     /// An entry whose stored size exceeds this fraction of ``sizeLimit`` is not stored (and is counted
     /// as an oversize reject). The default is 1.0: only entries larger than the whole budget are refused.

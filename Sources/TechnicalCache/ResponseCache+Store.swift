@@ -6,7 +6,8 @@ import Synchronization
 /// Writes: storing a server's answer (with its conditions) and removing an entry.
 extension ResponseCache {
     /// Stores `entry` for `url`, replacing the previous entry; evicts least-recently-used entries when
-    /// the budget requires it. Suspends instead of blocking while other writes finish.
+    /// the budget requires it (a bounded number in each write, down to the low-water mark). Suspends instead
+    /// of blocking while other writes finish.
     ///
     /// Not stored (and the previous entry removed, since it is superseded): a response marked
     /// `Cache-Control: no-store`, or one larger than the largest allowed entry (counted as an oversize

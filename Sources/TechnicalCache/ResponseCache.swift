@@ -14,7 +14,9 @@ import ODataCore
 ///
 /// The cache is best-effort at lookup time: an entry that fails authentication or decoding is a miss,
 /// is removed and is counted. The budget (``CacheConfiguration/sizeLimit``) is never exceeded: a write
-/// that would exceed it evicts least-recently-used entries down to the low-water mark first.
+/// that would exceed it evicts least-recently-used entries down to the low-water mark first — those it needs
+/// to fit under the limit and a bounded number more, the rest a bounded number in each following write, so
+/// that no write waits for an eviction run that grows with the cache.
 /// Lookups record their use in memory; the LRU index is updated by the next write (or on close), so a
 /// hit costs no write transaction (while another process writes to the cache, they are written within a
 /// second, since that process evicts too). A crash loses only those recency updates.

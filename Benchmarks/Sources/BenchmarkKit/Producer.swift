@@ -43,6 +43,17 @@ public func peakResidentBytes() -> Int {
     return kilobytes * 1024
 }
 
+/// This process's resident memory now, by kind (`/proc/self/status`): anonymous pages (the heap and
+/// stacks) and file-backed pages (mapped files, such as an LMDB map, and the program's own code).
+public func residentBreakdown() -> (anonymous: Int, file: Int) {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
+    func kilobytes(_ field: String) -> Int {
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    return (kilobytes("RssAnon:") * 1024, kilobytes("RssFile:") * 1024)
+}
+
 /// Starts a new peak: `VmHWM` becomes the current resident size (Linux: `5` into `/proc/self/clear_refs`).
 /// - Returns: whether the kernel took it.
 @discardableResult

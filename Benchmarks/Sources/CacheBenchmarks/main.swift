@@ -1,7 +1,8 @@
 // Cache benchmarks: ResponseCache lookups and writes against their floor — the same work written
 // directly against liblmdb's C API and swift-crypto (one LMDB get + one AES-256-GCM open for a lookup;
 // one AES-256-GCM seal + one LMDB put and commit for a write) — measured side by side in one run.
-// With CACHE_BENCH_PROFILE set it only loops 1 KiB lookups (for `perf record`) and exits.
+// With CACHE_BENCH_PROFILE set it only loops 1 KiB lookups (for `perf record`) and exits; with CACHE_SCALE
+// set (e.g. `CACHE_SCALE=1000,100000`) it runs only the scale part (Scale.swift) at those Ns.
 import BenchmarkKit
 import CLMDBFloor
 import Crypto
@@ -90,6 +91,19 @@ if ProcessInfo.processInfo.environment["CACHE_BENCH_PROFILE"] != nil {
     for _ in 0..<1_000_000 { blackHole(try cache.entry(for: "https://h/x?$top=50&$skip=0")) }
     exit(0)
 }
+let scaleCounts = ProcessInfo.processInfo.environment["CACHE_SCALE"].map { $0.split(separator: ",").compactMap { Int($0) } }
+if let scaleCounts {
+    print("# Cache benchmarks: the scale part")
+    print("\nMachine: \(machineDescription())")
+    var results: [ScaleResult] = []
+    for n in scaleCounts {
+        let operations = ProcessInfo.processInfo.environment["CACHE_SCALE_OPS"].flatMap { Int($0) } ?? min(max(n, 50_000), 300_000)
+        results.append(try await runScale(n: n, operations: operations, root: root, headers: headers))
+    }
+    printScale(results)
+    try? FileManager.default.removeItem(atPath: root)  // `exit` skips the top-level `defer`
+    exit(0)
+}
 print("# Cache benchmarks")
 print("\nMachine: \(machineDescription())")
 print("Durability for all rows: no fsync per commit (MDB_NOSYNC in the floor, `.periodic` in the cache),")
@@ -149,3 +163,10 @@ do {
         ["ResponseCache open + close (PBKDF2-HMAC-SHA256, 600,000 rounds)", formatDuration(open.median), formatDuration(open.percentile(99))],
     ])
 }
+
+// The cache at scale (Scale.swift): 1k, 100k and 1M keys; `CACHE_SCALE` runs it alone at other Ns.
+var scaleResults: [ScaleResult] = []
+for n in [1_000, 100_000, 1_000_000] {
+    scaleResults.append(try await runScale(n: n, operations: min(max(n, 50_000), 300_000), root: root, headers: headers))
+}
+printScale(scaleResults)

@@ -288,6 +288,9 @@ final class OpenCache: Sendable {
     let refreshes = LockedValue<[TouchKey: PendingRefresh]>([:])
     /// Whether a background flush of `refreshes` is scheduled.
     let refreshFlushScheduled = Atomic<Bool>(false)
+    /// Whether a write that crossed the limit left the total above the low-water mark: then each write
+    /// evicts at most `evictionBatch` more entries towards it (see `put`), until it is reached.
+    let evictionOwed = Atomic<Bool>(false)
     /// Whether a background write of the pending touches is scheduled (see `recordUse`).
     let touchFlushScheduled = Atomic<Bool>(false)
     /// The next LRU tick: above every tick on disk at the start of this process's last write transaction
@@ -515,23 +518,6 @@ final class OpenCache: Sendable {
         return size
     }
 
-    /// Evicts least-recently-used entries until `needed` more bytes fit under `target`.
-    func evict(toFit needed: Int, target: Int, total: inout Int, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int) {
-        var count = 0
-        var bytes = 0
-        while total + needed > target {
-            let oldest = try txn.withCursor(in: lru) { cursor in try cursor.first() }
-            guard let oldest else { break }
-            let size = try removeEntry(oldest.value, txn)
-            // A dangling LRU record (no info) is removed too.
-            try txn.removeValue(forKey: oldest.key, in: lru)
-            total -= size
-            bytes += size
-            count += 1
-        }
-        return (count, bytes)
-    }
-
     /// Stores a sealed value with its bookkeeping; evicts first when the budget requires it.
     func put(sealed: SealedEntry, key: [UInt8], now: Date, configuration: CacheConfiguration, _ txn: LMDBTransaction) throws -> (count: Int, bytes: Int, size: Int) {
         try flushTouches(txn)
@@ -539,10 +525,16 @@ final class OpenCache: Sendable {
         total -= try removeEntry(key, txn)
         let size = sealed.byteCount + Self.perEntryOverhead
         var evicted = (count: 0, bytes: 0)
-        if total + size > configuration.sizeLimit {
-            // Down to the low-water mark; an entry larger than that only needs room under the limit.
+        let owed = evictionOwed.load(ordering: .relaxed)
+        if total + size > configuration.sizeLimit || owed {
+            // Down to the low-water mark; an entry larger than that only needs room under the limit. At most
+            // `evictionBatch` entries beyond those needed to fit under the limit; the writes that follow go on.
             let target = size <= configuration.lowWaterBytes ? configuration.lowWaterBytes : configuration.sizeLimit
-            evicted = try evict(toFit: size, target: target, total: &total, txn)
+            evicted = try evict(toFit: size, target: target, limit: configuration.sizeLimit, maxCount: Self.evictionBatch, total: &total, txn)
+            let stillOwed = total + size > target
+            if stillOwed != owed {
+                txn.afterCommit { [weak self] in self?.evictionOwed.store(stillOwed, ordering: .relaxed) }
+            }
         }
         let record = EntryInfo(tick: takeTick(), size: size, lastUsedMilliseconds: Int64(now.timeIntervalSince1970 * 1000))
         try txn.setValue(count: sealed.byteCount, forKey: key, in: entries) { buffer in
