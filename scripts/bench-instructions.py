@@ -71,7 +71,10 @@ def main():
     floors = {"store, uncached GET": "CurlTransport alone, GET 200",
               "store, uncached GET, telemetry disabled": "CurlTransport alone, GET 200",
               "store, passive read": "TechnicalCache lookup",
-              "store, passive read, telemetry disabled": "TechnicalCache lookup"}
+              "store, passive read, telemetry disabled": "TechnicalCache lookup",
+              "store, active read (cache + 304), periodic sync": "CurlTransport alone, conditional GET → 304"}
+    for readers in (64, 256):
+        floors[f"{readers} concurrent active reads (cache + 304)"] = f"{readers} concurrent uncached GETs"
     print(f"OnlineBenchmarks in instructions (callgrind, {iterations} calls per row after 20 warm-up calls; every thread "
           "of the process, none of nginx's)")
     print("")
@@ -94,6 +97,15 @@ def main():
             print(f"- {size}: default telemetry (no-op backends) ÷ disabled, uncached GET = {(store / quiet - 1) * 100:+.2f} % (target ≤ 2 %)")
         if passive and quiet_passive:
             print(f"- {size}: default telemetry ÷ disabled, passive read = {(passive / quiet_passive - 1) * 100:+.2f} % (target ≤ 2 %)")
+        active = per_call(size, "store, active read (cache + 304), periodic sync")
+        if active and store:
+            print(f"- {size}: store active read (cache + 304) ÷ store uncached GET = {active / store:.3f}× (target ≤ 1.15×)")
+        for readers in (64, 256):
+            concurrent_active = per_call(size, f"{readers} concurrent active reads (cache + 304)")
+            concurrent_uncached = per_call(size, f"{readers} concurrent uncached GETs")
+            if concurrent_active and concurrent_uncached:
+                print(f"- {size}: {readers} concurrent: active read ÷ uncached GET = {concurrent_active / concurrent_uncached:.3f}× "
+                      "instructions per read (the inverse of the throughput ratio when both are CPU-bound)")
     print("")
     print(f"Dumps: {out}/callgrind.out.* (callgrind_annotate --inclusive=yes FILE | swift demangle --simplified)")
 

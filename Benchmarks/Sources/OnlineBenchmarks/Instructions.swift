@@ -31,6 +31,8 @@ func serve(_ files: [String: Data]) throws {
 /// The stores and floors the instruction rows use, as `runBenchmarks` made them.
 struct InstructionSubjects {
     let store: OnlineODataStore
+    /// The store with periodic durability (active reads, as the timed rows read it).
+    let periodicStore: OnlineODataStore
     let quietStore: OnlineODataStore
     let passiveStore: OnlineODataStore
     let quietPassiveStore: OnlineODataStore
@@ -57,10 +59,18 @@ func countInstructions(_ subjects: InstructionSubjects, iterations: Int) async t
             try passive.setMode(.passive)
         }
         _ = try await subjects.floorCache.store(CacheEntry(status: 200, headers: [.contentType: "application/json"], payload: subjects.files[name]!), for: url)
+        _ = try await subjects.periodicStore.response(for: cached)
+        let plain = try await subjects.transport.send(TransportRequest(url: url))
+        let conditional = TransportRequest(url: url, headerFields: [.ifNoneMatch: plain.headerFields[.eTag] ?? ""])
         let rows: [(String, () async throws -> Void)] = [
             ("CurlTransport alone, GET 200", { _ = try await subjects.transport.send(TransportRequest(url: url)) }),
             ("store, uncached GET", { _ = try await subjects.store.response(for: uncached) }),
             ("store, uncached GET, telemetry disabled", { _ = try await subjects.quietStore.response(for: uncached) }),
+            ("CurlTransport alone, conditional GET → 304", {
+                let reply = try await subjects.transport.send(conditional)
+                precondition(reply.status == 304)
+            }),
+            ("store, active read (cache + 304), periodic sync", { _ = try await subjects.periodicStore.response(for: cached) }),
             ("TechnicalCache lookup", { _ = try subjects.floorCache.entry(for: url) }),
             ("store, passive read", { _ = try await subjects.passiveStore.response(for: cached) }),
             ("store, passive read, telemetry disabled", { _ = try await subjects.quietPassiveStore.response(for: cached) }),
@@ -70,6 +80,36 @@ func countInstructions(_ subjects: InstructionSubjects, iterations: Int) async t
             ccallgrind_zero()
             for _ in 0..<iterations { try await body() }
             ccallgrind_dump("\(size)|\(label)|\(iterations)")
+        }
+    }
+    try await countConcurrentInstructions(subjects, iterations: iterations)
+}
+
+/// The concurrent readers in instructions: `readers` tasks, each reading its own 1 KiB URL, `iterations / 4` rounds
+/// (each round waits for all readers), counted per read — active reads (cache + 304) against uncached reads.
+func countConcurrentInstructions(_ subjects: InstructionSubjects, iterations: Int) async throws {
+    guard onlySize == nil || onlySize == "1 KiB" else { return }
+    let store = subjects.periodicStore
+    for readers in concurrentReaders {
+        for index in 0..<readers { _ = try await store.response(for: .get("c\(index).json")) }
+        for cached in [false, true] {
+            let label = "\(readers) concurrent \(cached ? "active reads (cache + 304)" : "uncached GETs")"
+            guard selected(label) else { continue }
+            func round() async throws {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<readers {
+                        group.addTask { _ = try await store.response(for: ODataRequest(resourcePath: "c\(index).json", useCache: cached)) }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            try await round()
+            let rounds = max(iterations / 4 * 64 / readers, 1)
+            ccallgrind_zero()
+            for _ in 0..<rounds { try await round() }
+            // The refreshes the rounds left to write in the background are theirs.
+            try await Task.sleep(for: settle)
+            ccallgrind_dump("1 KiB|\(label)|\(rounds * readers)")
         }
     }
 }
