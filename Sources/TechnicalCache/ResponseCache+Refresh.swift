@@ -57,7 +57,10 @@ extension ResponseCache {
     /// any other write, and at ``close()``).
     static let refreshFlushDelay: DispatchTimeInterval = .milliseconds(100)
     /// Pending refreshes beyond which the background write is not delayed.
-    static let refreshFlushThreshold = 256
+    ///
+    /// As many as the touches held (`OpenCache.touchFlushThreshold`): with 256 readers of 256 URLs, a threshold of
+    /// 256 wrote every URL's refresh about once per 256 reads instead of once per delay.
+    static let refreshFlushThreshold = 4096
     /// This cache's delay before the background write of held refreshes: ``refreshFlushDelay``, longer in
     /// tests that need a refresh held while another process writes.
     var refreshFlushHold: DispatchTimeInterval {
@@ -133,7 +136,7 @@ extension ResponseCache {
                held.entry.storedAt > entry.storedAt {
                 return refreshes.count  // a later refresh of the same representation is already held
             }
-            refreshes[touchKey] = PendingRefresh(entry: entry, etag: validators.etag, lastModified: validators.lastModified)
+            refreshes[touchKey] = PendingRefresh(entry: entry, url: url, etag: validators.etag, lastModified: validators.lastModified)
             return refreshes.count
         }
         counters.withLock { $0.refreshes += 1 }
@@ -148,7 +151,9 @@ extension ResponseCache {
             cache.refreshFlushScheduled.store(false, ordering: .releasing)
             guard let self else { return }
             do {
-                let flushed = try cache.environment.write { txn in try cache.flushRefreshes(configuration: self.configuration, txn) }
+                let flushed = try cache.environment.write { txn in
+                    try cache.flushRefreshes(configuration: self.configuration, holdingWritten: true, txn)
+                }
                 self.count(flushed, cache: cache)
             } catch {
                 // The refreshes stay held (lookups still see them) and go with the next write transaction.

@@ -65,6 +65,38 @@ import Testing
         #expect(written.headerValue(named: "Date") == "D2" && written.payload == original.payload)
     }
 
+    /// The background write of refreshes re-seals each entry (a new tag): the entries it wrote are held as written,
+    /// checked at its commit, so the next lookup of each opens nothing — and one replaced meanwhile is not answered.
+    @Test func theBackgroundWriteOfARefreshHoldsTheWrittenEntry() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try openCache(dir)
+        defer { cache.close() }
+        for url in ["u", "v"] { try await cache.store(makeEntry(payload: "body of \(url)", etag: "\"1\""), for: url) }
+        for url in ["u", "v"] {
+            let held = try #require(try cache.entry(for: url))
+            _ = try await cache.refresh(for: url, with304Headers: [.date: "D2"], revalidating: held)
+        }
+        for _ in 0..<400 where cache.pendingRefreshCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(cache.pendingRefreshCount == 0)
+        let open = try #require(cache.state.withLock { $0 })
+        let generation = open.crypto.withLock { $0 }.generation
+        for url in ["u", "v"] {
+            let (held, current) = try #require(open.hot.held(for: url, generation: generation, transaction: open.environment.lastTransactionID))
+            #expect(current, "held as of the flush's commit: no read of the disk")
+            #expect(held.entry.headerValue(named: "Date") == "D2" && held.entry.payload == Data("body of \(url)".utf8))
+            let storedTag = try open.environment.read { txn in
+                try txn.withValue(forKey: held.key, in: open.entries) { $0.flatMap(CacheEntry.SealedTag.init(of:)) }
+            }
+            #expect(storedTag == held.tag)
+        }
+        let hits = cache.statistics.hits
+        #expect(try cache.entry(for: "u")?.headerValue(named: "Date") == "D2")
+        #expect(cache.statistics.hits == hits + 1)
+        try await cache.store(makeEntry(payload: "v2", etag: "\"2\""), for: "u")
+        #expect(try cache.entry(for: "u")?.payload == Data("v2".utf8))
+    }
+
     @Test func heldEntriesStayWithinTheirBudget() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
