@@ -116,7 +116,13 @@ extension ResponseCache {
                     return try txn.withValue(forKey: key, in: cache.entries) { buffer in
                         guard let buffer else { return false }
                         // The very sealed value the caller read: the same representation, nothing to open.
-                        if let knownTag, CacheEntry.SealedTag(of: buffer) == knownTag { return true }
+                        let tag = CacheEntry.SealedTag(of: buffer)
+                        if let knownTag, tag == knownTag { return true }
+                        // A value held decoded (read or written since, for example the background write of an
+                        // earlier refresh of this entry): its validators are known.
+                        if let tag, let held = cache.hot.entry(for: url, tag: tag) {
+                            return held.etag == validators.etag && held.lastModified == validators.lastModified
+                        }
                         guard let meta = keys.openMeta(buffer, key: key) else { return false }
                         let stored = CacheEntry(status: meta.status, trustedHeaders: meta.headers, payload: Data(), storedAt: meta.storedAt)
                         return stored.etag == validators.etag && stored.lastModified == validators.lastModified

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import LMDB
 import ODataCore
 import Testing
 

@@ -63,6 +63,16 @@ final class HotEntries: Sendable {
         }
     }
 
+    /// The entry held for `url` whose sealed value carries `tag`, without counting as a use: a value this process
+    /// wrote or read, so its metadata is known without opening it (`nil` when none with that tag is held).
+    func entry(for url: String, tag: CacheEntry.SealedTag) -> CacheEntry? {
+        guard budget > 0 else { return nil }
+        return state.withLock { state in
+            guard let held = state.held[url], held.tag == tag else { return nil }
+            return held.entry
+        }
+    }
+
     /// Records that the stored value for `url` still carried the held tag at `transaction`.
     func confirm(_ url: String, tag: CacheEntry.SealedTag, at transaction: UInt64) {
         state.withLock { state in

@@ -74,7 +74,10 @@ extension OpenCache {
             // than the refresh — nothing to open. Otherwise its metadata decides.
             let stored = try txn.withValue(forKey: key, in: entries) { buffer -> (status: Int, storedAt: Date, headers: HTTPFields, same: Bool)? in
                 guard let buffer else { return nil }
-                if let tag = refresh.entry.sealedTag, CacheEntry.SealedTag(of: buffer) == tag { return (0, .distantPast, [:], true) }
+                let tag = CacheEntry.SealedTag(of: buffer)
+                if let known = refresh.entry.sealedTag, tag == known { return (0, .distantPast, [:], true) }
+                // A value held decoded (an earlier refresh of this entry written since the read, for example).
+                if let tag, let held = hot.entry(for: refresh.url, tag: tag) { return (held.status, held.storedAt, held.headers, false) }
                 return crypto.openMeta(buffer, key: key).map { ($0.status, $0.storedAt, $0.headers, false) }
             }
             guard let stored else {
