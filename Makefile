@@ -103,7 +103,8 @@ fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=10
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path; a report
-# stops the test process (and its children: ilodata, odata-soak), so any finding fails the run.
+# stops the test process (and its children: ilodata, odata-soak), so any finding fails the run — except the
+# tool's own false positives listed, each with its reason, in scripts/tsan-suppressions.txt.
 # LeakSanitizer is off: at exit it reports the XCTest runner's and SIGKILLed children's live objects
 # (see docs/notes/proof.md); leaks are checked by the soak's flat-RSS column instead.
 # Each build and run is a target of its own, so that CI (.ci/run) can build one beside another's tests.
@@ -114,7 +115,7 @@ build-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 
 test-tsan: build-tsan
-	TSAN_OPTIONS=halt_on_error=1 SWIFT=$(SWIFT) ./scripts/run-tests.sh tsan --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/scripts/tsan-suppressions.txt" SWIFT=$(SWIFT) ./scripts/run-tests.sh tsan --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
 
 build-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
