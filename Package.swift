@@ -159,7 +159,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "Redis", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // The proxy generator: CSDL $metadata (V4, V2) to Swift source for ODataTyped; its tool and command plugin.
         .target(name: "ODataProxyGenerator", dependencies: ["ODataMetadata", "ODataCore"]),

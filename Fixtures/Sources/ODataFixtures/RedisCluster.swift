@@ -20,15 +20,17 @@ import Glibc
 /// try cluster.waitUntilHealthy(excluding: [master.port])
 /// ```
 public final class RedisCluster: Sendable {
-    /// Every node, masters and replicas, in the order they were created (the first `masters` were masters).
-    public let nodes: [RedisServer]
+    /// Every node, masters and replicas, in the order they were created (the first `masters` were masters);
+    /// a node started again by ``restart(_:)`` takes its place.
+    public var nodes: [RedisServer] { nodeList.withLock { $0 } }
+    private let nodeList: LockedValue<[RedisServer]>
     /// The ACL user every node knows, or `nil` when the `default` user is open.
     public let user: (name: String, password: String)?
     /// How long a node may be unreachable before the others count it as failed (`cluster-node-timeout`).
     public let nodeTimeout: Duration
 
     private init(nodes: [RedisServer], user: (name: String, password: String)?, nodeTimeout: Duration) {
-        self.nodes = nodes
+        self.nodeList = LockedValue(nodes)
         self.user = user
         self.nodeTimeout = nodeTimeout
     }
@@ -93,6 +95,25 @@ public final class RedisCluster: Sendable {
             } catch { lastError = error }
         }
         throw lastError
+    }
+
+    /// Starts a killed node again on its port with its `nodes.conf`: it rejoins the cluster — a master that a
+    /// replica replaced meanwhile as that replica's replica. Wait with ``waitUntilHealthy(excluding:timeout:)``.
+    ///
+    /// - Parameter node: A node of this cluster, killed (``RedisServer/kill()``).
+    /// - Returns: The node's new server, now in ``nodes`` in its place.
+    /// - Throws: ``FixtureError`` `.serverFailure` when `node` is not one of this cluster's, still runs, or
+    ///   does not start.
+    @discardableResult
+    public func restart(_ node: RedisServer) throws(FixtureError) -> RedisServer {
+        guard nodes.contains(where: { $0 === node }) else {
+            throw FixtureError(.serverFailure, "port \(node.port) is not a node of this cluster")
+        }
+        let restarted = try node.restart()
+        nodeList.withLock { nodes in
+            if let index = nodes.firstIndex(where: { $0 === node }) { nodes[index] = restarted }
+        }
+        return restarted
     }
 
     /// The running nodes (those not killed or stopped).

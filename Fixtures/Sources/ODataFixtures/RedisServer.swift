@@ -23,12 +23,18 @@ public final class RedisServer: Sendable {
     public let pid: Int32
     private let process: LockedValue<Process?>
     private let directory: URL
+    private let maxMemory: Int
+    private let arguments: [String]
+    /// Whether ``stop()`` removes the directory (not once a ``restart()`` handed it on).
+    private let ownsDirectory = LockedValue(true)
 
-    private init(port: Int, process: Process, directory: URL) {
+    private init(port: Int, process: Process, directory: URL, maxMemory: Int, arguments: [String]) {
         self.port = port
         self.pid = process.processIdentifier
         self.process = LockedValue(process)
         self.directory = directory
+        self.maxMemory = maxMemory
+        self.arguments = arguments
     }
 
     deinit { stop() }
@@ -60,8 +66,22 @@ public final class RedisServer: Sendable {
         throw lastError
     }
 
-    private static func startOnce(port: Int, maxMemory: Int, arguments: [String]) throws(FixtureError) -> RedisServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-\(UUID().uuidString)")
+    /// Starts the server again after a ``kill()``, on the same port with the same options and the same
+    /// directory — a cluster node finds its `nodes.conf` there and rejoins the cluster as it was (a master
+    /// that a replica replaced meanwhile becomes that replica's replica). This object no longer removes the
+    /// directory; the returned one does.
+    ///
+    /// - Returns: The running server.
+    /// - Throws: ``FixtureError`` `.serverFailure` when the server is still running or does not listen
+    ///   within 10 seconds.
+    public func restart() throws(FixtureError) -> RedisServer {
+        guard !isRunning else { throw FixtureError(.serverFailure, "redis-server on port \(port) is still running") }
+        ownsDirectory.withLock { $0 = false }
+        return try Self.startOnce(port: port, maxMemory: maxMemory, arguments: arguments, directory: directory)
+    }
+
+    private static func startOnce(port: Int, maxMemory: Int, arguments: [String], directory existing: URL? = nil) throws(FixtureError) -> RedisServer {
+        let directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("redis-\(UUID().uuidString)")
         do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
             throw FixtureError(.serverFailure, "cannot create \(directory.path): \(error)")
         }
@@ -75,7 +95,7 @@ public final class RedisServer: Sendable {
         do { try process.run() } catch {
             throw FixtureError(.serverFailure, "redis-server did not start: \(error)")
         }
-        let server = RedisServer(port: port, process: process, directory: directory)
+        let server = RedisServer(port: port, process: process, directory: directory, maxMemory: maxMemory, arguments: arguments)
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if !process.isRunning { break }
@@ -89,19 +109,22 @@ public final class RedisServer: Sendable {
     /// Whether the server's process is running.
     public var isRunning: Bool { process.withLock { $0?.isRunning ?? false } }
 
-    /// Kills the server with SIGKILL (an outage: no shutdown, nothing saved) and waits until it is gone.
+    /// Kills the server with SIGKILL (an outage: no shutdown, nothing saved) and waits until it is gone; its
+    /// directory stays for a ``restart()`` until ``stop()``.
     public func kill() {
         guard let process = process.withLock({ value -> Process? in defer { value = nil }; return value }) else { return }
         if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Stops the server by its PID; harmless when already stopped. It keeps nothing (no persistence), so
-    /// SIGKILL loses nothing — and SIGTERM may be blocked in a child of a thread that blocks signals, as the
-    /// test runner's are.
+    /// Stops the server by its PID and removes its directory; harmless when already stopped. It keeps
+    /// nothing (no persistence), so SIGKILL loses nothing — and SIGTERM may be blocked in a child of a thread
+    /// that blocks signals, as the test runner's are.
     public func stop() {
         kill()
+        if ownsDirectory.withLock({ owns in defer { owns = false }; return owns }) {
+            try? FileManager.default.removeItem(at: directory)
+        }
     }
 
     /// A port of 127.0.0.1 that was free a moment ago: bound to port 0, read back, closed.
