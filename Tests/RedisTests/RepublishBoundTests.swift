@@ -51,6 +51,7 @@ struct RepublishBoundTests {
         let statistics = instances.compactMap(\.secondTierStatistics)
         let written = statistics.reduce(0) { $0 + $1.writes } - 1  // the 200's write
         let heldBack = statistics.reduce(0) { $0 + $1.heldBackRefreshes }
+        print("republish bound: \(refreshes) refreshes by 8 instances in \(String(format: "%.2f", elapsed)) s, \(sets) SETs, \(heldBack) held back")
         #expect(sets == written)
         #expect(sets >= 1 && sets <= Int(elapsed), "\(sets) SETs in \(elapsed) s with a 1 s bound")
         #expect(written + heldBack == refreshes, "every refresh was written or held back (\(refreshes))")
