@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "ODataTesting", targets: ["ODataTesting"]),
         // The fixture producer's generated proxies: an example of odata-proxygen's output, used by the benchmarks.
         .library(name: "NorthwindProxies", targets: ["NorthwindProxies"]),
+        // The test servers (fixture producer, redis-server, a Redis Cluster): for the benchmarks, not for clients.
+        .library(name: "ODataFixtures", targets: ["ODataFixtures"]),
         .executable(name: "odata-demo", targets: ["odata-demo"]),
         .executable(name: "ilodata", targets: ["ilodata"]),
         .executable(name: "odata-fixture-server", targets: ["odata-fixture-server"]),
