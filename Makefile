@@ -82,7 +82,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= FuzzJSON FuzzErrorBody FuzzMultipart FuzzJSONBatch FuzzFilter
 SOAK_SECONDS ?= 60
 
-.PHONY: fuzz fuzz-short sanitize soak soak-short
+.PHONY: fuzz fuzz-short sanitize soak soak-short soak-cluster
 
 # libFuzzer: each target runs FUZZ_SECONDS, starting from the seeds in Fuzz/Corpus/<target>; the
 # inputs it discovers go to .build-fuzz/corpus/<target> (kept between runs, not committed). A crash
@@ -126,6 +126,12 @@ test-asan: build-asan
 soak: deps
 	$(SWIFT) build --product odata-soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak
+	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak --cluster
+
+# The cluster profile alone: the Redis tier on a 3 + 3 Redis Cluster, a master SIGKILLed and restarted mid-run.
+soak-cluster: deps
+	$(SWIFT) build --product odata-soak
+	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak --cluster
 
 soak-short: deps
 	$(SWIFT) build --product odata-soak

@@ -63,6 +63,7 @@ let package = Package(
                 .product(name: "TechnicalCache", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
                 .product(name: "Redis", package: "ODataStores"),
+                .product(name: "ODataFixtures", package: "ODataStores"),
             ]
         ),
         .executableTarget(
