@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench bench-instructions docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -42,6 +42,17 @@ BENCH_CALLS ?= 200
 bench-instructions: deps
 	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks
 	python3 scripts/bench-instructions.py "$$(cd Benchmarks && $(SWIFT) build -c release --show-bin-path)/OnlineBenchmarks" $(BENCH_CALLS)
+
+# OfflineBenchmarks' key lookup in instructions (callgrind over BENCH_CALLS lookups each, release): through read(_:),
+# await execute(_:) and the typed DataService, over a store of OFFLINE_BENCH_N entities (default 100,000) that a
+# quick run of the benchmark downloads once into .build/offline-bench-keys-N and keeps. Needs valgrind.
+bench-instructions-offline: deps
+	$(SWIFT) build -c release --product odata-fixture-server
+	cd Benchmarks && $(SWIFT) build -c release --product OfflineBenchmarks && $(SWIFT) build -c release --product OfflineSQLiteFloor
+	kept=.build/offline-bench-keys-$${OFFLINE_BENCH_N:-100000}; bin="$$(cd Benchmarks && $(SWIFT) build -c release --show-bin-path)"; \
+	  test -f $$kept/bench/store.db || OFFLINE_BENCH_KEEP=$$PWD/$$kept OFFLINE_BENCH_SQLITE=0 OFFLINE_BENCH_SMALL_PAGE=0 \
+	    OFFLINE_BENCH_REDOWNLOAD=0 OFFLINE_BENCH_UPLOAD=0 $$bin/OfflineBenchmarks > /dev/null || exit 1; \
+	  python3 scripts/bench-instructions.py --offline $$bin/OfflineBenchmarks $$kept $(BENCH_CALLS)
 
 # The user's guide (DocC catalogs in Sources/OnlineStore and Sources/OfflineStore) as static websites:
 # .build/docs/OnlineStore.doccarchive and .build/docs/OfflineStore.doccarchive. A broken symbol link or

@@ -16,7 +16,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "BenchmarkKit"),
-        // Callgrind's client requests (zero, dump under a name), for the instruction-count mode of OnlineBenchmarks.
+        // Callgrind's client requests (zero, dump under a name), for the instruction-count modes of OnlineBenchmarks and
+        // OfflineBenchmarks.
         .target(name: "CCallgrind"),
         .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "CSQLCipherSpike", providers: [.apt(["libsqlcipher-dev"])]),
@@ -96,8 +97,9 @@ let package = Package(
         .executableTarget(
             name: "OfflineBenchmarks",
             dependencies: [
-                "BenchmarkKit",
+                "BenchmarkKit", "CCallgrind",
                 .product(name: "OfflineStore", package: "ODataStores"),
+                .product(name: "ODataTyped", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
                 .product(name: "CurlHTTP", package: "ODataStores"),
             ]
