@@ -2,7 +2,7 @@
 """Instruction counts of OnlineBenchmarks' (or OfflineBenchmarks') key rows under callgrind, side by side with their floors.
 
 Usage: bench-instructions.py BINARY [ITERATIONS] [OUTPUT_DIRECTORY]
-       bench-instructions.py --offline BINARY KEPT_STORE_DIRECTORY [ITERATIONS] [OUTPUT_DIRECTORY]
+       bench-instructions.py --offline OFFLINE_KEY_INSTRUCTIONS KEPT_STORE_DIRECTORY [ITERATIONS] [OUTPUT_DIRECTORY]
 
 The benchmark (ONLINE_BENCH_INSTRUCTIONS=ITERATIONS) zeroes callgrind's counts before each row's calls and dumps
 them after, named `size|row|iterations`; this script runs it under callgrind, reads every dump and prints the
@@ -12,10 +12,10 @@ OUTPUT_DIRECTORY (default .build/bench-instructions) for `callgrind_annotate --i
 The binary is run from a copy without its DWARF sections (valgrind 3.19 cannot read the DWARF 5 that Swift 6.3
 writes); the symbol table stays, so the dumps still name every function.
 
-With --offline, BINARY is OfflineBenchmarks and KEPT_STORE_DIRECTORY a store an earlier run kept
-(OFFLINE_BENCH_KEEP, same OFFLINE_BENCH_N): its `keys` role (OFFLINE_BENCH_INSTRUCTIONS=ITERATIONS) opens the store
-and looks keys up through read(_:), await execute(_:) and the typed DataService, each dumped as
-`N = count|row|iterations`; the floor of the two others is read(_:).
+With --offline, the binary is OfflineKeyInstructions and KEPT_STORE_DIRECTORY a store an OfflineBenchmarks run kept
+(OFFLINE_BENCH_KEEP, same OFFLINE_BENCH_N): it opens the store and looks keys up ITERATIONS times through read(_:),
+await execute(_:) and the typed DataService, each dumped as `N = count|row|iterations`; the floor of the two others
+is read(_:).
 """
 import glob
 import os
@@ -126,11 +126,11 @@ def offline(arguments):
     out = arguments[3] if len(arguments) > 3 else ".build/bench-instructions-offline"
     with open(os.path.join(kept, "port"), encoding="utf-8") as port:
         root = f"http://127.0.0.1:{port.read().strip()}/"
-    environment = dict(os.environ, OFFLINE_BENCH_ROLE="keys", OFFLINE_BENCH_WORK=os.path.abspath(kept),
+    environment = dict(os.environ, OFFLINE_BENCH_WORK=os.path.abspath(kept),
                        OFFLINE_BENCH_ROOT=root, OFFLINE_BENCH_INSTRUCTIONS=str(iterations))
     rows = read_dumps(run_under_callgrind(binary, environment, out), out)
     print(f"OfflineBenchmarks' key lookup in instructions (callgrind, {iterations} lookups per row after 20 warm-up "
-          "lookups; every thread of the process)")
+          "lookups, from a task on the global executor; every thread of the process)")
     print("")
     print("| entities | row | instructions / call | ÷ read() |")
     print("|---|---|---|---|")

@@ -29,12 +29,13 @@
 // Parts 1 and 2 run twice: over a store with the default 4 KiB pages and over one made with `databasePageSize` =
 // `OFFLINE_BENCH_SMALL_PAGE` (default 1024; 0 leaves it out), side by side.
 // `OFFLINE_BENCH_CSDL_KIB` pads the service's `$metadata` to about that size.
-// The key lookups in instructions: `make bench-instructions-offline` (the `keys` role under callgrind, over a kept
-// store: see `scripts/bench-instructions.py`).
+// The key lookups in instructions: `make bench-instructions-offline` (OfflineKeyInstructions under callgrind, over a
+// kept store: see `scripts/bench-instructions.py`).
 import BenchmarkKit
 import CurlHTTP
 import Foundation
 import ODataCore
+import OfflineBenchKit
 import OfflineStore
 
 let count = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_N"] ?? "") ?? 100_000
@@ -122,10 +123,7 @@ let storeDirectoryName = storeName(page: databasePageSize)
 /// query (indexes on `Price` and `Category`); not opened.
 func benchProvider() async throws -> (provider: OfflineODataProvider, work: String, serviceRoot: String) {
     let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    var parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
-    parameters.databasePageSize = databasePageSize
-    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
-    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    let provider = try await makeBenchProvider(work: work, serviceRoot: serviceRoot, storeName: storeDirectoryName, pageSize: databasePageSize)
     return (provider, work, serviceRoot)
 }
 
@@ -240,14 +238,6 @@ case "store":
     report("selective indexed filter, first query after a reopen, thread minor page faults", threadMinorFaults() - faultsStart)
     await provider.close()
     report("peak RSS, open + queries (bytes)", Double(peakResidentBytes()))
-    exit(0)
-case "keys":
-    // The key lookups alone, counted in instructions under callgrind (`make bench-instructions-offline`).
-    let (provider, _, _) = try await benchProvider()
-    try await provider.open()
-    var lookups = KeyLookups(provider: provider, count: count)
-    try await lookups.countInstructions(iterations: Int(environment["OFFLINE_BENCH_INSTRUCTIONS"] ?? "") ?? 200, count: count)
-    await provider.close()
     exit(0)
 case "upload":
     break

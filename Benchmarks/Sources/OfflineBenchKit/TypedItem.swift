@@ -5,26 +5,40 @@ import ODataCore
 import ODataTyped
 
 /// `Bench.Item` (entity type). Key: `ItemID`.
-struct TypedItem: EntityValue {
-    static let odataTypeName = "Bench.Item"
-    static let keyPropertyNames = ["ItemID"]
-    static let set = EntitySet<TypedItem>("Items")
+public struct TypedItem: EntityValue {
+    /// The qualified type name.
+    public static let odataTypeName = "Bench.Item"
+    /// The key properties.
+    public static let keyPropertyNames = ["ItemID"]
+    /// The entity set `Items`.
+    public static let set = EntitySet<TypedItem>("Items")
 
-    var itemID: Int32
-    var name: String?
-    var category: String?
-    var price: Double?
-    var quantity: Int32?
-    var discontinued: Bool?
-    var region: String?
-    var created: Date?
-    var odata = ODataMetadata()
+    /// `ItemID`, the key.
+    public var itemID: Int32
+    /// `name`.
+    public var name: String?
+    /// `category`.
+    public var category: String?
+    /// `price`.
+    public var price: Double?
+    /// `quantity`.
+    public var quantity: Int32?
+    /// `discontinued`.
+    public var discontinued: Bool?
+    /// `region`.
+    public var region: String?
+    /// `created`.
+    public var created: Date?
+    /// OData metadata.
+    public var odata = ODataMetadata()
 
-    init() {
+    /// Every property at its default.
+    public init() {
         itemID = 0
     }
 
-    init(from reader: inout EntityReader) throws(DataServiceError) {
+    /// Reads a value from OData JSON.
+    public init(from reader: inout EntityReader) throws(DataServiceError) {
         self.init()
         try reader.beginObject(Self.odataTypeName)
         while let member = try reader.nextMember() {
@@ -42,7 +56,8 @@ struct TypedItem: EntityValue {
         }
     }
 
-    func write(to writer: inout EntityWriter) {
+    /// Writes the properties.
+    public func write(to writer: inout EntityWriter) {
         writer.write("ItemID", itemID)
         writer.write("Name", name)
         writer.write("Category", category)
@@ -54,7 +69,8 @@ struct TypedItem: EntityValue {
         writer.writeOther(odata)
     }
 
-    var entityKey: EntityKey { EntityKey(("ItemID", itemID)) }
+    /// The key.
+    public var entityKey: EntityKey { EntityKey(("ItemID", itemID)) }
 
     private enum CodingKeys: String, CodingKey {
         case itemID = "ItemID", name = "Name", category = "Category", price = "Price", quantity = "Quantity"
