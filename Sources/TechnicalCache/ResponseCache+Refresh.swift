@@ -113,16 +113,17 @@ extension ResponseCache {
             do {
                 stillStored = try cache.environment.read { txn in
                     let keys = cache.keys(for: txn)
-                    return try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                    // The very sealed value the caller read: the same representation, nothing to open (the tag is
+                    // read without the value's chunks).
+                    let tag = try cache.storedTag(forKey: key, txn)
+                    if let knownTag, tag == knownTag { return true }
+                    // A value held decoded (read or written since, for example the background write of an
+                    // earlier refresh of this entry): its validators are known.
+                    if let tag, let held = cache.hot.entry(for: url, tag: tag) {
+                        return held.etag == validators.etag && held.lastModified == validators.lastModified
+                    }
+                    return try cache.withStoredValue(forKey: key, txn) { buffer in
                         guard let buffer else { return false }
-                        // The very sealed value the caller read: the same representation, nothing to open.
-                        let tag = CacheEntry.SealedTag(of: buffer)
-                        if let knownTag, tag == knownTag { return true }
-                        // A value held decoded (read or written since, for example the background write of an
-                        // earlier refresh of this entry): its validators are known.
-                        if let tag, let held = cache.hot.entry(for: url, tag: tag) {
-                            return held.etag == validators.etag && held.lastModified == validators.lastModified
-                        }
                         guard let meta = keys.openMeta(buffer, key: key) else { return false }
                         let stored = CacheEntry(status: meta.status, trustedHeaders: meta.headers, payload: Data(), storedAt: meta.storedAt)
                         return stored.etag == validators.etag && stored.lastModified == validators.lastModified

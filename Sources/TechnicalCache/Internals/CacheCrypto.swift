@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 import HTTPTypes
+import LMDB
+import Synchronization
 import ODataCore
 
 /// The keys in use: the data sealer (nil when encryption is disabled), the index (HMAC) key and a
@@ -150,36 +152,5 @@ struct CacheCrypto: @unchecked Sendable {
         entry.size = stored.count + OpenCache.perEntryOverhead
         if sealer != nil { entry.sealedTag = CacheEntry.SealedTag(of: stored) }
         return entry
-    }
-}
-
-/// A sealed entry as stored: `UInt8 format, UInt32 meta count, meta box, payload box`. In the
-/// combined format the meta box is empty and the payload box holds `payload ‖ meta ‖ UInt32(meta count)`.
-struct SealedEntry: Sendable {
-    static let splitFormat: UInt8 = 1
-    static let combinedFormat: UInt8 = 2
-    /// The largest payload sealed together with its metadata.
-    static let combinedLimit = 64 << 10
-    let format: UInt8
-    let meta: Data
-    let payload: Data
-
-    var byteCount: Int { 5 + meta.count + payload.count }
-
-    /// Writes the stored layout into `buffer` (exactly `byteCount` bytes), straight into the LMDB map.
-    func write(into buffer: UnsafeMutableRawBufferPointer) {
-        guard buffer.count == byteCount, let base = buffer.baseAddress else { return }
-        base.storeBytes(of: format, as: UInt8.self)
-        base.storeBytes(of: UInt32(meta.count).bigEndian, toByteOffset: 1, as: UInt32.self)
-        meta.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5).copyMemory(from: origin, byteCount: $0.count) } }
-        payload.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5 + meta.count).copyMemory(from: origin, byteCount: $0.count) } }
-    }
-
-    static func split(_ stored: UnsafeRawBufferPointer) -> (format: UInt8, meta: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer)? {
-        guard stored.count >= 5, stored[0] == splitFormat || stored[0] == combinedFormat else { return nil }
-        let metaCount = Int(UInt32(bigEndian: stored.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
-        guard metaCount <= stored.count - 5 else { return nil }
-        return (stored[0], UnsafeRawBufferPointer(rebasing: stored[5..<(5 + metaCount)]),
-                UnsafeRawBufferPointer(rebasing: stored[(5 + metaCount)...]))
     }
 }

@@ -70,15 +70,20 @@ extension OpenCache {
         var written: [(url: String, entry: CacheEntry, key: [UInt8])] = []
         for (touchKey, refresh) in pending {
             let key = touchKey.bytes
-            // The very sealed value the refresh was read from (its tag): the same representation, stored no later
-            // than the refresh — nothing to open. Otherwise its metadata decides.
-            let stored = try txn.withValue(forKey: key, in: entries) { buffer -> (status: Int, storedAt: Date, headers: HTTPFields, same: Bool)? in
-                guard let buffer else { return nil }
-                let tag = CacheEntry.SealedTag(of: buffer)
-                if let known = refresh.entry.sealedTag, tag == known { return (0, .distantPast, [:], true) }
+            // The very sealed value the refresh was read from (its tag, read without the chunks of a chunked
+            // value): the same representation, stored no later than the refresh — nothing to open. Otherwise
+            // its metadata decides.
+            let tag = try storedTag(forKey: key, txn)
+            let stored: (status: Int, storedAt: Date, headers: HTTPFields, same: Bool)?
+            if let tag, let known = refresh.entry.sealedTag, tag == known {
+                stored = (0, .distantPast, [:], true)
+            } else if let tag, let held = hot.entry(for: refresh.url, tag: tag) {
                 // A value held decoded (an earlier refresh of this entry written since the read, for example).
-                if let tag, let held = hot.entry(for: refresh.url, tag: tag) { return (held.status, held.storedAt, held.headers, false) }
-                return crypto.openMeta(buffer, key: key).map { ($0.status, $0.storedAt, $0.headers, false) }
+                stored = (held.status, held.storedAt, held.headers, false)
+            } else {
+                stored = try withStoredValue(forKey: key, txn) { buffer in
+                    buffer.flatMap { crypto.openMeta($0, key: key) }.map { ($0.status, $0.storedAt, $0.headers, false) }
+                }
             }
             guard let stored else {
                 result.superseded += 1
@@ -107,7 +112,7 @@ extension OpenCache {
         }
         // After every put (a later one may have evicted an earlier one): what is stored now, with its tag.
         for (url, entry, key) in written {
-            guard let tag = try txn.withValue(forKey: key, in: entries, { $0.flatMap(CacheEntry.SealedTag.init(of:)) }) else { continue }
+            guard let tag = try storedTag(forKey: key, txn) else { continue }
             result.held.append((url, entry, key, tag))
         }
         return result

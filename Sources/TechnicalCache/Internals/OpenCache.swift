@@ -80,6 +80,11 @@ final class OpenCache: Sendable {
     let info: LMDBDatabase
     let lru: LMDBDatabase
     let meta: LMDBDatabase
+    /// The pieces of the values larger than one page, under `key ‖ UInt32 index` (see `OpenCache+Chunks.swift`).
+    let chunks: LMDBDatabase
+    /// The most bytes of a stored value written under one LMDB key: what one page holds (page size minus
+    /// its header), so that no write needs a run of contiguous free pages.
+    let chunkBytes: Int
     let lock: StorageLock
     /// The keys in use; a rekey swaps them inside its write transaction, before the commit.
     let crypto: LockedValue<CacheCrypto>
@@ -108,7 +113,8 @@ final class OpenCache: Sendable {
     /// Counts and logs a storage failure of a write this object runs on its own (see `ResponseCache.storageFailed`).
     let onStorageFailure: @Sendable (CacheStorageOperation, any Error) -> Void
 
-    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int,
+    init(environment: LMDBEnvironment, databases: [LMDBDatabase], pageSize: Int, lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int,
+         memoryBudget: Int,
          onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void) {
         self.environment = environment
         self.onStorageFailure = onStorageFailure
@@ -117,6 +123,8 @@ final class OpenCache: Sendable {
         info = databases[1]
         lru = databases[2]
         meta = databases[3]
+        chunks = databases[4]
+        chunkBytes = Self.chunkBytes(pageSize: pageSize)
         self.lock = lock
         self.crypto = LockedValue(crypto)
         self.nextTick = Atomic(nextTick)
@@ -250,7 +258,7 @@ final class OpenCache: Sendable {
             size = record.size
         }
         try txn.removeValue(forKey: key, in: info)
-        try txn.removeValue(forKey: key, in: entries)
+        try removeValue(forKey: key, txn)
         return size
     }
 
@@ -273,9 +281,7 @@ final class OpenCache: Sendable {
             }
         }
         let record = EntryInfo(tick: takeTick(), size: size, lastUsedMilliseconds: Int64(now.timeIntervalSince1970 * 1000))
-        try txn.setValue(count: sealed.byteCount, forKey: key, in: entries) { buffer in
-            sealed.write(into: buffer)
-        }
+        try writeValue(sealed, forKey: key, txn)
         try txn.setValue(record.bytes, forKey: key, in: info)
         try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
         total += size
