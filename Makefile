@@ -122,10 +122,13 @@ build-asan: deps
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=0 SWIFT=$(SWIFT) ./scripts/run-tests.sh asan --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
 
+# The soak starts the producer (odata-fixture-server, built beside it) as a process of its own.
 soak: deps
+	$(SWIFT) build --product odata-fixture-server
 	$(SWIFT) build --product odata-soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak
 
 soak-short: deps
+	$(SWIFT) build --product odata-fixture-server
 	$(SWIFT) build --product odata-soak
 	$$($(SWIFT) build --show-bin-path)/odata-soak --short
