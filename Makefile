@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench bench-instructions docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -30,10 +30,11 @@ example: deps
 	SWIFT=$(SWIFT) ./scripts/run-example.sh
 
 # OfflineBenchmarks serves its data with the release build of the fixture producer, and runs OfflineSQLiteFloor
-# (its SQLite side) as a child process: everything is built first, the floor is not run on its own.
+# (its SQLite side) as a child process: everything is built first, the floor is not run on its own (nor
+# OfflineKeyInstructions: `make bench-instructions-offline`).
 bench: deps
 	$(SWIFT) build -c release --product odata-fixture-server
-	cd Benchmarks && $(SWIFT) build -c release && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name']!='OfflineSQLiteFloor'))"); do $(SWIFT) run -c release $$b; done
+	cd Benchmarks && $(SWIFT) build -c release && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name'] not in ('OfflineSQLiteFloor', 'OfflineKeyInstructions')))"); do $(SWIFT) run -c release $$b; done
 
 # OnlineBenchmarks' key rows in instructions (callgrind over BENCH_CALLS calls each, release): the bare CurlTransport
 # GET, the store's uncached GET with the default telemetry and with Telemetry.disabled, the cache lookup and the
@@ -42,6 +43,17 @@ BENCH_CALLS ?= 200
 bench-instructions: deps
 	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks
 	python3 scripts/bench-instructions.py "$$(cd Benchmarks && $(SWIFT) build -c release --show-bin-path)/OnlineBenchmarks" $(BENCH_CALLS)
+
+# OfflineBenchmarks' key lookup in instructions (callgrind over BENCH_CALLS lookups each, release): through read(_:),
+# await execute(_:) and the typed DataService, over a store of OFFLINE_BENCH_N entities (default 100,000) that a
+# quick run of the benchmark downloads once into .build/offline-bench-keys-N and keeps. Needs valgrind.
+bench-instructions-offline: deps
+	$(SWIFT) build -c release --product odata-fixture-server
+	cd Benchmarks && for p in OfflineBenchmarks OfflineSQLiteFloor OfflineKeyInstructions; do $(SWIFT) build -c release --product $$p || exit 1; done
+	kept=.build/offline-bench-keys-$${OFFLINE_BENCH_N:-100000}; bin="$$(cd Benchmarks && $(SWIFT) build -c release --show-bin-path)"; \
+	  test -f $$kept/bench/store.db || OFFLINE_BENCH_KEEP=$$PWD/$$kept OFFLINE_BENCH_SQLITE=0 OFFLINE_BENCH_SMALL_PAGE=0 \
+	    OFFLINE_BENCH_REDOWNLOAD=0 OFFLINE_BENCH_UPLOAD=0 $$bin/OfflineBenchmarks > /dev/null || exit 1; \
+	  python3 scripts/bench-instructions.py --offline $$bin/OfflineKeyInstructions $$kept $(BENCH_CALLS)
 
 # The user's guide (DocC catalogs in Sources/OnlineStore and Sources/OfflineStore) as static websites:
 # .build/docs/OnlineStore.doccarchive and .build/docs/OfflineStore.doccarchive. A broken symbol link or
@@ -82,7 +94,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= FuzzJSON FuzzErrorBody FuzzMultipart FuzzJSONBatch FuzzFilter
 SOAK_SECONDS ?= 60
 
-.PHONY: fuzz fuzz-short sanitize soak soak-short
+.PHONY: fuzz fuzz-short sanitize soak soak-short soak-cluster
 
 # libFuzzer: each target runs FUZZ_SECONDS, starting from the seeds in Fuzz/Corpus/<target>; the
 # inputs it discovers go to .build-fuzz/corpus/<target> (kept between runs, not committed). A crash
@@ -103,7 +115,8 @@ fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=10
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path; a report
-# stops the test process (and its children: ilodata, odata-soak), so any finding fails the run.
+# stops the test process (and its children: ilodata, odata-soak), so any finding fails the run — except the
+# tool's own false positives listed, each with its reason, in scripts/tsan-suppressions.txt.
 # LeakSanitizer is off: at exit it reports the XCTest runner's and SIGKILLed children's live objects
 # (see docs/notes/proof.md); leaks are checked by the soak's flat-RSS column instead.
 # Each build and run is a target of its own, so that CI (.ci/run) can build one beside another's tests.
@@ -114,7 +127,7 @@ build-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 
 test-tsan: build-tsan
-	TSAN_OPTIONS=halt_on_error=1 SWIFT=$(SWIFT) ./scripts/run-tests.sh tsan --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/scripts/tsan-suppressions.txt" SWIFT=$(SWIFT) ./scripts/run-tests.sh tsan --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
 
 build-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
@@ -127,6 +140,12 @@ soak: deps
 	$(SWIFT) build --product odata-fixture-server
 	$(SWIFT) build --product odata-soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak
+	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak --cluster
+
+# The cluster profile alone: the Redis tier on a 3 + 3 Redis Cluster, a master SIGKILLed and restarted mid-run.
+soak-cluster: deps
+	$(SWIFT) build --product odata-soak
+	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak --cluster
 
 soak-short: deps
 	$(SWIFT) build --product odata-fixture-server

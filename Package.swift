@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "ODataTesting", targets: ["ODataTesting"]),
         // The fixture producer's generated proxies: an example of odata-proxygen's output, used by the benchmarks.
         .library(name: "NorthwindProxies", targets: ["NorthwindProxies"]),
+        // The test servers (fixture producer, redis-server, a Redis Cluster): for the benchmarks, not for clients.
+        .library(name: "ODataFixtures", targets: ["ODataFixtures"]),
         .executable(name: "odata-demo", targets: ["odata-demo"]),
         .executable(name: "ilodata", targets: ["ilodata"]),
         .executable(name: "odata-fixture-server", targets: ["odata-fixture-server"]),
@@ -161,7 +163,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "CSQLCipher", "CMalloc", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "Redis", "CSQLCipher", "CMalloc", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // The proxy generator: CSDL $metadata (V4, V2) to Swift source for ODataTyped; its tool and command plugin.
         .target(name: "ODataProxyGenerator", dependencies: ["ODataMetadata", "ODataCore"]),

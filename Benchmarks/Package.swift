@@ -16,7 +16,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "BenchmarkKit"),
-        // Callgrind's client requests (zero, dump under a name), for the instruction-count mode of OnlineBenchmarks.
+        // Callgrind's client requests (zero, dump under a name), for the instruction-count modes of OnlineBenchmarks and
+        // OfflineKeyInstructions.
         .target(name: "CCallgrind"),
         .systemLibrary(name: "CLMDBFloor", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "CSQLCipherSpike", providers: [.apt(["libsqlcipher-dev"])]),
@@ -63,6 +64,7 @@ let package = Package(
                 .product(name: "TechnicalCache", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
                 .product(name: "Redis", package: "ODataStores"),
+                .product(name: "ODataFixtures", package: "ODataStores"),
             ]
         ),
         .executableTarget(
@@ -93,10 +95,22 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The key lookup through the offline store's three doors, shared by OfflineBenchmarks (wall time) and
+        // OfflineKeyInstructions (instructions, under callgrind).
+        .target(
+            name: "OfflineBenchKit",
+            dependencies: [
+                "BenchmarkKit", "CCallgrind",
+                .product(name: "OfflineStore", package: "ODataStores"),
+                .product(name: "ODataTyped", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+            ]
+        ),
+        .executableTarget(name: "OfflineKeyInstructions", dependencies: ["OfflineBenchKit"]),
         .executableTarget(
             name: "OfflineBenchmarks",
             dependencies: [
-                "BenchmarkKit",
+                "BenchmarkKit", "OfflineBenchKit",
                 .product(name: "OfflineStore", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
                 .product(name: "CurlHTTP", package: "ODataStores"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Instruction counts of OnlineBenchmarks' key rows under callgrind, side by side with their floors.
+"""Instruction counts of OnlineBenchmarks' (or OfflineBenchmarks') key rows under callgrind, side by side with their floors.
 
 Usage: bench-instructions.py BINARY [ITERATIONS] [OUTPUT_DIRECTORY]
+       bench-instructions.py --offline OFFLINE_KEY_INSTRUCTIONS KEPT_STORE_DIRECTORY [ITERATIONS] [OUTPUT_DIRECTORY]
 
 The benchmark (ONLINE_BENCH_INSTRUCTIONS=ITERATIONS) zeroes callgrind's counts before each row's calls and dumps
 them after, named `size|row|iterations`; this script runs it under callgrind, reads every dump and prints the
@@ -10,6 +11,11 @@ OUTPUT_DIRECTORY (default .build/bench-instructions) for `callgrind_annotate --i
 
 The binary is run from a copy without its DWARF sections (valgrind 3.19 cannot read the DWARF 5 that Swift 6.3
 writes); the symbol table stays, so the dumps still name every function.
+
+With --offline, the binary is OfflineKeyInstructions and KEPT_STORE_DIRECTORY a store an OfflineBenchmarks run kept
+(OFFLINE_BENCH_KEEP, same OFFLINE_BENCH_N): it opens the store and looks keys up ITERATIONS times through read(_:),
+await execute(_:) and the typed DataService, each dumped as `N = count|row|iterations`; the floor of the two others
+is read(_:).
 """
 import glob
 import os
@@ -18,12 +24,8 @@ import subprocess
 import sys
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    binary = sys.argv[1]
-    iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-    out = sys.argv[3] if len(sys.argv) > 3 else ".build/bench-instructions"
+def run_under_callgrind(binary, environment, out):
+    """Runs a copy of BINARY without its DWARF sections under callgrind, the dumps in OUT."""
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
     shutil.rmtree(out, ignore_errors=True)
@@ -31,6 +33,19 @@ def main():
     copy = os.path.join(out, os.path.basename(binary))
     shutil.copy(binary, copy)
     subprocess.run(["strip", "--strip-debug", copy], check=True)
+    return subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=no",
+                           "--callgrind-out-file=" + os.path.join(out, "callgrind.out"), copy],
+                          env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--offline":
+        return offline(sys.argv[2:])
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    binary = sys.argv[1]
+    iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    out = sys.argv[3] if len(sys.argv) > 3 else ".build/bench-instructions"
     # nginx is started by a run of the benchmark outside valgrind (valgrind 3.19 fails the close_range with which
     # Foundation's Process starts a child); the measured run reads from it.
     server = subprocess.Popen([binary], env=dict(os.environ, ONLINE_BENCH_SERVE="1"), stdin=subprocess.PIPE,
@@ -40,30 +55,11 @@ def main():
         if not root.startswith("http://"):
             sys.exit("nginx did not start for the benchmark")
         environment = dict(os.environ, ONLINE_BENCH_INSTRUCTIONS=str(iterations), ONLINE_BENCH_ROOT=root)
-        run = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=no",
-                              "--callgrind-out-file=" + os.path.join(out, "callgrind.out"), copy],
-                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        run = run_under_callgrind(binary, environment, out)
     finally:
         server.stdin.close()
         server.wait()
-    if run.returncode != 0:
-        sys.stderr.write(run.stdout[-2000:] + run.stderr[-4000:])
-        sys.exit(f"the benchmark failed under callgrind (exit {run.returncode})")
-    rows = {}
-    dumps = glob.glob(os.path.join(out, "callgrind.out.*"))
-    for path in sorted(dumps, key=lambda path: int(path.rsplit(".", 1)[1]) if path.rsplit(".", 1)[1].isdigit() else 0):
-        name, total = None, None
-        with open(path, encoding="utf-8", errors="replace") as dump:
-            for line in dump:
-                if line.startswith("desc: Trigger: Client Request: "):
-                    name = line.split("Client Request: ", 1)[1].strip()
-                elif line.startswith("totals:") or (total is None and line.startswith("summary:")):
-                    total = int(line.split()[1])
-        if name and total is not None and name.count("|") == 2:
-            size, label, count = name.split("|")
-            rows[(size, label)] = (total / int(count), path)
-    if not rows:
-        sys.exit("no dumps named by the benchmark were written")
+    rows = read_dumps(run, out)
 
     def per_call(size, label):
         return rows.get((size, label), (None, None))[0]
@@ -94,6 +90,53 @@ def main():
             print(f"- {size}: default telemetry (no-op backends) ÷ disabled, uncached GET = {(store / quiet - 1) * 100:+.2f} % (target ≤ 2 %)")
         if passive and quiet_passive:
             print(f"- {size}: default telemetry ÷ disabled, passive read = {(passive / quiet_passive - 1) * 100:+.2f} % (target ≤ 2 %)")
+    print("")
+    print(f"Dumps: {out}/callgrind.out.* (callgrind_annotate --inclusive=yes FILE | swift demangle --simplified)")
+
+
+def read_dumps(run, out):
+    """Instructions per call of every dump named `size|row|iterations`, by (size, row)."""
+    if run.returncode != 0:
+        sys.stderr.write(run.stdout[-2000:] + run.stderr[-4000:])
+        sys.exit(f"the benchmark failed under callgrind (exit {run.returncode})")
+    rows = {}
+    dumps = glob.glob(os.path.join(out, "callgrind.out.*"))
+    for path in sorted(dumps, key=lambda path: int(path.rsplit(".", 1)[1]) if path.rsplit(".", 1)[1].isdigit() else 0):
+        name, total = None, None
+        with open(path, encoding="utf-8", errors="replace") as dump:
+            for line in dump:
+                if line.startswith("desc: Trigger: Client Request: "):
+                    name = line.split("Client Request: ", 1)[1].strip()
+                elif line.startswith("totals:") or (total is None and line.startswith("summary:")):
+                    total = int(line.split()[1])
+        if name and total is not None and name.count("|") == 2:
+            size, label, count = name.split("|")
+            rows[(size, label)] = (total / int(count), path)
+    if not rows:
+        sys.exit("no dumps named by the benchmark were written")
+    return rows
+
+
+def offline(arguments):
+    """OfflineBenchmarks' key lookups: read(_:), await execute(_:), typed DataService."""
+    if len(arguments) < 2:
+        sys.exit(__doc__)
+    binary, kept = arguments[0], arguments[1]
+    iterations = int(arguments[2]) if len(arguments) > 2 else 200
+    out = arguments[3] if len(arguments) > 3 else ".build/bench-instructions-offline"
+    with open(os.path.join(kept, "port"), encoding="utf-8") as port:
+        root = f"http://127.0.0.1:{port.read().strip()}/"
+    environment = dict(os.environ, OFFLINE_BENCH_WORK=os.path.abspath(kept),
+                       OFFLINE_BENCH_ROOT=root, OFFLINE_BENCH_INSTRUCTIONS=str(iterations))
+    rows = read_dumps(run_under_callgrind(binary, environment, out), out)
+    print(f"OfflineBenchmarks' key lookup in instructions (callgrind, {iterations} lookups per row after 20 warm-up "
+          "lookups, from a task on the global executor; every thread of the process)")
+    print("")
+    print("| entities | row | instructions / call | ÷ read() |")
+    print("|---|---|---|---|")
+    for (size, label), (value, _) in rows.items():
+        floor = rows.get((size, "key lookup, read()"), (None, None))[0]
+        print(f"| {size} | {label} | {value:,.0f} | {value / floor:.2f}× |" if floor else f"| {size} | {label} | {value:,.0f} | |")
     print("")
     print(f"Dumps: {out}/callgrind.out.* (callgrind_annotate --inclusive=yes FILE | swift demangle --simplified)")
 

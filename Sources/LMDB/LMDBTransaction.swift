@@ -198,10 +198,7 @@ public final class LMDBTransaction {
     /// - Returns: Its number of key/value pairs.
     /// - Throws: `LMDBError` when the transaction has ended.
     public func count(in database: LMDBDatabase) throws(LMDBError) -> Int {
-        let txn = try active()
-        var stat = MDB_stat()
-        try check(mdb_stat(txn, database.handle, &stat))
-        return stat.ms_entries
+        try statistics(of: database).entries
     }
 
     /// Removes every entry of `database` (the database itself stays).

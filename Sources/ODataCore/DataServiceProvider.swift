@@ -13,18 +13,21 @@ public protocol DataServiceProvider: Sendable {
     /// - Parameter request: the request; its path is relative to ``serviceRoot``.
     /// - Returns: the response; `nil` when a read has no answer (passive mode with nothing cached).
     /// - Throws: the store's error: the back end's ``ODataServiceError``, a transport error, a local error.
-    func executeRequest(_ request: ODataRequest) async throws -> ODataResponse?
+    ///
+    /// Called on the caller's executor (`nonisolated(nonsending)`): a store that answers locally (the offline store's
+    /// reads) answers without a hop to another executor and back; a plain `async` implementation still satisfies it.
+    nonisolated(nonsending) func executeRequest(_ request: ODataRequest) async throws -> ODataResponse?
 
     /// Reads the page a response's next link names.
     /// - Parameter nextLink: the `@odata.nextLink` (V2 `__next`) of an earlier page, absolute or relative.
     /// - Returns: the next page.
     /// - Throws: as ``executeRequest(_:)``.
-    func executeNextLink(_ nextLink: String) async throws -> ODataResponse?
+    nonisolated(nonsending) func executeNextLink(_ nextLink: String) async throws -> ODataResponse?
 }
 
 extension DataServiceProvider {
     /// Reads a next link as a GET of its path and query, relative to the service root.
-    public func executeNextLink(_ nextLink: String) async throws -> ODataResponse? {
+    public nonisolated(nonsending) func executeNextLink(_ nextLink: String) async throws -> ODataResponse? {
         try await executeRequest(try ODataRequest(link: nextLink, serviceRoot: serviceRoot))
     }
 }

@@ -6,7 +6,8 @@ public import ODataCore
 /// generated types, creates, partial updates with `If-Match`, deletes, and navigation loads.
 ///
 /// Generated services (`NorthwindService`) wrap one and add a typed method family per entity set; the
-/// generic methods here work with any generated type.
+/// generic methods here work with any generated type. They run on the caller's executor (`nonisolated(nonsending)`),
+/// as the provider's ``DataServiceProvider/executeRequest(_:)`` does: an offline read is answered with no hop.
 ///
 /// ```swift
 /// let service = DataService(provider: offlineProvider, entitySets: [events])
@@ -41,7 +42,7 @@ public final class DataService: Sendable {
     /// - Throws: ``DataServiceError`` (`.invalidQuery` without an entity set or with what the version cannot
     ///   express, `.noData` when passive mode has nothing cached, `.typeMismatch` for a payload that does not
     ///   fit `E`), or the store's error.
-    public func executeQuery<E>(_ query: DataQuery<E>) async throws -> QueryResult<E> {
+    public nonisolated(nonsending) func executeQuery<E>(_ query: DataQuery<E>) async throws -> QueryResult<E> {
         guard let set = query.entitySet else {
             throw DataServiceError(.invalidQuery, "the query names no entity set: use DataQuery.from(_:)")
         }
@@ -53,7 +54,7 @@ public final class DataService: Sendable {
     /// - Parameter result: an earlier page.
     /// - Returns: the next page, or nil when `result` was the last.
     /// - Throws: as ``executeQuery(_:)``.
-    public func nextPage<E>(of result: QueryResult<E>) async throws -> QueryResult<E>? {
+    public nonisolated(nonsending) func nextPage<E>(of result: QueryResult<E>) async throws -> QueryResult<E>? {
         guard let link = result.nextLink else { return nil }
         guard let response = try await provider.executeNextLink(link) else {
             throw DataServiceError(.noData, "nothing is cached for the next page")
@@ -68,7 +69,7 @@ public final class DataService: Sendable {
     ///   - query: the query (its own set, if any, is replaced by `set`).
     /// - Returns: the entities.
     /// - Throws: as ``executeQuery(_:)``.
-    public func fetch<E>(_ set: EntitySet<E>, matching query: DataQuery<E> = DataQuery()) async throws -> [E] {
+    public nonisolated(nonsending) func fetch<E>(_ set: EntitySet<E>, matching query: DataQuery<E> = DataQuery()) async throws -> [E] {
         var page = try await executeQuery(query.from(set))
         var entities = page.entities
         while let next = try await nextPage(of: page) {
@@ -86,7 +87,7 @@ public final class DataService: Sendable {
     /// - Returns: the entity.
     /// - Throws: ``DataServiceError``, or the store's error (a `404` from the back end, `.entityNotFound`
     ///   from the offline store).
-    public func fetchEntity<E>(_ set: EntitySet<E>, key: EntityKey, query: DataQuery<E> = DataQuery()) async throws -> E {
+    public nonisolated(nonsending) func fetchEntity<E>(_ set: EntitySet<E>, key: EntityKey, query: DataQuery<E> = DataQuery()) async throws -> E {
         let request = ODataRequest(method: .get, resourcePath: set.name + (try key.predicate(for: version)),
                                    queryOptions: try query.queryOptions(for: version))
         var entity = try E.decode(try await answer(request).payload)
@@ -102,7 +103,7 @@ public final class DataService: Sendable {
     ///   - entity: the entity, read through a ``DataService`` (it knows its set) or with `set` given.
     ///   - query: options for the related entities.
     /// - Throws: ``DataServiceError`` `.invalidEntity` when the entity's set is unknown, or as ``executeQuery(_:)``.
-    public func loadProperty<E: EntityValue, T: EntityValue>(
+    public nonisolated(nonsending) func loadProperty<E: EntityValue, T: EntityValue>(
         _ property: Property<E, [T]>, into entity: inout E, query: DataQuery<T> = DataQuery()
     ) async throws {
         guard let keyPath = property.keyPath else {
@@ -124,7 +125,7 @@ public final class DataService: Sendable {
     ///   - property: the navigation property (a generated path with its key path).
     ///   - entity: the entity, read through a ``DataService`` (it knows its set).
     /// - Throws: ``DataServiceError`` `.invalidEntity` when the entity's set is unknown, or the store's error.
-    public func loadProperty<E: EntityValue, T: EntityValue>(_ property: Property<E, T>, into entity: inout E) async throws {
+    public nonisolated(nonsending) func loadProperty<E: EntityValue, T: EntityValue>(_ property: Property<E, T>, into entity: inout E) async throws {
         guard let keyPath = property.keyPath else {
             throw DataServiceError(.invalidEntity, "'\(property.name)' has no key path to load into")
         }
@@ -139,7 +140,7 @@ public final class DataService: Sendable {
     ///   - entry: the entry.
     /// - Throws: ``DataServiceError`` `.invalidEntity` when the service does not know the entity's set, or the
     ///   store's error.
-    public func loadProperty(_ property: AffectedEntityProperty, into entry: inout ErrorArchiveEntry) async throws {
+    public nonisolated(nonsending) func loadProperty(_ property: AffectedEntityProperty, into entry: inout ErrorArchiveEntry) async throws {
         let response = try await answer(ODataRequest(method: .get, resourcePath: "ErrorArchive(\(entry.requestID))/AffectedEntity"))
         guard response.statusCode != 204, !response.payload.isEmpty else {
             entry.loadedAffectedEntity = nil
@@ -160,7 +161,7 @@ public final class DataService: Sendable {
     ///   - set: the entity set.
     /// - Returns: the entity as the service stored it (the offline store: with its temporary key).
     /// - Throws: the store's error.
-    public func createEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>) async throws -> E {
+    public nonisolated(nonsending) func createEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>) async throws -> E {
         var request = ODataRequest(method: .post, resourcePath: set.name, body: Data(JSON.serialize(.object(entity.properties(for: version)))))
         request.headerFields[.contentType] = "application/json"
         let response = try await answer(request)
@@ -178,7 +179,7 @@ public final class DataService: Sendable {
     ///   - changes: changes the entity.
     /// - Returns: the changed entity, with the service's new ETag when it sent one.
     /// - Throws: what `changes` throws, or the store's error (a `412` when someone else changed it first).
-    public func updateEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>, changes: (inout E) throws -> Void) async throws -> E {
+    public nonisolated(nonsending) func updateEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>, changes: (inout E) throws -> Void) async throws -> E {
         var updated = entity
         try changes(&updated)
         return try await updateEntity(updated, from: entity, in: set)
@@ -192,7 +193,7 @@ public final class DataService: Sendable {
     ///   - set: the entity set.
     /// - Returns: `updated`, with the service's new ETag when it sent one.
     /// - Throws: the store's error.
-    public func updateEntity<E: EntityValue>(_ updated: E, from original: E, in set: EntitySet<E>) async throws -> E {
+    public nonisolated(nonsending) func updateEntity<E: EntityValue>(_ updated: E, from original: E, in set: EntitySet<E>) async throws -> E {
         let before = original.properties(for: version)
         let after = updated.properties(for: version)
         var changed = JSONObject()
@@ -215,7 +216,7 @@ public final class DataService: Sendable {
     ///   - set: the entity set.
     /// - Returns: the entity, with the service's new ETag when it sent one.
     /// - Throws: the store's error.
-    public func replaceEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>) async throws -> E {
+    public nonisolated(nonsending) func replaceEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>) async throws -> E {
         var request = ODataRequest(method: .put, resourcePath: try path(of: entity, in: set),
                                    body: Data(JSON.serialize(.object(entity.properties(for: version)))))
         request.headerFields[.contentType] = "application/json"
@@ -231,7 +232,7 @@ public final class DataService: Sendable {
     ///   - entity: the entity.
     ///   - set: the entity set.
     /// - Throws: the store's error.
-    public func deleteEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>) async throws {
+    public nonisolated(nonsending) func deleteEntity<E: EntityValue>(_ entity: E, in set: EntitySet<E>) async throws {
         var request = ODataRequest(method: .delete, resourcePath: try path(of: entity, in: set))
         if let etag = entity.odata.etag { request.headerFields[.ifMatch] = etag }
         _ = try await answer(request)
@@ -250,7 +251,7 @@ public final class DataService: Sendable {
     }
 
     /// The response to a request, or an error for none (passive mode with nothing cached).
-    private func answer(_ request: ODataRequest) async throws -> ODataResponse {
+    private nonisolated(nonsending) func answer(_ request: ODataRequest) async throws -> ODataResponse {
         guard let response = try await provider.executeRequest(request) else {
             throw DataServiceError(.noData, "nothing is cached for \(request.resourcePath)")
         }

@@ -6,7 +6,7 @@ extension OfflineODataProvider: DataServiceProvider {
     /// - Parameter request: the request.
     /// - Returns: the local response.
     /// - Throws: ``OfflineODataError``.
-    public func executeRequest(_ request: ODataRequest) async throws -> ODataResponse? {
+    public nonisolated(nonsending) func executeRequest(_ request: ODataRequest) async throws -> ODataResponse? {
         try await execute(request)
     }
 
@@ -14,7 +14,7 @@ extension OfflineODataProvider: DataServiceProvider {
     /// - Parameter nextLink: the link from an earlier local read.
     /// - Returns: the next page.
     /// - Throws: ``OfflineODataError``.
-    public func executeNextLink(_ nextLink: String) async throws -> ODataResponse? {
+    public nonisolated(nonsending) func executeNextLink(_ nextLink: String) async throws -> ODataResponse? {
         try await execute(nextLink: nextLink)
     }
 }

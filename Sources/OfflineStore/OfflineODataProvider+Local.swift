@@ -25,16 +25,18 @@ extension OfflineODataProvider {
     ///   204 for updates and deletes, 204 for a single-valued navigation that leads nowhere.
     /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` naming what was wrong,
     ///   `.entityNotFound`, `.entityExists`, `.storage`.
-    public func execute(_ request: ODataRequest) async throws -> ODataResponse {
+    ///
+    /// A read runs on the caller's executor, as ``read(_:)`` does: it neither enters the provider's actor nor leaves
+    /// the caller's (an app's main actor, say) and returns what ``read(_:)`` returns. A change enters the actor.
+    public nonisolated(nonsending) func execute(_ request: ODataRequest) async throws -> ODataResponse {
+        if request.method == .get { return try read(request) }
+        return try await change(request)
+    }
+
+    /// Executes a create, update or delete (of an entity or a link) inside the actor.
+    private func change(_ request: ODataRequest) async throws -> ODataResponse {
         let store = try openStore()
-        if request.method == .get, let media = try mediaRead(request, store: store, model: model) { return media }
         let parsed = try LocalRequest(request: request)
-        switch request.method {
-        case .get:
-            return try read(parsed, store: store, model: model)
-        default:
-            break
-        }
         // A change reads what it depends on inside its write transaction (see `queueChange`), so changes
         // and an upload's steps never interleave between a read and its write.
         if Self.isRelationship(parsed) {
@@ -57,8 +59,8 @@ extension OfflineODataProvider {
     /// - Parameter nextLink: The link from an earlier local read.
     /// - Returns: The next page.
     /// - Throws: As ``execute(_:)``; `.invalidRequest` for a link that is not under the service root.
-    public func execute(nextLink: String) async throws -> ODataResponse {
-        let store = try openStore()
+    public nonisolated(nonsending) func execute(nextLink: String) async throws -> ODataResponse {
+        let (store, model) = try readSnapshot.opened()
         return try read(try LocalRequest(nextLink, serviceRoot: serviceRoot), store: store, model: model)
     }
 
@@ -83,7 +85,7 @@ extension OfflineODataProvider {
         guard request.method == .get else {
             throw OfflineODataError(.invalidRequest, "read(_:) runs GET requests; use execute(_:) for \(request.method.rawValue)")
         }
-        guard let (store, model) = readSnapshot.current else { throw OfflineODataError(.notOpen, "the offline store is not open") }
+        let (store, model) = try readSnapshot.opened()
         if let media = try mediaRead(request, store: store, model: model) { return media }
         return try read(try LocalRequest(request: request), store: store, model: model)
     }

@@ -358,6 +358,13 @@ final class ReadSnapshot: Sendable {
 
     var current: (EntityStore, ServiceModel)? { value.withLock { $0 } }
 
+    /// The open store and model, for a read outside the actor.
+    /// - Throws: `OfflineODataError.notOpen` when the store is not open.
+    func opened() throws(OfflineODataError) -> (EntityStore, ServiceModel) {
+        guard let current else { throw OfflineODataError(.notOpen, "the offline store is not open") }
+        return current
+    }
+
     func set(_ store: EntityStore, _ model: ServiceModel) { value.withLock { $0 = (store, model) } }
 
     func clear() { value.withLock { $0 = nil } }

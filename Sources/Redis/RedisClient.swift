@@ -22,7 +22,7 @@ import ODataCore
 ///
 /// With ``RedisConfiguration/cluster`` the client speaks to a Redis Cluster: it reads the slot map
 /// (`CLUSTER SLOTS`) from a seed, sends each command to the master of its key's slot (the second argument is
-/// the key), keeps one pool of connections per node, follows `MOVED` (the map is updated) and `ASK` (`ASKING`
+/// the key; for `EVAL` and `EVALSHA` the first key after `numkeys`), keeps one pool of connections per node, follows `MOVED` (the map is updated) and `ASK` (`ASKING`
 /// and one retry) redirects up to ``RedisClusterConfiguration/maximumRedirects``, and reads the map again
 /// after a connection failure or `CLUSTERDOWN`. The back-off is per node: a dead master fails only the calls
 /// for its slots until a replica takes over.
@@ -105,7 +105,8 @@ public final class RedisClient: Sendable {
     /// - Throws: ``RedisError`` `.unavailable` while backing off; `.connectionFailed`, `.timeout`,
     ///   `.connectionLost` or `.protocolError` when the connection failed (the back-off starts);
     ///   `.serverError` for an error reply; `.invalidArgument` for an empty command. In a cluster the second
-    ///   argument is taken as the key (a command of several keys needs them in one slot: hash tags), and
+    ///   argument is taken as the key — for `EVAL` and `EVALSHA` the first key, the fourth — (a command of
+    ///   several keys needs them in one slot: hash tags), and
     ///   `.serverError` also means `CLUSTERDOWN` or more redirects than allowed.
     public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         guard !arguments.isEmpty else { throw RedisError(.invalidArgument, "a command needs a name") }

@@ -38,6 +38,24 @@ public struct RedisTierConfiguration: Sendable, Hashable {
     /// Writes to Redis run off the caller's path on one queue; beyond this many waiting, new writes are
     /// dropped (counted as ``SecondTierStatistics/droppedWrites``). The default is 1024.
     public var maximumPendingWrites: Int
+    /// How old the tier's copy of an entry must be before a 304 writes it again. A 304 changes only an entry's
+    /// stored time and headers; with many instances revalidating one popular URL, republishing every 304
+    /// would cost one `SET` of the whole value per instance and cycle. So a 304 rewrites the tier's copy only
+    /// when that copy was written at least this long ago — or, when the entry has a freshness lifetime
+    /// (`s-maxage`, `max-age`, `Expires`), half of that lifetime ago if that is shorter — judged by the copy's
+    /// remaining time to live in Redis against a new write's, and checked and written in one atomic script,
+    /// so the fleet writes a hot URL at most once per bound, whoever revalidates it. A copy that is missing
+    /// or would live longer after the 304 than now by more than the bound (a 304 that lengthened the
+    /// freshness) is written at once. Server answers (200) and removals are never held back.
+    ///
+    /// The cost of the bound: an instance that reads the copy from Redis may see a stored time up to this much
+    /// older than the fleet's latest 304, so under a store's `maxAge` it revalidates up to this much sooner —
+    /// one conditional request; it is never served stale as fresh (the stored time is only ever too old).
+    /// The default is 30 seconds: small against the default stale allowance of an hour (the copy stays
+    /// alive), small against any `maxAge` worth configuring for OData reads, and it turns 100 instances
+    /// revalidating one URL every second from 100 `SET`s a second into one every 30 s. `.zero` republishes
+    /// every 304.
+    public var republishInterval: Duration
     /// Where outages and recoveries are logged (a warning when Redis stops answering, a notice when it is
     /// back; no key, URL or secret). It takes no part in equality. The default is `nil`: a logger labelled
     /// `ODataStores.RedisTier` (the online store passes its telemetry's logger).
@@ -56,6 +74,7 @@ public struct RedisTierConfiguration: Sendable, Hashable {
         self.namespace = namespace
         self.timeToLive = timeToLive
         self.maximumPendingWrites = 1024
+        self.republishInterval = .seconds(30)
         self.logger = nil
     }
 
@@ -83,7 +102,7 @@ public struct RedisTierConfiguration: Sendable, Hashable {
     /// Configurations are equal in everything but their logger.
     public static func == (lhs: RedisTierConfiguration, rhs: RedisTierConfiguration) -> Bool {
         lhs.redis == rhs.redis && lhs.namespace == rhs.namespace && lhs.timeToLive == rhs.timeToLive
-            && lhs.maximumPendingWrites == rhs.maximumPendingWrites
+            && lhs.maximumPendingWrites == rhs.maximumPendingWrites && lhs.republishInterval == rhs.republishInterval
     }
 
     /// Hashes everything but the logger.
@@ -94,6 +113,7 @@ public struct RedisTierConfiguration: Sendable, Hashable {
         hasher.combine(namespace)
         hasher.combine(timeToLive)
         hasher.combine(maximumPendingWrites)
+        hasher.combine(republishInterval)
     }
 
     func validate() throws(CacheError) {
@@ -106,7 +126,17 @@ public struct RedisTierConfiguration: Sendable, Hashable {
         guard maximumPendingWrites >= 1 else {
             throw CacheError.invalidConfiguration.with(detail: "maximumPendingWrites must be at least 1, got \(maximumPendingWrites)")
         }
+        guard republishInterval >= .zero else {
+            throw CacheError.invalidConfiguration.with(detail: "the second tier's republishInterval must not be negative")
+        }
         try timeToLive.validate()
+    }
+
+    /// How old the tier's copy of `entry` must be before a 304 rewrites it: ``republishInterval``, or half the
+    /// entry's freshness lifetime when that is shorter.
+    func republishBound(for entry: CacheEntry) -> Duration {
+        let lifetime = SecondTierTimeToLive.freshnessLifetime(of: entry.headers)
+        return lifetime > .zero ? min(republishInterval, lifetime / 2) : republishInterval
     }
 }
 
@@ -191,6 +221,9 @@ public struct SecondTierStatistics: Sendable, Hashable {
     public var unusableValues = 0
     /// Entries written to Redis (server answers and 304 refreshes).
     public var writes = 0
+    /// 304 refreshes not written to Redis because the tier's copy was younger than the bound
+    /// (``RedisTierConfiguration/republishInterval``).
+    public var heldBackRefreshes = 0
     /// Entries removed from Redis (404/410, `no-store`, ``ResponseCache/removeEntry(for:)-(String)->Bool``).
     public var removals = 0
     /// Writes not made: Redis was unavailable, or ``RedisTierConfiguration/maximumPendingWrites`` were waiting.

@@ -80,9 +80,7 @@ extension ResponseCache {
         guard let (held, current) = cache.hot.held(for: url, generation: crypto.generation, transaction: transaction) else { return nil }
         if !current {
             // A read that fails is "not known to be stored": the lookup reads the disk, which reports it.
-            let stored = try? cache.environment.read { txn in
-                try txn.withValue(forKey: held.key, in: cache.entries) { buffer in buffer.flatMap { CacheEntry.SealedTag(of: $0) } }
-            }
+            let stored = try? cache.environment.read { txn in try cache.storedTag(forKey: held.key, txn) }
             guard stored == held.tag else {
                 cache.hot.forget(url)
                 return nil
@@ -126,7 +124,7 @@ extension ResponseCache {
     private func lookup(key: [UInt8], cache: OpenCache) throws -> Lookup {
         try cache.environment.read { txn in
             let crypto = cache.keys(for: txn)
-            let decoded: Lookup = try txn.withValue(forKey: key, in: cache.entries) { buffer in
+            let decoded: Lookup = try cache.withStoredValue(forKey: key, txn) { buffer in
                 guard let buffer else { return .miss }
                 guard let entry = crypto.open(buffer, key: key) else { return .damaged }
                 return .hit(entry, generation: crypto.generation)
@@ -150,7 +148,7 @@ extension ResponseCache {
     private func removeDamaged(key: [UInt8], cache: OpenCache) throws -> Removal {
         try cache.environment.write { txn in
             let crypto = cache.keys(for: txn)
-            let found: Removal = try txn.withValue(forKey: key, in: cache.entries) { buffer in
+            let found: Removal = try cache.withStoredValue(forKey: key, txn) { buffer in
                 guard let buffer else { return .gone }
                 return crypto.open(buffer, key: key) == nil ? .removed : .resealed
             }
@@ -173,6 +171,12 @@ extension ResponseCache {
         let cache = try openCache()
         let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         return try cache.environment.read { txn in try txn.value(forKey: key, in: cache.entries) != nil }
+    }
+
+    /// The stored chunks checked against their heads, with the databases' page figures (for tests).
+    func chunkAudit() throws -> ChunkAudit {
+        let cache = try openCache()
+        return try cache.environment.read { txn in try cache.auditChunks(txn) }
     }
 
     /// The lookups whose use is not yet written to the LRU index (for tests).

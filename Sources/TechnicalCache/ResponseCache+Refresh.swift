@@ -110,10 +110,11 @@ extension ResponseCache {
             do {
                 stillStored = try cache.environment.read { txn in
                     let keys = cache.keys(for: txn)
-                    return try txn.withValue(forKey: key, in: cache.entries) { buffer in
+                    // The very sealed value the caller read: the same representation, nothing to open (the tag is
+                    // read without the value's chunks).
+                    if let knownTag, try cache.storedTag(forKey: key, txn) == knownTag { return true }
+                    return try cache.withStoredValue(forKey: key, txn) { buffer in
                         guard let buffer else { return false }
-                        // The very sealed value the caller read: the same representation, nothing to open.
-                        if let knownTag, CacheEntry.SealedTag(of: buffer) == knownTag { return true }
                         guard let meta = keys.openMeta(buffer, key: key) else { return false }
                         let stored = CacheEntry(status: meta.status, trustedHeaders: meta.headers, payload: Data(), storedAt: meta.storedAt)
                         return stored.etag == validators.etag && stored.lastModified == validators.lastModified

@@ -45,14 +45,14 @@ extension ResponseCache {
                 let oldCrypto = old
                 let newCrypto = old.rekeyed(to: newSealer, in: txn.id)
                 for key in keys {
-                    let opened = try txn.withValue(forKey: key, in: cache.entries) { buffer in buffer.flatMap { oldCrypto.open($0, key: key) } }
+                    let opened = try cache.withStoredValue(forKey: key, txn) { buffer in buffer.flatMap { oldCrypto.open($0, key: key) } }
                     guard let entry = opened else {
                         total -= try cache.removeEntry(key, txn)
                         failures += 1
                         continue
                     }
                     let sealed = try newCrypto.seal(entry, key: key)
-                    try txn.setValue(count: sealed.byteCount, forKey: key, in: cache.entries) { sealed.write(into: $0) }
+                    try cache.writeValue(sealed, forKey: key, txn)
                 }
                 try cache.writeBytes(total, txn)
                 try txn.setValue(Array(envelope.serialized), forKey: OpenCache.envelopeKey, in: cache.meta)

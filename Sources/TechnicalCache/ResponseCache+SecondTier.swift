@@ -43,10 +43,11 @@ extension ResponseCache {
         }
     }
 
-    /// After a 304 refreshed an entry: the refreshed entry to Redis.
+    /// After a 304 refreshed an entry: the refreshed entry to Redis when the tier's copy is older than the
+    /// bound (``RedisTierConfiguration/republishInterval``).
     func secondTierDidRefresh(_ entry: CacheEntry?, for url: String) {
         guard let tier, let entry else { return }
-        tier.publish(entry, url: url)
+        tier.publish(entry, url: url, isRefresh: true)
     }
 
     /// After an entry was removed on request (404, 410): its removal from Redis.

@@ -102,7 +102,7 @@ extension ResponseCache {
         if case .always = prepared.condition { return true }
         let crypto = prepared.cache.crypto.withLock { $0 }
         // nil: nothing stored; .some(nil): stored but damaged.
-        let meta = try txn.withValue(forKey: prepared.key, in: prepared.cache.entries) { buffer in
+        let meta = try prepared.cache.withStoredValue(forKey: prepared.key, txn) { buffer in
             buffer.map { crypto.openMeta($0, key: prepared.key) }
         }
         switch prepared.condition {

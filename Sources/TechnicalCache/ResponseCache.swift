@@ -63,7 +63,12 @@ public final class ResponseCache: Sendable {
 
     static let lockFileName = "cache.lock"
     static let keyFileName = "cache.key"
-    static let formatVersion: [UInt8] = [1]
+    /// The layout of the files: 2 since values larger than one page are stored in chunks (`OpenCache+Chunks.swift`).
+    /// A cache of format 1 (every value whole under its key) is read as it is and marked 2 when opened, so that
+    /// an earlier version of this library, which would take a chunked value for a damaged one and leave its
+    /// chunks behind, refuses it (an unknown format) instead.
+    static let formatVersion: [UInt8] = [2]
+    static let earlierFormatVersions: [[UInt8]] = [[1]]
 
     /// Creates a (closed) cache for `directory`; nothing is touched on disk until ``open(encryption:)``.
     ///
@@ -142,7 +147,7 @@ public final class ResponseCache: Sendable {
         let options = LMDBEnvironment.Options(
             mapSize: mapSize,
             maxMapSize: configuration.mapSizeLimit ?? LMDBEnvironment.Options().maxMapSize,
-            maxDatabases: 4,
+            maxDatabases: 5,
             durability: { if case .full = configuration.durability { return .full } else { return .noSync } }(),
             fileMode: 0o600,
             createDirectory: false)
@@ -156,21 +161,22 @@ public final class ResponseCache: Sendable {
         // costs only that reuse (counted and logged).
         do { _ = try environment.clearStaleReaders() } catch { onStorageFailure(.readerCleanup, error) }
         do {
-            let setup = try environment.write { txn -> (databases: [LMDBDatabase], envelope: [UInt8]?, plaintext: Bool, bytes: Int, lastTick: UInt64?) in
+            let setup = try environment.write { txn -> (databases: [LMDBDatabase], pageSize: Int, envelope: [UInt8]?, plaintext: Bool, bytes: Int, lastTick: UInt64?) in
                 var databases: [LMDBDatabase] = []
-                for name in ["entries", "info", "lru", "meta"] {
+                for name in ["entries", "info", "lru", "meta", "chunks"] {
                     guard let database = try txn.openDatabase(named: name, create: true) else { throw LMDBError.badDatabase }
                     databases.append(database)
                 }
                 let meta = databases[3]
                 if let format = try txn.value(forKey: OpenCache.formatKey, in: meta), format != formatVersion {
-                    throw CacheError.corruptRecord.with(detail: "unknown cache format \(format)")
+                    guard earlierFormatVersions.contains(format) else { throw CacheError.corruptRecord.with(detail: "unknown cache format \(format)") }
+                    try txn.setValue(formatVersion, forKey: OpenCache.formatKey, in: meta)
                 }
                 let envelope = try txn.value(forKey: OpenCache.envelopeKey, in: meta)
                 let plaintext = try txn.value(forKey: OpenCache.plaintextKey, in: meta) != nil
                 let bytes = try txn.value(forKey: OpenCache.bytesKey, in: meta).flatMap { UInt64(bigEndianBytes: $0) }.map(Int.init) ?? 0
                 let lastTick = try txn.withCursor(in: databases[2]) { cursor in try cursor.last() }.flatMap { UInt64(bigEndianBytes: $0.key) }
-                return (databases, envelope, plaintext, bytes, lastTick)
+                return (databases, try txn.statistics(of: databases[0]).pageSize, envelope, plaintext, bytes, lastTick)
             }
             let crypto: CacheCrypto
             var newRecord: (key: [UInt8], value: [UInt8])?
@@ -200,7 +206,7 @@ public final class ResponseCache: Sendable {
                 }
             }
             return OpenCache(
-                environment: environment, databases: setup.databases, lock: lock, crypto: crypto,
+                environment: environment, databases: setup.databases, pageSize: setup.pageSize, lock: lock, crypto: crypto,
                 nextTick: (setup.lastTick ?? 0) + 1, currentBytes: setup.bytes, memoryBudget: configuration.memoryBudget,
                 onStorageFailure: onStorageFailure)
         } catch let error as CacheError {

@@ -1,5 +1,5 @@
-// The soak's shared figures and its online readers: each read's answer is checked against its URL and
-// against what the producer had acknowledged before the read.
+// The soak's online readers: each read's answer is checked against its URL and against what the producer
+// had acknowledged before the read.
 import Foundation
 import ODataCore
 import ODataFixtures
@@ -7,73 +7,6 @@ import OnlineStore
 #if canImport(Glibc)
 import Glibc
 #endif
-
-// MARK: - Figures
-
-/// Counters shared by every task.
-final class Figures: Sendable {
-    private let values = LockedValue<[String: Int]>([:])
-    func add(_ name: String, _ amount: Int = 1) { values.withLock { $0[name, default: 0] += amount } }
-    func value(_ name: String) -> Int { values.withLock { $0[name] ?? 0 } }
-    func set(_ name: String, _ value: Int) { values.withLock { $0[name] = value } }
-    /// Takes one unit from a budget; `false` once it is spent.
-    func take(_ name: String) -> Bool { values.withLock { $0[name, default: 0] -= 1; return $0[name]! >= 0 } }
-}
-
-/// The last value acknowledged by the producer for each product's `UnitsInStock`.
-final class Committed: Sendable {
-    private let values = LockedValue<[Int: Int64]>([:])
-    func get(_ id: Int) -> Int64 { values.withLock { $0[id] ?? Int64.min } }
-    func set(_ id: Int, _ value: Int64) { values.withLock { $0[id] = max($0[id] ?? Int64.min, value) } }
-}
-
-/// The reads in flight, by store and URL, with the floor each began with. A store shares one network
-/// request among identical reads in flight together (`coalescesIdenticalReads`), so a read may get the
-/// answer to one that began before it: its floor is the lowest of those in flight when it began.
-final class ReadsInFlight: Sendable {
-    private let reads = LockedValue<[String: [Int: Int64]]>([:])
-    private let next = LockedValue(0)
-
-    /// Registers a read; returns its token and the floor its answer must reach.
-    func begin(_ key: String, floor: Int64) -> (token: Int, floor: Int64) {
-        let token = next.withLock { $0 += 1; return $0 }
-        return reads.withLock { reads in
-            let lowest = min(floor, reads[key]?.values.min() ?? floor)
-            reads[key, default: [:]][token] = floor
-            return (token, lowest)
-        }
-    }
-
-    func end(_ key: String, token: Int) {
-        reads.withLock { reads in
-            reads[key]?[token] = nil
-            if reads[key]?.isEmpty == true { reads[key] = nil }
-        }
-    }
-}
-/// Installs the rule `next` makes every `interval` until the deadline, keeping the last `keep` of them
-/// installed (each fires as its rule says, counted by the producer); removes every fault at the end.
-/// A control call the producer does not answer is counted in `producer control failures`.
-func rotateFaults(producer: FixtureProcess, seed: UInt64, every interval: Duration, keep: Int, deadline: ContinuousClock.Instant,
-                  figures: Figures, _ next: (inout SeededRandom) -> FaultRule) async {
-    var random = SeededRandom(seed: seed)
-    var installed: [FaultID] = []
-    while ContinuousClock.now < deadline {
-        do {
-            installed.append(try await producer.addFault(next(&random)))
-            if installed.count > keep { try await producer.removeFault(installed.removeFirst()) }
-        } catch {
-            print("odata-soak: \(error)")
-            figures.add("producer control failures")
-        }
-        try? await Task.sleep(for: interval)
-    }
-    do { try await producer.removeAllFaults() } catch {
-        print("odata-soak: \(error)")
-        figures.add("producer control failures")
-    }
-}
-
 
 /// Checks one successful read: the payload must belong to the URL it was asked for, and a response
 /// that claims to be fresh must not be older than what the producer had acknowledged before the read.

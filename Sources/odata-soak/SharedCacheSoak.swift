@@ -17,9 +17,9 @@ struct SharedCacheChild {
     let process: Process
     let output: Pipe
 
-    /// The options of the soak's `active` store (see `soak`): the same cache, partition, key and Redis tier;
-    /// `name` another name gives another local cache on the same tier.
-    static func storeOptions(directory: URL, redisPort: Int, name: String = "active") -> OnlineStoreOptions {
+    /// The options of the soak's `active` store (see `soak`): the same cache, partition, key and Redis tier
+    /// (`tier`: ``SoakTier/argument``); `name` another name gives another local cache on the same tier.
+    static func storeOptions(directory: URL, tier: String, name: String = "active") -> OnlineStoreOptions {
         var options = OnlineStoreOptions()
         options.storeDirectory = directory
         options.storeName = name
@@ -27,16 +27,16 @@ struct SharedCacheChild {
         options.cacheEncryptionKey = "soak passphrase"
         options.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
         options.transport.totalTimeout = .seconds(5)
-        options.secondTier = RedisTierConfiguration(port: redisPort, namespace: "soak")
+        options.secondTier = SoakTier.configuration(tier)
         return options
     }
 
-    /// Starts `executable --shared-cache-child <service root> <directory> <seconds> <seed> <redis port>`.
-    static func start(executable: String, serviceRoot: String, directory: URL, seconds: Int, seed: UInt64, redisPort: Int) -> SharedCacheChild? {
+    /// Starts `executable --shared-cache-child <service root> <directory> <seconds> <seed> <tier>`.
+    static func start(executable: String, serviceRoot: String, directory: URL, seconds: Int, seed: UInt64, tier: String) -> SharedCacheChild? {
         let process = Process()
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--shared-cache-child", serviceRoot, directory.path, String(seconds), String(seed), String(redisPort)]
+        process.arguments = ["--shared-cache-child", serviceRoot, directory.path, String(seconds), String(seed), tier]
         process.standardOutput = output
         do { try process.run() } catch { return nil }
         return SharedCacheChild(process: process, output: output)
@@ -77,8 +77,8 @@ struct SharedCacheChild {
 /// with the shared Redis tier until the deadline, then prints
 /// `SHARED-CACHE requests=… cached=… callbacks=… wrong=… etag=… openFailures=… redisHits=…` and exits.
 func runSharedCacheChild(_ arguments: [String]) async -> Never {
-    guard arguments.count >= 7, let seconds = Int(arguments[4]), let seed = UInt64(arguments[5]), let redisPort = Int(arguments[6]) else {
-        FileHandle.standardError.write(Data("odata-soak: --shared-cache-child <service root> <directory> <seconds> <seed> <redis port>\n".utf8))
+    guard arguments.count >= 7, let seconds = Int(arguments[4]), let seed = UInt64(arguments[5]), SoakTier.configuration(arguments[6]) != nil else {
+        FileHandle.standardError.write(Data("odata-soak: --shared-cache-child <service root> <directory> <seconds> <seed> <port | cluster:port,…>\n".utf8))
         exit(64)
     }
     let figures = Figures()
@@ -95,8 +95,8 @@ func runSharedCacheChild(_ arguments: [String]) async -> Never {
     let fleetStore: OnlineODataStore
     do {
         let directory = URL(fileURLWithPath: arguments[3])
-        store = try OnlineODataStore(serviceRoot: arguments[2], options: SharedCacheChild.storeOptions(directory: directory, redisPort: redisPort))
-        fleetStore = try OnlineODataStore(serviceRoot: arguments[2], options: SharedCacheChild.storeOptions(directory: directory, redisPort: redisPort, name: "fleet-b"))
+        store = try OnlineODataStore(serviceRoot: arguments[2], options: SharedCacheChild.storeOptions(directory: directory, tier: arguments[6]))
+        fleetStore = try OnlineODataStore(serviceRoot: arguments[2], options: SharedCacheChild.storeOptions(directory: directory, tier: arguments[6], name: "fleet-b"))
         try await store.open()
         try await fleetStore.open()
     } catch {

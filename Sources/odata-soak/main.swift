@@ -1,7 +1,10 @@
 // odata-soak: the online and offline stores under random faults, bounded in time and requests,
 // 127.0.0.1 only.
 //
-//   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N] [--offline-child-batch]
+//   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N] [--offline-child-batch] [--cluster]
+//
+// Profiles: the default shares one redis-server as the tier; `--cluster` puts the tier on a Redis Cluster
+// (3 masters + 3 replicas) and SIGKILLs a master mid-run (SoakTier.swift).
 //   odata-soak --child <directory>      (internal: a cache writer that the soak SIGKILLs)
 //   odata-soak --offline-child …        (internal: an offline store that the soak SIGKILLs)
 //   odata-soak --shared-cache-child …   (internal: a second process reading through the active store's cache)
@@ -29,6 +32,9 @@ struct Options {
     var seed = UInt64(1)
     /// The offline child uploads in `$batch` (a known issue makes this fail: see `docs/RELIABILITY.md`).
     var childBatch = false
+    /// The cluster profile: the Redis tier on a 3 + 3 Redis Cluster whose master of a random slot is
+    /// SIGKILLed at 40 % of the run and started again at 70 %.
+    var cluster = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -39,6 +45,7 @@ struct Options {
             case "--max-requests": maxRequests = iterator.next().flatMap { Int($0) } ?? maxRequests
             case "--seed": seed = iterator.next().flatMap { UInt64($0) } ?? seed
             case "--offline-child-batch": childBatch = true
+            case "--cluster": cluster = true
             default: FileHandle.standardError.write(Data("odata-soak: unknown argument \(argument)\n".utf8)); exit(64)
             }
         }
@@ -57,7 +64,7 @@ func soak(_ options: Options) async -> Int32 {
     figures.set("budget", options.maxRequests)
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("odata-soak-\(getpid())")
     defer { try? FileManager.default.removeItem(at: directory) }
-    print("odata-soak: \(options.seconds) s, at most \(options.maxRequests) requests, seed \(options.seed)")
+    print("odata-soak: \(options.seconds) s, at most \(options.maxRequests) requests, seed \(options.seed)\(options.cluster ? ", the tier on a 3 + 3 Redis Cluster" : "")")
 
     // The producer runs in a process of its own, so that this process's memory is the library's alone.
     let producer: FixtureProcess
@@ -66,19 +73,15 @@ func soak(_ options: Options) async -> Int32 {
         return 1
     }
     defer { producer.stop() }
-    // The `active` store and the second process share a Redis tier (issue 18); Redis is killed mid-run and
-    // started again on its port, and no answer may be wrong meanwhile.
-    let redis = LockedValue<RedisServer?>(nil)
-    do {
-        let started = try RedisServer.start(maxMemory: 64 << 20)
-        redis.withLock { $0 = started }
-    } catch {
-        print("odata-soak: redis-server did not start: \(error)")
+    // The `active` store and the second process share a Redis tier (issue 18): one server or a cluster
+    // (`--cluster`), killed mid-run and started again (SoakTier), and no answer may be wrong meanwhile.
+    let tier: SoakTier
+    do { tier = try SoakTier.start(cluster: options.cluster) } catch {
+        print("odata-soak: redis did not start: \(error)")
         figures.add("store-open failures")
         return 1
     }
-    let redisPort = redis.withLock { $0!.port }
-    defer { redis.withLock { $0?.stop() } }
+    defer { tier.stop() }
     func storeOptions(name: String, partition: String) -> OnlineStoreOptions {
         var storeOptions = OnlineStoreOptions()
         storeOptions.storeDirectory = directory
@@ -93,7 +96,7 @@ func soak(_ options: Options) async -> Int32 {
     let writer: OnlineODataStore
     let passive: OnlineODataStore // starts active too; the name is its partition's role in the mode switcher
     do {
-        active = try OnlineODataStore(serviceRoot: producer.serviceRoot, options: SharedCacheChild.storeOptions(directory: directory, redisPort: redisPort))
+        active = try OnlineODataStore(serviceRoot: producer.serviceRoot, options: SharedCacheChild.storeOptions(directory: directory, tier: tier.argument))
         passive = try OnlineODataStore(serviceRoot: producer.serviceRoot, options: storeOptions(name: "passive", partition: "bob"))
         var writerOptions = storeOptions(name: "writer", partition: "writer")
         writerOptions.useCache = false
@@ -151,7 +154,7 @@ func soak(_ options: Options) async -> Int32 {
     }
     killerThread.start()
     let sharedCacheChild = SharedCacheChild.start(executable: executable, serviceRoot: producer.serviceRoot, directory: directory,
-                                                  seconds: options.seconds, seed: options.seed &+ 8000, redisPort: redisPort)
+                                                  seconds: options.seconds, seed: options.seed &+ 8000, tier: tier.argument)
     if sharedCacheChild == nil { figures.add("store-open failures") }
 
     await withTaskGroup(of: Void.self) { group in
@@ -237,18 +240,12 @@ func soak(_ options: Options) async -> Int32 {
             await offlineChildLoop(executable: executable, storePath: offlineDirectory, serviceRoot: producer.serviceRoot, customers: share(2),
                                    seed: options.seed &+ 7000, batch: options.childBatch, deadline: deadline, ledger: ledger, figures: figures)
         }
-        // Redis goes down at 40 % of the run and comes back on its port at 70 %.
+        // Redis (or a cluster's master) goes down at 40 % of the run and comes back at 70 %.
         group.addTask {
             try? await Task.sleep(until: start + .milliseconds(options.seconds * 400), clock: .continuous)
-            redis.withLock { $0?.kill() }
-            figures.add("redis outages (injected)")
+            tier.injectOutage(figures: figures, seed: options.seed &+ 9000)
             try? await Task.sleep(until: start + .milliseconds(options.seconds * 700), clock: .continuous)
-            do {
-                let restarted = try RedisServer.start(port: redisPort, maxMemory: 64 << 20)
-                redis.withLock { $0 = restarted }
-            } catch {
-                print("odata-soak: redis-server did not start again on port \(redisPort): \(error)")
-            }
+            tier.recover(figures: figures)
         }
         for index in 0..<12 {
             group.addTask {
@@ -259,6 +256,7 @@ func soak(_ options: Options) async -> Int32 {
     }
     while figures.value("killer done") == 0 { try? await Task.sleep(for: .milliseconds(50)) }
     sharedCacheChild?.finish(figures: figures)
+    tier.checkHealth(figures: figures)
 
     // Faults are off: every queue must empty; then the ledger is compared with the producer.
     do { try await producer.removeAllFaults() } catch {
@@ -299,6 +297,7 @@ func soak(_ options: Options) async -> Int32 {
     figures.set("cache writes superseded (out of order)", [active, passive].reduce(0) { $0 + ($1.statistics.cache?.supersededWrites ?? 0) })
     figures.set("redis tier: writes", active.statistics.secondTier?.writes ?? 0)
     figures.set("redis tier: failed calls (outage)", active.statistics.secondTier?.failures ?? 0)
+    figures.set("redis tier: 304s held back (bound)", active.statistics.secondTier?.heldBackRefreshes ?? 0)
     active.close()
     writer.close()
     passive.close()
@@ -312,6 +311,7 @@ func soak(_ options: Options) async -> Int32 {
     let mustBeZero = ["wrong cache answers", "answers whose ETag names another version", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half", "producer control failures",
                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
                       "offline requests refused (not a fault)", "offline queues not drained", "offline ErrorArchives unreadable"]
+        + (options.cluster ? ["redis cluster: not healthy at the end"] : [])
     let informative = ["requests issued", "fresh answers", "cache answers (unrevalidated)", "requests failed (expected under faults)",
                        "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "second process: requests issued", "second process: cache answers",
                        "second process: hits from Redis", "redis tier: writes", "redis tier: failed calls (outage)", "redis outages (injected)", "cache callbacks with an entry", "cache callbacks without an entry", "kills", "executions without a response",
@@ -321,6 +321,7 @@ func soak(_ options: Options) async -> Int32 {
                        "offline requests archived after faults", "offline follow-ups of a fault archived", "offline re-sends replayed (repeatability)",
                        "offline downloads", "offline downloads failed (under faults)", "offline child generations", "offline child kills", "offline child kills during an upload",
                        "offline write faults injected (fired)"]
+        + (options.cluster ? ["redis cluster: masters SIGKILLed", "redis cluster: masters restarted", "redis tier: 304s held back (bound)"] : [])
     let elapsed = ContinuousClock.now - start
     print("odata-soak: ran \(elapsed.components.seconds) s")
     for name in informative { print("  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(figures.value(name))") }
@@ -336,7 +337,7 @@ func soak(_ options: Options) async -> Int32 {
     if figures.value("requests issued") == 0 || faults == 0 || figures.value("kills") == 0 || figures.value("second process: requests issued") == 0
         || figures.value("offline local changes (acknowledged)") == 0 || figures.value("offline child kills") == 0
         || figures.value("offline write faults injected (fired)") == 0 || figures.value("second process: hits from Redis") == 0
-        || figures.value("redis outages (injected)") == 0 {
+        || figures.value("redis outages (injected)") == 0 || (options.cluster && figures.value("redis cluster: masters restarted") == 0) {
         print("odata-soak: the soak did not exercise requests, faults, local changes, kills, the second process and Redis")
         failed = true
     }

@@ -35,16 +35,20 @@ func tierConfiguration(_ server: RedisServer, namespace: String = "tests") -> Re
 }
 
 /// A cache configuration with the tier on `server`.
-func cacheConfiguration(_ server: RedisServer, partition: String? = nil, namespace: String = "tests") -> CacheConfiguration {
+func cacheConfiguration(_ server: RedisServer, partition: String? = nil, namespace: String = "tests",
+                        _ change: (inout RedisTierConfiguration) -> Void = { _ in }) -> CacheConfiguration {
     var configuration = CacheConfiguration(sizeLimit: 8 << 20, partition: partition, keyDerivation: cheapDerivation,
                                            durability: .periodic(interval: .seconds(3600)))
-    configuration.secondTier = tierConfiguration(server, namespace: namespace)
+    var tier = tierConfiguration(server, namespace: namespace)
+    change(&tier)
+    configuration.secondTier = tier
     return configuration
 }
 
-/// Opens a cache in `directory` with the tier on `server`.
-func openCache(_ directory: String, _ server: RedisServer, secret: String = fleetSecret, partition: String? = nil, namespace: String = "tests") throws -> ResponseCache {
-    let cache = try ResponseCache(directory: directory, configuration: cacheConfiguration(server, partition: partition, namespace: namespace))
+/// Opens a cache in `directory` with the tier on `server` (`change` adjusts the tier's configuration).
+func openCache(_ directory: String, _ server: RedisServer, secret: String = fleetSecret, partition: String? = nil, namespace: String = "tests",
+               _ change: (inout RedisTierConfiguration) -> Void = { _ in }) throws -> ResponseCache {
+    let cache = try ResponseCache(directory: directory, configuration: cacheConfiguration(server, partition: partition, namespace: namespace, change))
     try cache.open(encryption: .key(secret))
     return cache
 }

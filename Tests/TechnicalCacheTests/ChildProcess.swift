@@ -9,6 +9,8 @@ enum ChildRole: String {
     case writer
     /// `CrashTests`: opens the cache and waits to be killed.
     case holder
+    /// `ChunkedValueTests`: stores chunked entries under a small budget until killed.
+    case chunkWriter
     /// `MultiProcessTests`: runs the commands read from its standard input, one a line.
     case scripted
     /// `MultiProcessTests`: a random workload on a shared cache.

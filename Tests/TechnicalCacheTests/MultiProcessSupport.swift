@@ -201,15 +201,15 @@ final class ScriptState {
 // MARK: The files, read directly
 
 /// Checks the bookkeeping of a closed cache directly in its LMDB files: every entry has one info record
-/// and one LRU record that point at each other, sizes are the stored value plus the fixed overhead, and
-/// the byte total is their sum.
+/// and one LRU record that point at each other, sizes are the stored value (whole, or as its chunked head
+/// counts it) plus the fixed overhead, the byte total is their sum, and every chunk belongs to a head that counts it.
 ///
 /// - Returns: The number of entries and the byte total.
 func checkBookkeeping(_ directory: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> (entries: Int, bytes: Int) {
-    let environment = try LMDBEnvironment(path: directory, options: .init(maxDatabases: 4, createDirectory: false))
+    let environment = try LMDBEnvironment(path: directory, options: .init(maxDatabases: 5, createDirectory: false))
     defer { environment.close() }
     var databases: [LMDBDatabase] = []
-    for name in ["entries", "info", "lru", "meta"] {
+    for name in ["entries", "info", "lru", "meta", "chunks"] {
         databases.append(try #require(try environment.openDatabase(named: name, create: false), sourceLocation: sourceLocation))
     }
     return try environment.read { txn in
@@ -220,7 +220,16 @@ func checkBookkeeping(_ directory: String, sourceLocation: SourceLocation = #_so
                 return pairs
             }
         }
-        let entries = Dictionary(uniqueKeysWithValues: try all(databases[0]).map { ($0.key, $0.value.count) })
+        // A chunked value's size is the one its head records (`OpenCache+Chunks.swift`).
+        let entries = Dictionary(uniqueKeysWithValues: try all(databases[0]).map { pair in
+            (pair.key, pair.value.withUnsafeBytes { ChunkedHead($0)?.valueBytes } ?? pair.value.count)
+        })
+        let heads = try all(databases[0]).compactMap { pair in pair.value.withUnsafeBytes { ChunkedHead($0) }.map { (pair.key, $0.chunkCount) } }
+        let chunks = try all(databases[4])
+        #expect(chunks.count == heads.reduce(0) { $0 + $1.1 }, "\(chunks.count) chunks for heads that count \(heads.reduce(0) { $0 + $1.1 })",
+                sourceLocation: sourceLocation)
+        let chunkedKeys = Set(heads.map(\.0))
+        #expect(chunks.allSatisfy { chunkedKeys.contains(Array($0.key.prefix(32))) }, "a chunk without its head", sourceLocation: sourceLocation)
         let info = Dictionary(uniqueKeysWithValues: try all(databases[1]).map { ($0.key, EntryInfo($0.value)) })
         let lru = try all(databases[2])
         #expect(Set(entries.keys) == Set(info.keys), "entries and info records differ", sourceLocation: sourceLocation)

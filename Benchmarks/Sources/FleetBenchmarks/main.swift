@@ -1,11 +1,14 @@
 // FleetBenchmarks: the technical cache's Redis tier. (1) One read at 1 KiB and 64 KiB through OnlineODataStore:
 // a local hit, a hit from Redis (the entry only in Redis, another instance stored it) and a back-end GET, beside
 // the floor of a bare Redis GET — measured side by side in interleaved rounds against one nginx and one
-// redis-server on loopback. (2) N = 1, 2, 4, 8 instances (separate cache directories, one process) reading the
-// same working set with `maxAge`, with and without Redis: back-end requests and read latency.
+// redis-server on loopback. (2) N = 1, 8, 32 instances (separate cache directories, one process) reading the
+// same working set with `maxAge`, with no tier, one Redis and a 3 + 3 Redis Cluster: back-end requests, tier
+// hit latency, throughput. (3) A failover: a cluster master SIGKILLed, the time until its replica is promoted
+// and until tier hits for its slots resume (Cluster.swift).
 import BenchmarkKit
 import Foundation
 import ODataCore
+import ODataFixtures
 import OnlineStore
 import Redis
 import TechnicalCache
@@ -34,14 +37,44 @@ final class Row {
 
 let passphrase = "fleet benchmark passphrase"
 
+/// Where the fleet's second tier is.
+enum Tier {
+    case none
+    case single(port: Int)
+    case cluster(RedisCluster)
+
+    var label: String {
+        switch self {
+        case .none: "no tier"
+        case .single: "one Redis"
+        case .cluster: "3 + 3 cluster"
+        }
+    }
+
+    func configuration(namespace: String) -> RedisTierConfiguration? {
+        switch self {
+        case .none: nil
+        case .single(let port): RedisTierConfiguration(port: port, namespace: namespace)
+        case .cluster(let cluster):
+            RedisTierConfiguration(cluster: cluster.nodes.map { RedisNodeAddress(host: "127.0.0.1", port: $0.port) }, namespace: namespace)
+        }
+    }
+}
+
 func options(_ directory: URL, name: String, redis: RedisProcess?, namespace: String, maxAge: Duration? = nil) -> OnlineStoreOptions {
+    options(directory, name: name, tier: redis.map { .single(port: $0.port) } ?? .none, namespace: namespace, maxAge: maxAge)
+}
+
+func options(_ directory: URL, name: String, tier: Tier, namespace: String, maxAge: Duration? = nil,
+             derivation: KeyDerivation = .standard) -> OnlineStoreOptions {
     var options = OnlineStoreOptions()
     options.storeDirectory = directory
     options.storeName = name
     options.cacheEncryptionKey = passphrase
+    options.cacheKeyDerivation = derivation
     options.cacheSizeLimit = 512 << 20
     options.maxAge = maxAge
-    if let redis { options.secondTier = RedisTierConfiguration(port: redis.port, namespace: namespace) }
+    options.secondTier = tier.configuration(namespace: namespace)
     return options
 }
 
@@ -102,43 +135,6 @@ nonisolated func singleReads(root: String, redis: RedisProcess, directory: URL, 
     }
 }
 
-/// N instances read the same working set (each its own random order, `rounds` times) concurrently.
-nonisolated func fleet(root: String, redis: RedisProcess?, directory: URL, instances: Int, workingSet: Int, rounds: Int, run: Int) async throws
-    -> (requests: Int, p50: Double, p90: Double, redisHits: Int)
-{
-    let namespace = "fleet-\(run)-\(instances)"
-    var stores: [OnlineODataStore] = []
-    for index in 0..<instances {
-        stores.append(try await openStore(root, options(directory, name: "fleet-\(run)-\(instances)-\(redis == nil ? "local" : "redis")-\(index)",
-                                                        redis: redis, namespace: namespace, maxAge: .seconds(600))))
-    }
-    let timings = try await withThrowingTaskGroup(of: [Double].self) { group in
-        for (index, store) in stores.enumerated() {
-            group.addTask {
-                var generator = SystemRandomNumberGenerator()
-                var timings: [Double] = []
-                for _ in 0..<rounds {
-                    for item in (0..<workingSet).shuffled(using: &generator) {
-                        let start = DispatchTime.now().uptimeNanoseconds
-                        let response = try await store.response(for: .get("w\(item % 64).json", .skip(item)))
-                        guard response?.statusCode == 200 else { throw ODataError(.invalidState, "instance \(index): no answer") }
-                        timings.append(Double(DispatchTime.now().uptimeNanoseconds - start))
-                    }
-                }
-                return timings
-            }
-        }
-        var all: [Double] = []
-        for try await part in group { all += part }
-        return all
-    }
-    let requests = stores.reduce(0) { $0 + $1.statistics.networkRequests }
-    let redisHits = stores.reduce(0) { $0 + ($1.statistics.secondTier?.hits ?? 0) }
-    for store in stores { store.close() }
-    let samples = Samples(name: "fleet", nanoseconds: timings)
-    return (requests, samples.median, samples.percentile(90), redisHits)
-}
-
 /// Keys matching `pattern` (one SCAN pass over the whole keyspace).
 func allKeys(_ client: RedisClient, matching pattern: String) throws -> [[UInt8]] {
     guard case .array(let reply) = try client.command("SCAN", "0", "MATCH", pattern, "COUNT", "100000"), reply.count == 2,
@@ -164,20 +160,15 @@ nonisolated func runBenchmarks() async throws {
     defer { try? FileManager.default.removeItem(at: directory) }
     print("# FleetBenchmarks\n\nMachine: \(machineDescription())")
 
-    try await singleReads(root: root, redis: redis, directory: directory, iterations: iterations)
-
-    let workingSet = 256
-    let rounds = 3
-    var rows: [[String]] = []
-    for (run, instances) in [1, 2, 4, 8].enumerated() {
-        let without = try await fleet(root: root, redis: nil, directory: directory, instances: instances, workingSet: workingSet, rounds: rounds, run: run)
-        let with = try await fleet(root: root, redis: redis, directory: directory, instances: instances, workingSet: workingSet, rounds: rounds, run: run)
-        rows.append(["\(instances)", "\(without.requests)", "\(with.requests)", String(format: "%.2f", Double(with.requests) / Double(without.requests)),
-                     "\(with.redisHits)", formatDuration(without.p50), formatDuration(with.p50), formatDuration(without.p90), formatDuration(with.p90)])
+    // FLEET_BENCH_SINGLE=0 skips the single reads (part 1), for runs of the fleet table and the failover alone.
+    if ProcessInfo.processInfo.environment["FLEET_BENCH_SINGLE"] != "0" {
+        try await singleReads(root: root, redis: redis, directory: directory, iterations: iterations)
     }
-    printTable(title: "N instances (one process, separate caches) read the same \(workingSet) URLs of 4 KiB, \(rounds) rounds each in its own random order, concurrently, maxAge 600 s",
-               header: ["N", "back-end requests, local only", "with Redis", "ratio", "Redis hits", "p50 local only", "p50 with Redis", "p90 local only", "p90 with Redis"],
-               rows: rows)
+
+    let cluster = try RedisCluster.start(masters: 3, replicasPerMaster: 1)
+    defer { cluster.stop() }
+    try await fleetTable(root: root, tiers: [.none, .single(port: redis.port), .cluster(cluster)], directory: directory)
+    try await failover(root: root, cluster: cluster, directory: directory)
 }
 
 try await runBenchmarks()

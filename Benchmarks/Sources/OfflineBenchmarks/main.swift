@@ -7,7 +7,8 @@
 //    commit per page): entities per second, client CPU, peak RSS.
 // 2. `store`: the downloaded store opened again and queried through the public API — open, the first query after
 //    open vs later ones (wall time and the querying thread's CPU time), the first after a reopen in the same
-//    process (per-open costs without the once-per-process ones), key lookup, a selective filter on an indexed
+//    process (per-open costs without the once-per-process ones), key lookup (through `read(_:)`, `await execute(_:)`
+//    and the typed `DataService`, with their ratios), a selective filter on an indexed
 //    property (≈1 % of rows), a 5-clause filter that must scan, `$orderby` on an indexed property with `$top=20`,
 //    `$count` — and its peak RSS.
 // 2b. `redownload`: after the queries, a full re-download of the store (its delta tokens expired): time, client CPU,
@@ -28,10 +29,13 @@
 // Parts 1 and 2 run twice: over a store with the default 4 KiB pages and over one made with `databasePageSize` =
 // `OFFLINE_BENCH_SMALL_PAGE` (default 1024; 0 leaves it out), side by side.
 // `OFFLINE_BENCH_CSDL_KIB` pads the service's `$metadata` to about that size.
+// The key lookups in instructions: `make bench-instructions-offline` (OfflineKeyInstructions under callgrind, over a
+// kept store: see `scripts/bench-instructions.py`).
 import BenchmarkKit
 import CurlHTTP
 import Foundation
 import ODataCore
+import OfflineBenchKit
 import OfflineStore
 
 let count = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_N"] ?? "") ?? 100_000
@@ -119,10 +123,7 @@ let storeDirectoryName = storeName(page: databasePageSize)
 /// query (indexes on `Price` and `Category`); not opened.
 func benchProvider() async throws -> (provider: OfflineODataProvider, work: String, serviceRoot: String) {
     let work = environment["OFFLINE_BENCH_WORK"]!, serviceRoot = environment["OFFLINE_BENCH_ROOT"]!
-    var parameters = OfflineODataParameters(storeName: storeDirectoryName, storePath: work, storeEncryptionKey: "benchmark key")
-    parameters.databasePageSize = databasePageSize
-    let provider = try OfflineODataProvider(serviceRoot: serviceRoot, parameters: parameters)
-    try await provider.add(definingQuery: OfflineODataDefiningQuery(name: "items", query: "Items", indexes: ["Price", "Category"]))
+    let provider = try await makeBenchProvider(work: work, serviceRoot: serviceRoot, storeName: storeDirectoryName, pageSize: databasePageSize)
     return (provider, work, serviceRoot)
 }
 
@@ -205,23 +206,14 @@ case "store":
     report("selective indexed filter p50, thread CPU (ns)", laterCPU.sorted()[laterCPU.count / 2])
     report("selective indexed filter p50, thread minor page faults", laterFaults.sorted()[laterFaults.count / 2])
 
-    var keyGenerator = SystemRandomNumberGenerator()
-    let keys = (0..<5_000).map { _ in Int.random(in: 1...count, using: &keyGenerator) }
-    var keyIndex = 0
+    var lookups = KeyLookups(provider: provider, count: count)
     if environment["OFFLINE_BENCH_PROFILE"] == "key" {
         // For `perf record`: key lookups only, for a while, then the process ends (the parent's table is not printed).
-        for index in 0..<300_000 { _ = try get("Items(\(keys[index % keys.count]))") }
+        for _ in 0..<300_000 { try lookups.read() }
         exit(0)
     }
-    report("key lookup, read() p50 (ns)", try measure("key", warmup: 200, iterations: 5_000) {
-        keyIndex = (keyIndex + 1) % keys.count
-        _ = try get("Items(\(keys[keyIndex]))")
-    }.median)
-    report("key lookup, await execute() p50 (ns)", try await measureAsync("key", warmup: 200, iterations: 5_000) {
-        keyIndex = (keyIndex + 1) % keys.count
-        let response = try await provider.execute(ODataRequest(resourcePath: "Items(\(keys[keyIndex]))"))
-        precondition(response.statusCode == 200)
-    }.median)
+    let keyMedians = try await lookups.medians(warmup: 200, rounds: 5_000)
+    for (label, median) in zip([KeyLookups.read, KeyLookups.execute, KeyLookups.typed], keyMedians) { report(label + " p50 (ns)", median) }
 
     report("5-clause filter (scan), matches", Double(try entities(try get("Items", [.filter(scanFilter)]))))
     report("5-clause filter (scan) p50 (ns)", try measure("scan", warmup: 2, iterations: 20) { _ = try get("Items", [.filter(scanFilter)]) }.median)
@@ -367,6 +359,14 @@ func parent() throws {
                 print()
             }
         }
+    }
+    print("\nKey lookup (N = \(count)) through execute and the typed DataService ÷ through read() (target ≤ 2×):")
+    for (name, label) in [("store", "4 KiB pages")] + (small.map { [("store" + $0, "\(smallPage / 1024) KiB pages")] } ?? []) {
+        guard let read = figures[KeyLookups.read + " p50 (ns)"]?[name] else { continue }
+        let ratios = [("await execute()", KeyLookups.execute), ("typed", KeyLookups.typed)].compactMap { door, metric in
+            figures[metric + " p50 (ns)"]?[name].map { "\(door) ÷ read() \(String(format: "%.2f×", $0 / read))" }
+        }
+        print("  \(label): " + ratios.joined(separator: ", "))
     }
     for name in ["download"] + (small.map { ["download" + $0] } ?? []) {
         if let downloadCPU = figures["initial download, client CPU (ns)"]?[name] {

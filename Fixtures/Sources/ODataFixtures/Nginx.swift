@@ -111,7 +111,7 @@ public final class Nginx: Sendable {
         let server = Nginx(ports: ports, directory: directory, process: process)
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline, process.isRunning {
-            if ports.allSatisfy(RedisServer.accepts(port:)) { return server }
+            if ports.allSatisfy({ RedisServer.accepts(port: $0) }) { return server }
             usleep(10_000)
         }
         let log = server.errorLog

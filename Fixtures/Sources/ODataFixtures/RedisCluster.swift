@@ -4,7 +4,8 @@ import ODataCore
 import Glibc
 #endif
 
-/// A running Redis Cluster of Debian `redis-server`s on 127.0.0.1 for tests of the cache's Redis tier:
+/// A running Redis Cluster of Debian `redis-server`s on 127.0.0.1 (or spread over the hosts of
+/// ``NetworkHosts``) for tests of the cache's Redis tier:
 /// masters and replicas on free ports (each a ``RedisServer`` with `cluster-enabled yes` and its own
 /// cluster bus port), joined by `redis-cli --cluster create … --cluster-replicas N --cluster-yes`, every node
 /// stopped by its PID.
@@ -20,15 +21,17 @@ import Glibc
 /// try cluster.waitUntilHealthy(excluding: [master.port])
 /// ```
 public final class RedisCluster: Sendable {
-    /// Every node, masters and replicas, in the order they were created (the first `masters` were masters).
-    public let nodes: [RedisServer]
+    /// Every node, masters and replicas, in the order they were created (the first `masters` were masters);
+    /// a node started again by ``restart(_:)`` takes its place.
+    public var nodes: [RedisServer] { nodeList.withLock { $0 } }
+    private let nodeList: LockedValue<[RedisServer]>
     /// The ACL user every node knows, or `nil` when the `default` user is open.
     public let user: (name: String, password: String)?
     /// How long a node may be unreachable before the others count it as failed (`cluster-node-timeout`).
     public let nodeTimeout: Duration
 
     private init(nodes: [RedisServer], user: (name: String, password: String)?, nodeTimeout: Duration) {
-        self.nodes = nodes
+        self.nodeList = LockedValue(nodes)
         self.user = user
         self.nodeTimeout = nodeTimeout
     }
@@ -51,11 +54,13 @@ public final class RedisCluster: Sendable {
     ///     leaves the `default` user open.
     ///   - nodeTimeout: `cluster-node-timeout`: a failover starts about this long after a master dies. The
     ///     default is 1 s.
+    ///   - hosts: Hosts to spread the nodes over, in turn (node *i* on host *i* mod their count); the default
+    ///     `nil` puts every node on 127.0.0.1.
     /// - Returns: The running cluster.
     /// - Throws: ``FixtureError`` `.serverFailure` when redis-server or redis-cli is missing (run
     ///   `make deps`), a node does not start, or the cluster is not healthy within 30 seconds.
     public static func start(masters: Int = 3, replicasPerMaster: Int = 1, user: (name: String, password: String)? = nil,
-                             nodeTimeout: Duration = .seconds(1)) throws(FixtureError) -> RedisCluster {
+                             nodeTimeout: Duration = .seconds(1), hosts: [NetworkHosts.Host]? = nil) throws(FixtureError) -> RedisCluster {
         guard FileManager.default.isExecutableFile(atPath: cliExecutable) else {
             throw FixtureError(.serverFailure, "redis-cli is not installed at \(cliExecutable): run `make deps`")
         }
@@ -69,30 +74,49 @@ public final class RedisCluster: Sendable {
         }
         var nodes: [RedisServer] = []
         do {
-            for _ in 0..<(masters * (1 + replicasPerMaster)) {
-                nodes.append(try startNode(arguments: arguments))
+            for index in 0..<(masters * (1 + replicasPerMaster)) {
+                nodes.append(try startNode(arguments: arguments, on: hosts.flatMap { $0.isEmpty ? nil : $0[index % $0.count] }))
             }
         } catch {
             for node in nodes { node.stop() }
             throw error
         }
         let cluster = RedisCluster(nodes: nodes, user: user, nodeTimeout: nodeTimeout)
-        let addresses = nodes.map { "127.0.0.1:\($0.port)" }
+        let addresses = nodes.map { "\($0.address):\($0.port)" }
         _ = try cluster.cli(["--cluster", "create"] + addresses + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"])
         try cluster.waitUntilHealthy()
         return cluster
     }
 
     /// A node with its own cluster bus port (`cluster-port`), retried when another process takes a port first.
-    private static func startNode(arguments: [String]) throws(FixtureError) -> RedisServer {
+    private static func startNode(arguments: [String], on host: NetworkHosts.Host?) throws(FixtureError) -> RedisServer {
         var lastError = FixtureError(.serverFailure, "a cluster node did not start")
         for _ in 0..<5 {
             do {
                 return try RedisServer.start(port: RedisServer.freePort(),
-                                             arguments: arguments + ["--cluster-port", String(RedisServer.freePort())])
+                                             arguments: arguments + ["--cluster-port", String(RedisServer.freePort())], on: host)
             } catch { lastError = error }
         }
         throw lastError
+    }
+
+    /// Starts a killed node again on its port with its `nodes.conf`: it rejoins the cluster — a master that a
+    /// replica replaced meanwhile as that replica's replica. Wait with ``waitUntilHealthy(excluding:timeout:)``.
+    ///
+    /// - Parameter node: A node of this cluster, killed (``RedisServer/kill()``).
+    /// - Returns: The node's new server, now in ``nodes`` in its place.
+    /// - Throws: ``FixtureError`` `.serverFailure` when `node` is not one of this cluster's, still runs, or
+    ///   does not start.
+    @discardableResult
+    public func restart(_ node: RedisServer) throws(FixtureError) -> RedisServer {
+        guard nodes.contains(where: { $0 === node }) else {
+            throw FixtureError(.serverFailure, "port \(node.port) is not a node of this cluster")
+        }
+        let restarted = try node.restart()
+        nodeList.withLock { nodes in
+            if let index = nodes.firstIndex(where: { $0 === node }) { nodes[index] = restarted }
+        }
+        return restarted
     }
 
     /// The running nodes (those not killed or stopped).
@@ -115,7 +139,7 @@ public final class RedisCluster: Sendable {
             environment["REDISCLI_AUTH"] = user.password  // not on the command line, where `ps` shows it
         }
         process.environment = environment
-        process.arguments = ["-h", "127.0.0.1"] + authentication + arguments
+        process.arguments = authentication + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -144,14 +168,15 @@ public final class RedisCluster: Sendable {
     /// - Throws: As ``cli(_:)``.
     @discardableResult
     public func command(on port: Int, _ command: String...) throws(FixtureError) -> String {
-        try cli(["-p", String(port)] + command)
+        let address = nodes.first { $0.port == port }?.address ?? "127.0.0.1"
+        return try cli(["-h", address, "-p", String(port)] + command)
     }
 
     /// One line of `CLUSTER NODES`: a node's ID, address, role, master and slots, as one running node sees it.
     public struct NodeInfo: Sendable, Hashable {
         /// The node's ID.
         public var id: String
-        /// Its client port on 127.0.0.1.
+        /// Its client port (on its address: 127.0.0.1, or its host's).
         public var port: Int
         /// Whether it is a master (not a replica).
         public var isMaster: Bool

@@ -40,6 +40,20 @@ final class RedisClusterRouter: Sendable {
 
     var statistics: RedisClusterStatistics { counters.withLock { $0 } }
 
+    /// The key whose slot a command goes to: the first key of `EVAL`/`EVALSHA script numkeys key…` (the
+    /// fourth argument; none when `numkeys` is 0), the second argument of any other command.
+    static func key(of arguments: [[UInt8]]) -> [UInt8]? {
+        guard arguments.count >= 2 else { return nil }
+        let name = arguments[0].map { $0 | 0x20 }  // ASCII lowercase: command names are letters
+        if name == evalName || name == evalshaName {
+            return arguments.count >= 4 && arguments[2] != [UInt8(ascii: "0")] ? arguments[3] : nil
+        }
+        return arguments[1]
+    }
+
+    private static let evalName = Array("eval".utf8)
+    private static let evalshaName = Array("evalsha".utf8)
+
     /// Whether some master of the map (or, before the first map, a seed) would be tried now.
     var isAvailable: Bool {
         let masters = map.withLock { $0.masters }
@@ -50,10 +64,10 @@ final class RedisClusterRouter: Sendable {
     /// Whether no master of the map is known to be down.
     var isUp: Bool { !availability.withLock { $0.reported } }
 
-    /// Runs one command on the master of its key's slot (the second argument), following redirects.
+    /// Runs one command on the master of its key's slot (``key(of:)``), following redirects.
     func execute(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         if lastRefresh.load(ordering: .acquiring) == 0 { refresh(force: true) }
-        let slot = arguments.count >= 2 ? ClusterSlotMap.slot(of: arguments[1]) : nil
+        let slot = Self.key(of: arguments).map(ClusterSlotMap.slot(of:))
         var asking: RedisNodeAddress?
         var redirects = 0
         var retriedAfterFailure = false

@@ -5,187 +5,6 @@ import LMDB
 import Synchronization
 import ODataCore
 
-/// The keys in use: the data sealer (nil when encryption is disabled), the index (HMAC) key and a
-/// generation number that changes on every rekey.
-///
-/// A rekey re-seals every value in its write transaction and swaps the keys just before that transaction
-/// commits, so a read transaction that began before the commit reads values sealed with the previous data
-/// key while this value already holds the new one: `keys(forSnapshot:)` picks the key of the snapshot.
-///
-/// `@unchecked Sendable` for `SymmetricKey` only: it is an immutable value (see `SealingKey`).
-struct CacheCrypto: @unchecked Sendable {
-    var sealer: Sealer?
-    let indexKey: SymmetricKey
-    var generation: UInt64
-    /// The ID of the transaction that re-sealed every value with `sealer` (the last rekey); 0 when none
-    /// did since the cache was opened.
-    private(set) var sealedSince: UInt64 = 0
-    /// The data key that sealed the values of the snapshots older than `sealedSince`.
-    private var previousSealer: Sealer?
-    /// HMAC-SHA256 (RFC 2104) with the key's inner and outer pads already absorbed, so that a lookup
-    /// hashes only its message: `H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ message))`.
-    private let innerHash: SHA256
-    private let outerHash: SHA256
-
-    init(sealer: Sealer?, indexKey: SymmetricKey, generation: UInt64) {
-        self.sealer = sealer
-        self.indexKey = indexKey
-        self.generation = generation
-        // A 32-byte key is shorter than SHA-256's 64-byte block, so it is zero-padded, not hashed.
-        var block = indexKey.withUnsafeBytes { [UInt8]($0) }
-        block += [UInt8](repeating: 0, count: SHA256.blockByteCount - block.count)
-        var inner = SHA256()
-        var outer = SHA256()
-        inner.update(data: block.map { $0 ^ 0x36 })
-        outer.update(data: block.map { $0 ^ 0x5C })
-        innerHash = inner
-        outerHash = outer
-    }
-
-    /// These keys after a rekey whose transaction `transaction` re-sealed every value with `sealer`: the
-    /// current data key stays the one of the snapshots older than `transaction`; the index key is kept.
-    func rekeyed(to sealer: Sealer, in transaction: UInt64) -> CacheCrypto {
-        var next = CacheCrypto(sealer: sealer, indexKey: indexKey, generation: generation + 1)
-        next.sealedSince = transaction
-        next.previousSealer = self.sealer
-        return next
-    }
-
-    /// The keys that sealed the values a transaction with ID `snapshot` reads (`LMDBTransaction.id`: for a
-    /// read transaction, the last transaction committed when it began). Read after the transaction began,
-    /// these are the keys of its snapshot unless two rekeys committed in between.
-    func keys(forSnapshot snapshot: UInt64) -> CacheCrypto {
-        guard snapshot < sealedSince else { return self }
-        var older = self
-        older.sealer = previousSealer
-        return older
-    }
-
-    /// The LMDB key of a URL: HMAC-SHA256 over the partition (length-prefixed) and the literal URL.
-    func entryKey(for url: String, partition: String?) -> [UInt8] {
-        var inner = innerHash
-        var partitionText = partition ?? ""
-        partitionText.withUTF8 { utf8 in
-            withUnsafeBytes(of: UInt32(utf8.count).bigEndian) { inner.update(bufferPointer: $0) }
-            inner.update(bufferPointer: UnsafeRawBufferPointer(utf8))
-        }
-        var copy = url
-        copy.withUTF8 { inner.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        var outer = outerHash
-        inner.finalize().withUnsafeBytes { outer.update(bufferPointer: $0) }
-        return outer.finalize().withUnsafeBytes { [UInt8]($0) }
-    }
-
-    /// Seals an entry as two boxes: the payload (the LMDB key as authenticated data) and the metadata
-    /// (the LMDB key and the payload's tag as authenticated data, which binds the two together).
-    ///
-    /// Payloads up to `SealedEntry.combinedLimit` bytes are sealed with their metadata in one box
-    /// instead (one AES-GCM operation per lookup); larger ones are sealed on their own, so that a big
-    /// body is never copied into a second, combined buffer.
-    func seal(_ entry: CacheEntry, key: [UInt8]) throws(CacheError) -> SealedEntry {
-        let meta = EntryCodec.encodeMeta(entry)
-        if entry.payload.count <= SealedEntry.combinedLimit {
-            var plaintext = Data(capacity: entry.payload.count + meta.count + 4)
-            plaintext.append(entry.payload)
-            plaintext.append(meta)
-            withUnsafeBytes(of: UInt32(meta.count).bigEndian) { plaintext.append(contentsOf: $0) }
-            let box = try sealer.map { sealer throws(CacheError) in try sealer.seal(plaintext, authenticating: key) } ?? plaintext
-            return SealedEntry(format: SealedEntry.combinedFormat, meta: Data(), payload: box)
-        }
-        guard let sealer else { return SealedEntry(format: SealedEntry.splitFormat, meta: meta, payload: entry.payload) }
-        let payload = try sealer.seal(entry.payload, authenticating: key)
-        let sealedMeta = try sealer.seal(meta, authenticating: key + payload.suffix(16))
-        return SealedEntry(format: SealedEntry.splitFormat, meta: sealedMeta, payload: payload)
-    }
-
-    /// The metadata of a stored value made by `seal(_:key:)`, without opening a separately sealed
-    /// payload; `nil` when it fails authentication or decoding.
-    func openMeta(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> (status: Int, storedAt: Date, headers: HTTPFields)? {
-        guard let parts = SealedEntry.split(stored) else { return nil }
-        guard parts.format == SealedEntry.splitFormat else {
-            return open(stored, key: key).map { ($0.status, $0.storedAt, $0.headers) }
-        }
-        guard let sealer else { return EntryCodec.decodeMeta(parts.meta) }
-        // A box that fails authentication means "damaged": nil, which the callers count and remove.
-        guard parts.payload.count >= Sealer.overhead,
-              let meta = try? sealer.open(parts.meta, authenticating: key + parts.payload.suffix(16))
-        else { return nil }
-        return meta.withUnsafeBytes { EntryCodec.decodeMeta($0) }
-    }
-
-    /// Opens a stored value made by `seal(_:key:)`; `nil` when it fails authentication or decoding.
-    func open(_ stored: UnsafeRawBufferPointer, key: [UInt8]) -> CacheEntry? {
-        guard let parts = SealedEntry.split(stored) else { return nil }
-        let payload: Data
-        let entryMeta: (status: Int, storedAt: Date, headers: HTTPFields)?
-        if parts.format == SealedEntry.combinedFormat {
-            let plaintext: Data
-            if let sealer {
-                // A box that fails authentication means "damaged": nil, which the callers count and remove.
-                guard let opened = try? sealer.open(parts.payload, authenticating: key) else { return nil }
-                plaintext = opened
-            } else {
-                plaintext = Data(parts.payload)
-            }
-            // `payload ‖ meta ‖ UInt32(meta count)`; `prefix` of a zero-based Data shares its storage.
-            let count = plaintext.count
-            guard count >= 4 else { return nil }
-            let metaCount = plaintext.withUnsafeBytes { Int(UInt32(bigEndian: $0.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))) }
-            guard metaCount <= count - 4 else { return nil }
-            entryMeta = plaintext.withUnsafeBytes { EntryCodec.decodeMeta(UnsafeRawBufferPointer(rebasing: $0[(count - 4 - metaCount)..<(count - 4)])) }
-            payload = plaintext.prefix(count - 4 - metaCount)
-        } else if let sealer {
-            // Boxes that fail authentication mean "damaged": nil, which the callers count and remove.
-            guard parts.payload.count >= Sealer.overhead,
-                  let meta = try? sealer.open(parts.meta, authenticating: key + parts.payload.suffix(16)),
-                  let opened = try? sealer.open(parts.payload, authenticating: key)
-            else { return nil }
-            entryMeta = meta.withUnsafeBytes { EntryCodec.decodeMeta($0) }
-            payload = opened
-        } else {
-            entryMeta = EntryCodec.decodeMeta(parts.meta)
-            payload = Data(parts.payload)
-        }
-        guard let entryMeta else { return nil }
-        var entry = CacheEntry(status: entryMeta.status, trustedHeaders: entryMeta.headers, payload: payload, storedAt: entryMeta.storedAt)
-        // The stored size is the value plus the fixed bookkeeping (see `OpenCache.put`).
-        entry.size = stored.count + OpenCache.perEntryOverhead
-        if sealer != nil { entry.sealedTag = CacheEntry.SealedTag(of: stored) }
-        return entry
-    }
-}
-
-/// A sealed entry as stored: `UInt8 format, UInt32 meta count, meta box, payload box`. In the
-/// combined format the meta box is empty and the payload box holds `payload ‖ meta ‖ UInt32(meta count)`.
-struct SealedEntry: Sendable {
-    static let splitFormat: UInt8 = 1
-    static let combinedFormat: UInt8 = 2
-    /// The largest payload sealed together with its metadata.
-    static let combinedLimit = 64 << 10
-    let format: UInt8
-    let meta: Data
-    let payload: Data
-
-    var byteCount: Int { 5 + meta.count + payload.count }
-
-    /// Writes the stored layout into `buffer` (exactly `byteCount` bytes), straight into the LMDB map.
-    func write(into buffer: UnsafeMutableRawBufferPointer) {
-        guard buffer.count == byteCount, let base = buffer.baseAddress else { return }
-        base.storeBytes(of: format, as: UInt8.self)
-        base.storeBytes(of: UInt32(meta.count).bigEndian, toByteOffset: 1, as: UInt32.self)
-        meta.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5).copyMemory(from: origin, byteCount: $0.count) } }
-        payload.withUnsafeBytes { if let origin = $0.baseAddress { (base + 5 + meta.count).copyMemory(from: origin, byteCount: $0.count) } }
-    }
-
-    static func split(_ stored: UnsafeRawBufferPointer) -> (format: UInt8, meta: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer)? {
-        guard stored.count >= 5, stored[0] == splitFormat || stored[0] == combinedFormat else { return nil }
-        let metaCount = Int(UInt32(bigEndian: stored.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
-        guard metaCount <= stored.count - 5 else { return nil }
-        return (stored[0], UnsafeRawBufferPointer(rebasing: stored[5..<(5 + metaCount)]),
-                UnsafeRawBufferPointer(rebasing: stored[(5 + metaCount)...]))
-    }
-}
-
 /// A 32-byte entry key as four words: hashed faster than an array of bytes.
 struct TouchKey: Hashable, Sendable {
     let words: (UInt64, UInt64, UInt64, UInt64)
@@ -279,6 +98,11 @@ final class OpenCache: Sendable {
     let info: LMDBDatabase
     let lru: LMDBDatabase
     let meta: LMDBDatabase
+    /// The pieces of the values larger than one page, under `key ‖ UInt32 index` (see `OpenCache+Chunks.swift`).
+    let chunks: LMDBDatabase
+    /// The most bytes of a stored value written under one LMDB key: what one page holds (page size minus
+    /// its header), so that no write needs a run of contiguous free pages.
+    let chunkBytes: Int
     let lock: StorageLock
     /// The keys in use; a rekey swaps them inside its write transaction, before the commit.
     let crypto: LockedValue<CacheCrypto>
@@ -307,7 +131,8 @@ final class OpenCache: Sendable {
     /// Counts and logs a storage failure of a write this object runs on its own (see `ResponseCache.storageFailed`).
     let onStorageFailure: @Sendable (CacheStorageOperation, any Error) -> Void
 
-    init(environment: LMDBEnvironment, databases: [LMDBDatabase], lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int, memoryBudget: Int,
+    init(environment: LMDBEnvironment, databases: [LMDBDatabase], pageSize: Int, lock: StorageLock, crypto: CacheCrypto, nextTick: UInt64, currentBytes: Int,
+         memoryBudget: Int,
          onStorageFailure: @escaping @Sendable (CacheStorageOperation, any Error) -> Void) {
         self.environment = environment
         self.onStorageFailure = onStorageFailure
@@ -316,6 +141,8 @@ final class OpenCache: Sendable {
         info = databases[1]
         lru = databases[2]
         meta = databases[3]
+        chunks = databases[4]
+        chunkBytes = Self.chunkBytes(pageSize: pageSize)
         self.lock = lock
         self.crypto = LockedValue(crypto)
         self.nextTick = Atomic(nextTick)
@@ -470,7 +297,7 @@ final class OpenCache: Sendable {
         let crypto = self.crypto.withLock { $0 }
         for (touchKey, refresh) in pending {
             let key = touchKey.bytes
-            let stored = try txn.withValue(forKey: key, in: entries) { buffer in buffer.flatMap { crypto.openMeta($0, key: key) } }
+            let stored = try withStoredValue(forKey: key, txn) { buffer in buffer.flatMap { crypto.openMeta($0, key: key) } }
             guard let stored else {
                 result.superseded += 1
                 continue
@@ -514,7 +341,7 @@ final class OpenCache: Sendable {
             size = record.size
         }
         try txn.removeValue(forKey: key, in: info)
-        try txn.removeValue(forKey: key, in: entries)
+        try removeValue(forKey: key, txn)
         return size
     }
 
@@ -537,9 +364,7 @@ final class OpenCache: Sendable {
             }
         }
         let record = EntryInfo(tick: takeTick(), size: size, lastUsedMilliseconds: Int64(now.timeIntervalSince1970 * 1000))
-        try txn.setValue(count: sealed.byteCount, forKey: key, in: entries) { buffer in
-            sealed.write(into: buffer)
-        }
+        try writeValue(sealed, forKey: key, txn)
         try txn.setValue(record.bytes, forKey: key, in: info)
         try txn.setValue(key, forKey: record.tick.bigEndianBytes, in: lru)
         total += size

@@ -140,13 +140,29 @@ final class RedisTier: Sendable {
 
     // MARK: Write-through
 
-    /// Writes `entry` for `url` to Redis off the caller's path (sealing included).
-    func publish(_ entry: CacheEntry, url: String) {
+    /// Writes `entry` for `url` to Redis off the caller's path (sealing included). A 304's refresh
+    /// (`isRefresh`) is written only when the tier's copy is older than the bound
+    /// (``RedisTierConfiguration/republishBound(for:)``): a `PTTL` first (no value sent), then the value with
+    /// a script that checks again and writes in one step, so racing instances write once.
+    func publish(_ entry: CacheEntry, url: String, isRefresh: Bool = false) {
         guard let crypto = admitWrite() else { return }
         let ttl = configuration.timeToLive.duration(for: entry)
+        let bound = isRefresh ? configuration.republishBound(for: entry) : .zero
         writes.async { [self] in
             defer { pendingWrites.subtract(1, ordering: .relaxed) }
             let key = crypto.entryKey(for: url, partition: partition)
+            let redisKey = redisKey(key)
+            // The copy is younger than the bound when it has more left to live than a new write's TTL minus it.
+            let youngLeft = Self.milliseconds(ttl - bound)
+            do {
+                if bound > .zero, case .integer(let left) = try client.command([Self.pttlName, redisKey]), left > youngLeft {
+                    counters.withLock { $0.heldBackRefreshes += 1 }
+                    return
+                }
+            } catch {
+                count(error)
+                return
+            }
             let sealed: SealedEntry
             do { sealed = try crypto.seal(entry, key: key) } catch {
                 // The cipher refused the input (not expected): nothing to publish, counted as a failed write.
@@ -156,13 +172,41 @@ final class RedisTier: Sendable {
             var bytes = [UInt8](repeating: 0, count: sealed.byteCount)
             bytes.withUnsafeMutableBytes { sealed.write(into: $0) }
             do {
-                try client.set(redisKey(key), value: bytes, expiresAfter: ttl)
-                counters.withLock { $0.writes += 1 }
+                if bound > .zero {
+                    let reply = try client.command([Self.evalName, Self.republishScript, Self.oneKey, redisKey, bytes,
+                                                    Array(String(Self.milliseconds(ttl)).utf8), Array(String(youngLeft).utf8)])
+                    let written = reply == .integer(1)
+                    counters.withLock { if written { $0.writes += 1 } else { $0.heldBackRefreshes += 1 } }
+                } else {
+                    try client.set(redisKey, value: bytes, expiresAfter: ttl)
+                    counters.withLock { $0.writes += 1 }
+                }
             } catch {
-                let unavailable = (error as? RedisError) == .unavailable
-                counters.withLock { if unavailable { $0.droppedWrites += 1 } else { $0.failures += 1 } }
+                count(error)
             }
         }
+    }
+
+    /// `SET KEYS[1] ARGV[1] PX ARGV[2]` unless the key has more than `ARGV[3]` ms left to live; 1 when written.
+    private static let republishScript = Array("""
+        if redis.call('PTTL', KEYS[1]) > tonumber(ARGV[3]) then return 0 end
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return 1
+        """.utf8)
+    private static let evalName = Array("EVAL".utf8)
+    private static let pttlName = Array("PTTL".utf8)
+    private static let oneKey = Array("1".utf8)
+
+    /// Whole milliseconds of `duration` (at least 1).
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 1)
+    }
+
+    /// Counts a failed write: dropped while Redis is unavailable, a failure otherwise.
+    private func count(_ error: any Error) {
+        let unavailable = (error as? RedisError) == .unavailable
+        counters.withLock { if unavailable { $0.droppedWrites += 1 } else { $0.failures += 1 } }
     }
 
     /// Removes the entry for `url` from Redis off the caller's path.
@@ -175,8 +219,7 @@ final class RedisTier: Sendable {
                     counters.withLock { $0.removals += 1 }
                 }
             } catch {
-                let unavailable = (error as? RedisError) == .unavailable
-                counters.withLock { if unavailable { $0.droppedWrites += 1 } else { $0.failures += 1 } }
+                count(error)
             }
         }
     }
