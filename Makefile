@@ -144,6 +144,7 @@ soak: deps
 
 # The cluster profile alone: the Redis tier on a 3 + 3 Redis Cluster, a master SIGKILLed and restarted mid-run.
 soak-cluster: deps
+	$(SWIFT) build --product odata-fixture-server
 	$(SWIFT) build --product odata-soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak --cluster
 
