@@ -135,16 +135,20 @@ build-asan: deps
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=0 SWIFT=$(SWIFT) ./scripts/run-tests.sh asan --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
 
+# The soak starts the producer (odata-fixture-server, built beside it) as a process of its own.
 soak: deps
+	$(SWIFT) build --product odata-fixture-server
 	$(SWIFT) build --product odata-soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak --cluster
 
 # The cluster profile alone: the Redis tier on a 3 + 3 Redis Cluster, a master SIGKILLed and restarted mid-run.
 soak-cluster: deps
+	$(SWIFT) build --product odata-fixture-server
 	$(SWIFT) build --product odata-soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $$($(SWIFT) build --show-bin-path)/odata-soak --cluster
 
 soak-short: deps
+	$(SWIFT) build --product odata-fixture-server
 	$(SWIFT) build --product odata-soak
 	$$($(SWIFT) build --show-bin-path)/odata-soak --short

@@ -59,6 +59,8 @@ let package = Package(
             pkgConfig: "sqlcipher",
             providers: [.apt(["libsqlcipher-dev", "libssl-dev"])]
         ),
+        // glibc's <malloc.h> (mallinfo2), for the soak's heap figures.
+        .systemLibrary(name: "CMalloc"),
         .systemLibrary(
             name: "CHiredis",
             providers: [.apt(["libhiredis-dev"])]
@@ -161,7 +163,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "Redis", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "Redis", "CSQLCipher", "CMalloc", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // The proxy generator: CSDL $metadata (V4, V2) to Swift source for ODataTyped; its tool and command plugin.
         .target(name: "ODataProxyGenerator", dependencies: ["ODataMetadata", "ODataCore"]),

@@ -1,11 +1,7 @@
-// A child process that writes the technical cache and is SIGKILLed at random points; the cache must always reopen.
+// The cache writer the soak SIGKILLs at random points: the technical cache must reopen after every kill
+// and every entry must still name its own URL.
 import Foundation
-import CurlHTTP
 import HTTPTypes
-import ODataCore
-import ODataFixtures
-import OnlineStore
-import Synchronization
 import TechnicalCache
 #if canImport(Glibc)
 import Glibc

@@ -1,13 +1,9 @@
 // What every task of the soak shares: its counters, the producer's acknowledged writes, the reads in flight,
-// fault rotation and the resident-set size.
+// and fault rotation through the producer's control endpoint.
 import Foundation
-import CurlHTTP
-import HTTPTypes
 import ODataCore
 import ODataFixtures
 import OnlineStore
-import Synchronization
-import TechnicalCache
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,20 +54,23 @@ final class ReadsInFlight: Sendable {
 
 /// Installs the rule `next` makes every `interval` until the deadline, keeping the last `keep` of them
 /// installed (each fires as its rule says, counted by the producer); removes every fault at the end.
-func rotateFaults(server: FixtureServer, seed: UInt64, every interval: Duration, keep: Int, deadline: ContinuousClock.Instant,
-                  _ next: (inout SeededRandom) -> FaultRule) async {
+/// A control call the producer does not answer is counted in `producer control failures`.
+func rotateFaults(producer: FixtureProcess, seed: UInt64, every interval: Duration, keep: Int, deadline: ContinuousClock.Instant,
+                  figures: Figures, _ next: (inout SeededRandom) -> FaultRule) async {
     var random = SeededRandom(seed: seed)
     var installed: [FaultID] = []
     while ContinuousClock.now < deadline {
-        if let id = try? server.faults.add(next(&random)) { installed.append(id) }
-        if installed.count > keep { _ = server.faults.remove(installed.removeFirst()) }
+        do {
+            installed.append(try await producer.addFault(next(&random)))
+            if installed.count > keep { try await producer.removeFault(installed.removeFirst()) }
+        } catch {
+            print("odata-soak: \(error)")
+            figures.add("producer control failures")
+        }
         try? await Task.sleep(for: interval)
     }
-    server.faults.removeAll()
-}
-
-func residentBytes() -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-    let fields = text.split(separator: " ")
-    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    do { try await producer.removeAllFaults() } catch {
+        print("odata-soak: \(error)")
+        figures.add("producer control failures")
+    }
 }

@@ -1,12 +1,9 @@
-// The soak's readers and the check of every answer they get.
+// The soak's online readers: each read's answer is checked against its URL and against what the producer
+// had acknowledged before the read.
 import Foundation
-import CurlHTTP
-import HTTPTypes
 import ODataCore
 import ODataFixtures
 import OnlineStore
-import Synchronization
-import TechnicalCache
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -66,18 +66,19 @@ func soak(_ options: Options) async -> Int32 {
     defer { try? FileManager.default.removeItem(at: directory) }
     print("odata-soak: \(options.seconds) s, at most \(options.maxRequests) requests, seed \(options.seed)\(options.cluster ? ", the tier on a 3 + 3 Redis Cluster" : "")")
 
-    let server: FixtureServer
-    do { server = try await FixtureServer.start() } catch {
+    // The producer runs in a process of its own, so that this process's memory is the library's alone.
+    let producer: FixtureProcess
+    do { producer = try await FixtureProcess.start() } catch {
         print("odata-soak: the fixture producer did not start: \(error)")
         return 1
     }
+    defer { producer.stop() }
     // The `active` store and the second process share a Redis tier (issue 18): one server or a cluster
     // (`--cluster`), killed mid-run and started again (SoakTier), and no answer may be wrong meanwhile.
     let tier: SoakTier
     do { tier = try SoakTier.start(cluster: options.cluster) } catch {
         print("odata-soak: redis did not start: \(error)")
         figures.add("store-open failures")
-        await server.stop()
         return 1
     }
     defer { tier.stop() }
@@ -95,33 +96,43 @@ func soak(_ options: Options) async -> Int32 {
     let writer: OnlineODataStore
     let passive: OnlineODataStore // starts active too; the name is its partition's role in the mode switcher
     do {
-        active = try OnlineODataStore(serviceRoot: server.serviceRoot, options: SharedCacheChild.storeOptions(directory: directory, tier: tier.argument))
-        passive = try OnlineODataStore(serviceRoot: server.serviceRoot, options: storeOptions(name: "passive", partition: "bob"))
+        active = try OnlineODataStore(serviceRoot: producer.serviceRoot, options: SharedCacheChild.storeOptions(directory: directory, tier: tier.argument))
+        passive = try OnlineODataStore(serviceRoot: producer.serviceRoot, options: storeOptions(name: "passive", partition: "bob"))
         var writerOptions = storeOptions(name: "writer", partition: "writer")
         writerOptions.useCache = false
-        writer = try OnlineODataStore(serviceRoot: server.serviceRoot, options: writerOptions)
+        writer = try OnlineODataStore(serviceRoot: producer.serviceRoot, options: writerOptions)
         try await writer.open()
         try await active.open()
         try await passive.open()
     } catch {
         print("odata-soak: a store did not open: \(error)")
         figures.add("store-open failures")
-        await server.stop()
         return 1
     }
 
     // The offline stores: two in this process (one uploading one by one, one in $batch), one in a
     // child process; each owns a third of the customers (not those the readers read) and its shippers.
-    let ledger = Ledger()
+    let ledger: Ledger
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        ledger = try Ledger(path: directory.appendingPathComponent("ledger.tsv").path)
+    } catch {
+        print("odata-soak: the ledger cannot be created: \(error)")
+        return 1
+    }
     let offlineDirectory = directory.appendingPathComponent("offline").path
-    let customerRows = (try? server.read { try $0.entities(in: "Customers") }) ?? []
+    let customerRows: [JSONObject]
+    do { customerRows = try await producer.entities(in: "Customers") } catch {
+        print("odata-soak: \(error)")
+        return 1
+    }
     let initialFax = Dictionary(customerRows.compactMap { row in row["CustomerID"]?.stringValue.map { ($0, row["Fax"] ?? .null) } }, uniquingKeysWith: { first, _ in first })
     let ownable = Array(initialFax.keys.sorted().dropFirst(10))
     func share(_ index: Int) -> [String] { ownable.enumerated().filter { $0.offset % 3 == index }.map(\.element) }
     let offline: [(name: String, provider: OfflineODataProvider)]
     do {
         offline = try [("o1", false), ("o2", true)].map { name, batch in
-            (name, try OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: name, batch: batch)))
+            (name, try OfflineODataProvider(serviceRoot: producer.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: name, batch: batch)))
         }
         for store in offline {
             for query in offlineDefiningQueries { try await store.provider.add(definingQuery: query) }
@@ -130,11 +141,11 @@ func soak(_ options: Options) async -> Int32 {
     } catch {
         print("odata-soak: an offline store did not open: \(error)")
         figures.add("store-open failures")
-        await server.stop()
         return 1
     }
 
-    let rssStart = residentBytes()
+    let memoryAtStart = MemorySample.now(producer: producer)
+    let memory = LockedValue<[MemorySample]>([])
     let childDirectory = directory.appendingPathComponent("child.cache").path
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     let killerThread = Thread {
@@ -142,14 +153,14 @@ func soak(_ options: Options) async -> Int32 {
         figures.set("killer done", 1)
     }
     killerThread.start()
-    let sharedCacheChild = SharedCacheChild.start(executable: executable, serviceRoot: server.serviceRoot, directory: directory,
+    let sharedCacheChild = SharedCacheChild.start(executable: executable, serviceRoot: producer.serviceRoot, directory: directory,
                                                   seconds: options.seconds, seed: options.seed &+ 8000, tier: tier.argument)
     if sharedCacheChild == nil { figures.add("store-open failures") }
 
     await withTaskGroup(of: Void.self) { group in
         // Faults: every 100 ms one random fault on reads, counted when it fires.
         group.addTask {
-            await rotateFaults(server: server, seed: options.seed &+ 1000, every: .milliseconds(100), keep: 4, deadline: deadline) { random in
+            await rotateFaults(producer: producer, seed: options.seed &+ 1000, every: .milliseconds(100), keep: 4, deadline: deadline, figures: figures) { random in
                 let action: FaultAction = switch Int.random(in: 0..<5, using: &random) {
                 case 0: .latency(.milliseconds(Int.random(in: 5...80, using: &random)))
                 case 1: .fail(status: [500, 502, 503][Int.random(in: 0..<3, using: &random)], code: "SOAK", message: "injected")
@@ -164,7 +175,7 @@ func soak(_ options: Options) async -> Int32 {
         // Overtaken answers: every 10 ms one read of a hot product is executed at once but its body
         // arrives 25–150 ms late, so that later reads of the same URL answer first.
         group.addTask {
-            await rotateFaults(server: server, seed: options.seed &+ 1500, every: .milliseconds(10), keep: 3, deadline: deadline) { random in
+            await rotateFaults(producer: producer, seed: options.seed &+ 1500, every: .milliseconds(10), keep: 3, deadline: deadline, figures: figures) { random in
                 let action = FaultAction.slowBody(chunkSize: 64, interval: .milliseconds(Int.random(in: 5...30, using: &random)))
                 return FaultRule(action, method: "GET", path: "Products(\(Int.random(in: 1...2, using: &random)))", times: 1)
             }
@@ -211,26 +222,22 @@ func soak(_ options: Options) async -> Int32 {
                 figures.add("mode switches")
             }
         }
-        // RSS samples: ten over the run, for the shape of the curve.
+        // Memory samples: one at each tenth of the run.
         group.addTask {
             for tenth in 1...10 {
                 try? await Task.sleep(until: start + .seconds(options.seconds) * tenth / 10, clock: .continuous)
-                figures.set("rss sample \(tenth)", residentBytes())
+                let sample = MemorySample.now(producer: producer)
+                memory.withLock { $0.append(sample) }
             }
         }
-        // RSS at half time.
-        group.addTask {
-            try? await Task.sleep(until: start + .seconds(options.seconds) / 2, clock: .continuous)
-            figures.set("rss half", residentBytes())
-        }
         // The offline part: write faults, two in-process stores, the child killed at random points.
-        group.addTask { await offlineFaults(server: server, seed: options.seed &+ 5000, deadline: deadline) }
+        group.addTask { await offlineFaults(producer: producer, seed: options.seed &+ 5000, deadline: deadline, figures: figures) }
         for (index, store) in offline.enumerated() {
             offlineStoreTasks(&group, provider: store.provider, name: store.name, customers: share(index), seed: options.seed &+ 6000 &+ UInt64(index),
                               deadline: deadline, ledger: ledger, figures: figures)
         }
         group.addTask {
-            await offlineChildLoop(executable: executable, storePath: offlineDirectory, serviceRoot: server.serviceRoot, customers: share(2),
+            await offlineChildLoop(executable: executable, storePath: offlineDirectory, serviceRoot: producer.serviceRoot, customers: share(2),
                                    seed: options.seed &+ 7000, batch: options.childBatch, deadline: deadline, ledger: ledger, figures: figures)
         }
         // Redis (or a cluster's master) goes down at 40 % of the run and comes back at 70 %.
@@ -250,11 +257,13 @@ func soak(_ options: Options) async -> Int32 {
     while figures.value("killer done") == 0 { try? await Task.sleep(for: .milliseconds(50)) }
     sharedCacheChild?.finish(figures: figures)
     tier.checkHealth(figures: figures)
-    let rssEnd = residentBytes()
 
     // Faults are off: every queue must empty; then the ledger is compared with the producer.
-    server.faults.removeAll()
-    let childStore = try? OfflineODataProvider(serviceRoot: server.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: "child", batch: false))
+    do { try await producer.removeAllFaults() } catch {
+        print("odata-soak: \(error)")
+        figures.add("producer control failures")
+    }
+    let childStore = try? OfflineODataProvider(serviceRoot: producer.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: "child", batch: false))
     do {
         for query in offlineDefiningQueries { try await childStore?.add(definingQuery: query) }
         try await childStore?.open()
@@ -273,9 +282,18 @@ func soak(_ options: Options) async -> Int32 {
         }
         await provider.close()
     }
-    reconcile(server: server, ledger: ledger, archives: archives, initialFax: initialFax, figures: figures)
+    let state: ProducerState
+    let intents: [Intent]
+    do {
+        state = try await ProducerState.read(from: producer)
+        intents = try ledger.all()
+    } catch {
+        print("odata-soak: \(error)")
+        return 1
+    }
+    reconcile(producer: state, intents: intents, archives: archives, initialFax: initialFax, figures: figures)
 
-    let faults = server.counters.all.reduce(0) { $0 + $1.faulted }
+    let faults = state.counters.reduce(0) { $0 + $1.faulted }
     figures.set("cache writes superseded (out of order)", [active, passive].reduce(0) { $0 + ($1.statistics.cache?.supersededWrites ?? 0) })
     figures.set("redis tier: writes", active.statistics.secondTier?.writes ?? 0)
     figures.set("redis tier: failed calls (outage)", active.statistics.secondTier?.failures ?? 0)
@@ -283,14 +301,14 @@ func soak(_ options: Options) async -> Int32 {
     active.close()
     writer.close()
     passive.close()
-    await server.stop()
+    producer.stop()
 
-    let half = figures.value("rss half")
-    let growth = rssEnd - half
-    // Flat over the last half: growth under 16 MiB and under 25 % of the half-time figure.
-    if half > 0 && growth > max(16 << 20, half / 4) { figures.add("memory growth over the last half") }
-    if figures.value("rss half") == 0 { figures.add("memory growth over the last half") }
-    let mustBeZero = ["wrong cache answers", "answers whose ETag names another version", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half",
+    // The library's memory, flat over the last half once the page caches are warm (`MemoryReport`); a run
+    // too short to warm them is reported, not judged.
+    let report = MemoryReport(tenths: memory.withLock { $0 }, start: memoryAtStart)
+    let judged = options.seconds >= MemoryReport.shortestJudgedRun
+    if judged && report.grew { figures.add("memory growth over the last half") }
+    let mustBeZero = ["wrong cache answers", "answers whose ETag names another version", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half", "producer control failures",
                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
                       "offline requests refused (not a fault)", "offline queues not drained", "offline ErrorArchives unreadable"]
         + (options.cluster ? ["redis cluster: not healthy at the end"] : [])
@@ -308,8 +326,8 @@ func soak(_ options: Options) async -> Int32 {
     print("odata-soak: ran \(elapsed.components.seconds) s")
     for name in informative { print("  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(figures.value(name))") }
     print("  \("faults injected (fired)".padding(toLength: 42, withPad: " ", startingAt: 0)) \(faults)")
-    print("  RSS start / half / end (MiB)              \(rssStart >> 20) / \(half >> 20) / \(rssEnd >> 20)")
-    print("  RSS at each tenth of the run (MiB)        \((1...10).map { String(figures.value("rss sample \($0)") >> 20) }.joined(separator: " "))")
+    for line in report.lines(seconds: options.seconds) { print(line) }
+    if !judged { print("  (memory not judged: runs under \(MemoryReport.shortestJudgedRun) s end before the page caches are warm)") }
     var failed = false
     for name in mustBeZero {
         let value = figures.value(name)

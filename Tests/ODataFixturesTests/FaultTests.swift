@@ -220,6 +220,12 @@ private let json = ["Content-Type": "application/json"]
             #expect(try await Curl.run("POST", control + "reset").status == 204)
             #expect(try await Curl.run(server.serviceRoot + "Customers('FISSA')").status == 200)
             #expect(try await Curl.run(control + "nothing").status == 404)
+
+            // Every row of a set, unpaged, as the producer holds it (what FixtureProcess.entities(in:) reads).
+            let rows = try await Curl.run(control + "data/Regions")
+            #expect(rows.status == 200)
+            #expect(try rows.values().count == server.read { try $0.entities(in: "Regions") }.count)
+            #expect(try await Curl.run(control + "data/NoSuchSet").status == 400)
         }
     }
 }

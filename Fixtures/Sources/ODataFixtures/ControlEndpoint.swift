@@ -7,6 +7,8 @@ import ODataCore
 /// - `GET /$fixture/faults` lists faults; `POST /$fixture/faults` adds one (JSON below) and answers
 ///   `201 {"id": N}`; `DELETE /$fixture/faults` removes all; `DELETE /$fixture/faults/N` removes one.
 /// - `GET /$fixture/counters` lists counts; `DELETE /$fixture/counters` forgets them.
+/// - `GET /$fixture/data/<EntitySet>` answers `{"value": [...]}`: every row of the set as the producer
+///   holds it, unpaged and without annotations (what ``FixtureServer/read(_:)`` gives in process).
 /// - `POST /$fixture/reset` restores the start data and forgets counters, faults and stored
 ///   repeatable responses; `POST /$fixture/expire-delta-tokens` expires every delta token.
 ///
@@ -55,6 +57,10 @@ struct ControlEndpoint {
             case ("DELETE", "counters"):
                 service.counters.reset()
                 return OutgoingResponse(status: 204)
+            case ("GET", _) where path.hasPrefix("data/"):
+                let set = String(path.dropFirst("data/".count))
+                let rows = try service.withData { data in try data.entities(in: set) }
+                return .json(200, ["value": .array(rows.map(JSONValue.object))])
             case ("POST", "reset"):
                 service.resetData()
                 service.counters.reset()
