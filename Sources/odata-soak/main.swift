@@ -263,10 +263,12 @@ func soak(_ options: Options) async -> Int32 {
         print("odata-soak: \(error)")
         figures.add("producer control failures")
     }
-    let childStore = try? OfflineODataProvider(serviceRoot: producer.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: "child", batch: false))
+    var childStore: OfflineODataProvider?
     do {
-        for query in offlineDefiningQueries { try await childStore?.add(definingQuery: query) }
-        try await childStore?.open()
+        let store = try OfflineODataProvider(serviceRoot: producer.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: "child", batch: false))
+        childStore = store
+        for query in offlineDefiningQueries { try await store.add(definingQuery: query) }
+        try await store.open()
     } catch {
         print("odata-soak: the offline child's store did not open after the last kill: \(error)")
         figures.add("store-open failures")
