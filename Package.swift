@@ -217,7 +217,7 @@ let package = Package(
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataTesting"]),
-        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "ODataFixtures", "ODataTyped", "SQLCipher", "ODataTesting"]),
+        .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "CurlHTTP", "ODataFixtures", "ODataTyped", "SQLCipher", "ODataTesting"]),
         .testTarget(
             name: "ODataTestingTests",
             dependencies: ["ODataTesting", "OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]

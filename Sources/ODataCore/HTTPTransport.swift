@@ -31,6 +31,16 @@ public struct TransportRequest: Sendable, Hashable {
     /// emptied when the body begins. Other answers' bodies (an error's JSON) stay in the response. `nil` (the
     /// default) keeps every body in the response.
     public var responseBodyFile: String?
+    /// A source the body is read from piece by piece as the transfer goes, instead of ``body`` or ``bodyFile``
+    /// (it wins over both): the body's bytes can come from anywhere (the offline store reads its media through one,
+    /// sealed in a file only it can open). It cannot be rewound either. `nil` (the default) sends ``bodyFile`` or
+    /// ``body``.
+    public var bodySource: (any RequestBodySource)?
+    /// A sink a successful (2xx) answer's body goes to piece by piece as it arrives, instead of into
+    /// ``TransportResponse/body`` (which stays empty) or ``responseBodyFile`` (it wins over it); the transport's
+    /// response size limit does not apply to it. Other answers' bodies stay in the response. `nil` (the default) uses
+    /// ``responseBodyFile``, or keeps the body in the response.
+    public var responseBodySink: (any ResponseBodySink)?
 
     /// Creates a request.
     ///
@@ -44,6 +54,24 @@ public struct TransportRequest: Sendable, Hashable {
         self.url = url
         self.headerFields = headerFields
         self.body = body
+    }
+
+    /// Whether two requests are the same: every field equal, and the same ``bodySource`` and ``responseBodySink``
+    /// objects (or neither).
+    public static func == (lhs: TransportRequest, rhs: TransportRequest) -> Bool {
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.headerFields == rhs.headerFields && lhs.body == rhs.body
+            && lhs.allowsAutomaticResend == rhs.allowsAutomaticResend && lhs.bodyFile == rhs.bodyFile
+            && lhs.responseBodyFile == rhs.responseBodyFile
+            && lhs.bodySource.map(ObjectIdentifier.init) == rhs.bodySource.map(ObjectIdentifier.init)
+            && lhs.responseBodySink.map(ObjectIdentifier.init) == rhs.responseBodySink.map(ObjectIdentifier.init)
+    }
+
+    /// Hashes the method, the URL, the header fields and the body.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(url)
+        hasher.combine(headerFields)
+        hasher.combine(body)
     }
 }
 

@@ -148,6 +148,7 @@ public final class ScriptedTransport: HTTPTransport {
     /// - Throws: The failure a reply injects, what a handler throws, ``ScriptedTransportError`` for a request no
     ///   route answers (without a forwarding transport), `CancellationError` when cancelled during a latency.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let request = try Self.readingSource(of: request)
         let reply = state.withLock { state -> ScriptedReply? in
             state.requests.append(request)
             guard let index = state.routes.firstIndex(where: { !$0.replies.isEmpty && matches($0, request) }) else {
@@ -185,12 +186,35 @@ public final class ScriptedTransport: HTTPTransport {
         }
     }
 
-    /// A scripted answer as ``CurlTransport`` gives it: a 2xx body goes to the request's
+    /// The request with its ``TransportRequest/bodySource`` read whole into its `body`, which routes, handlers and
+    /// the recorded requests see (a test's bodies are small).
+    private static func readingSource(of request: TransportRequest) throws -> TransportRequest {
+        guard let source = request.bodySource else { return request }
+        var read = request
+        var body = [UInt8](repeating: 0, count: source.count)
+        try source.rewind()
+        var filled = 0
+        while filled < body.count {
+            let count = try body.withUnsafeMutableBytes { try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            if count == 0 { break }
+            filled += count
+        }
+        read.body = Data(body[..<filled])
+        read.bodySource = nil
+        return read
+    }
+
+    /// A scripted answer as ``CurlTransport`` gives it: a 2xx body goes to the request's `responseBodySink`, or its
     /// `responseBodyFile` (created or emptied, mode 0600), and the response's body is then empty.
     private func delivered(_ response: TransportResponse, to request: TransportRequest) throws -> TransportResponse {
-        guard let path = request.responseBodyFile, (200..<300).contains(response.status) else { return response }
-        guard FileManager.default.createFile(atPath: path, contents: response.body, attributes: [.posixPermissions: 0o600]) else {
-            throw ScriptedTransportError(method: request.method, url: request.url, routes: [], reason: "the response body file \(path) cannot be written")
+        guard (200..<300).contains(response.status),
+              let sink = request.responseBodySink ?? request.responseBodyFile.map({ FileBodySink(path: $0) }) else { return response }
+        do {
+            try sink.begin()
+            try response.body.withUnsafeBytes { try sink.write($0) }
+            try sink.finish()
+        } catch {
+            throw ScriptedTransportError(method: request.method, url: request.url, routes: [], reason: "the response body cannot be delivered: \(error)")
         }
         var delivered = response
         delivered.body = Data()

@@ -112,7 +112,7 @@ extension OfflineODataProvider {
             let etag = try changes.currentMedia(set: id.set, key: id.key, property: name)?.etag
             var queued = headers
             if let etag { queued[.ifMatch] = etag }
-            try changes.putMedia(set: id.set, key: id.key, property: name, etag: etag, contentType: contentType, isLocal: true, file: file.path)
+            try changes.putMedia(set: id.set, key: id.key, property: name, etag: etag, contentType: contentType, isLocal: true, chunks: EntityStore.fileChunks(file.path))
             var counters = try changes.currentCounters()
             let request = QueuedRequest(id: counters.nextRequestID, method: "PUT", url: id.reference + "/" + (property ?? "$value"), body: nil,
                                         customTag: customTag, headers: queued, entity: id.reference, createdAt: Self.timestamp(),
@@ -158,7 +158,7 @@ extension OfflineODataProvider {
                                       links: JSONObject())
             counters.nextOrder += 1
             try changes.put(record)
-            try changes.putMedia(set: set, key: key, property: "", etag: nil, contentType: contentType, isLocal: true, file: file.path)
+            try changes.putMedia(set: set, key: key, property: "", etag: nil, contentType: contentType, isLocal: true, chunks: EntityStore.fileChunks(file.path))
             let request = QueuedRequest(id: counters.nextRequestID, method: "POST", url: PercentEncoding.encodePath(set), body: nil,
                                         customTag: customTag, headers: headers, entity: record.reference, createdAt: Self.timestamp(),
                                         mediaContentType: contentType)

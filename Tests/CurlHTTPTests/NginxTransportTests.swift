@@ -87,6 +87,58 @@ struct NginxTransportTests {
         #expect(!missing.body.isEmpty)
     }
 
+    /// What a sink records: its calls in order, the bytes written.
+    final class RecordingSink: ResponseBodySink {
+        let calls = LockedValue<[String]>([])
+        let bytes = LockedValue(Data())
+        let failsAfter: Int?
+        init(failsAfter: Int? = nil) { self.failsAfter = failsAfter }
+        func begin() throws {
+            calls.withLock { $0.append("begin") }
+            bytes.withLock { $0 = Data() }
+        }
+        func write(_ piece: UnsafeRawBufferPointer) throws {
+            calls.withLock { if $0.last != "write" { $0.append("write") } }
+            let total = bytes.withLock { $0.append(contentsOf: piece); return $0.count }
+            if let failsAfter, total > failsAfter { throw ODataError(.invalidState, "the sink is full after \(failsAfter) bytes") }
+        }
+        func finish() throws { calls.withLock { $0.append("finish") } }
+    }
+
+    /// A `responseBodySink` gets a 2xx body as it arrives — begun, written, finished — beyond `maxResponseBodySize`;
+    /// an error's body stays in the response and the sink hears nothing; a sink that throws ends the transfer with a
+    /// typed error carrying its message.
+    @Test func aResponseBodySinkIsBegunWrittenAndFinishedForA2xxOnly() async throws {
+        let server = try nginx()
+        var configuration = CurlConfiguration()
+        configuration.maxResponseBodySize = 64 * 1024
+        configuration.acceptEncoding = nil
+        let transport = try CurlTransport(configuration: configuration)
+        defer { transport.shutdown() }
+        let sink = RecordingSink()
+        var request = TransportRequest(url: server.url("large.json"))
+        request.responseBodySink = sink
+        request.responseBodyFile = "/nonexistent/the-sink-wins"
+        let response = try await transport.send(request)
+        #expect(response.status == 200)
+        #expect(response.body.isEmpty)
+        #expect(sink.calls.withLock { $0 } == ["begin", "write", "finish"])
+        #expect(sink.bytes.withLock { $0 } == NginxServer.files["large.json"])
+
+        let untouched = RecordingSink()
+        request.url = server.url("missing.json")
+        request.responseBodySink = untouched
+        let missing = try await transport.send(request)
+        #expect(missing.status == 404)
+        #expect(!missing.body.isEmpty)
+        #expect(untouched.calls.withLock { $0 }.isEmpty)
+
+        request.url = server.url("large.json")
+        request.responseBodySink = RecordingSink(failsAfter: 1000)
+        let error = await #expect(throws: CurlError.invalidRequest) { try await transport.send(request) }
+        #expect(error?.message.contains("the sink is full after 1000 bytes") == true)
+    }
+
     @Test func gzipIsNegotiatedAndDecoded() async throws {
         let server = try nginx()
         let transport = try CurlTransport()

@@ -21,11 +21,14 @@ final class CurlEasyHandle {
     private var body = Data()
     private var reservedCapacity = false
     private var maxBodySize: Int?
-    /// Where a 2xx body goes instead of `body` (``TransportRequest/responseBodyFile``), and the file once opened.
-    private var responseBodyPath: String?
-    private var responseBodyFile: FileHandle?
-    /// The file a request body is read from (``TransportRequest/bodyFile``).
-    private var requestBodyFile: FileHandle?
+    /// Where a 2xx body goes instead of `body` (``TransportRequest/responseBodySink``, or a ``FileBodySink`` for
+    /// ``TransportRequest/responseBodyFile``).
+    private var responseSink: (any ResponseBodySink)?
+    /// Whether this transfer began the sink's body (``ResponseBodySink/begin()``).
+    private var sinkBegun = false
+    /// Where a request body is read from (``TransportRequest/bodySource``, or a ``FileBodySource`` for
+    /// ``TransportRequest/bodyFile``).
+    private var requestSource: (any RequestBodySource)?
     /// The body of a request that must not be sent twice, handed to libcurl by `CURLOPT_READFUNCTION`, and how
     /// much of it libcurl has taken.
     private var uploadBody = Data()
@@ -59,7 +62,7 @@ final class CurlEasyHandle {
         clearResponse()
         headerList = nil
         maxBodySize = configuration.maxResponseBodySize
-        responseBodyPath = request.responseBodyFile
+        responseSink = request.responseBodySink ?? request.responseBodyFile.map { FileBodySink(path: $0) }
 
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
         // > CURLOPT_NOSIGNAL … If this option is set to 1, libcurl will not use any functions that install
@@ -97,8 +100,8 @@ final class CurlEasyHandle {
 
     private func setMethodAndBody(_ request: TransportRequest) throws(CurlError) {
         let method = request.method
-        if let path = request.bodyFile {
-            try fileBody(path, allowsAutomaticResend: request.allowsAutomaticResend)
+        if let source = try Self.source(of: request) {
+            try streamedBody(source, allowsAutomaticResend: request.allowsAutomaticResend)
             if method != "POST" { try set(CURLOPT_CUSTOMREQUEST, string: method) }
             return
         }
@@ -164,24 +167,31 @@ final class CurlEasyHandle {
         try set(CURLOPT_READDATA, pointer: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
     }
 
-    /// Hands libcurl a body read from a file a piece at a time (``TransportRequest/bodyFile``), through the read callback
-    /// of ``readOnceBody(_:)``: it cannot be rewound either, so libcurl never sends it twice once bytes went out.
-    private func fileBody(_ path: String, allowsAutomaticResend: Bool) throws(CurlError) {
-        let size: Int
-        do {
-            guard let length = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int else {
-                throw CurlError(kind: .invalidRequest, message: "the body file \(path) has no size")
-            }
-            size = length
-            requestBodyFile = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        } catch let error as CurlError {
-            throw error
-        } catch {
-            throw CurlError(kind: .invalidRequest, message: "the body file \(path) cannot be read: \(error.localizedDescription)")
+    /// The request's streamed body: its ``TransportRequest/bodySource``, or its ``TransportRequest/bodyFile`` opened.
+    private static func source(of request: TransportRequest) throws(CurlError) -> (any RequestBodySource)? {
+        if let source = request.bodySource { return source }
+        guard let path = request.bodyFile else { return nil }
+        do { return try FileBodySource(path: path) } catch {
+            throw CurlError(kind: .invalidRequest, message: Self.describe(error))
         }
+    }
+
+    /// What a body source's or sink's error says: an ``ODataError``'s message, anything else as it describes itself.
+    private static func describe(_ error: any Error) -> String {
+        (error as? ODataError)?.message ?? "the streamed body failed: \(error)"
+    }
+
+    /// Hands libcurl a body read a piece at a time from `source` (``TransportRequest/bodySource``,
+    /// ``TransportRequest/bodyFile``), through the read callback of ``readOnceBody(_:)``: it cannot be rewound either,
+    /// so libcurl never sends it twice once bytes went out.
+    private func streamedBody(_ source: any RequestBodySource, allowsAutomaticResend: Bool) throws(CurlError) {
+        do { try source.rewind() } catch {
+            throw CurlError(kind: .invalidRequest, message: Self.describe(error))
+        }
+        requestSource = source
         if !allowsAutomaticResend { try set(CURLOPT_MAXAGE_CONN, 1) }  // as for `readOnceBody`
         try set(CURLOPT_POST, 1)
-        try check(CCurl_easy_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(size)), "CURLOPT_POSTFIELDSIZE_LARGE")
+        try check(CCurl_easy_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(source.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
         try check(CCurl_easy_setopt_write_function(raw, CURLOPT_READFUNCTION) { curlReadCallback($0, $1, $2, $3) }, "CURLOPT_READFUNCTION")
         try set(CURLOPT_READDATA, pointer: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
     }
@@ -192,13 +202,9 @@ final class CurlEasyHandle {
     /// - Parameter buffer: libcurl's buffer.
     /// - Returns: The number of bytes copied; 0 at the end of the body; `CURL_READFUNC_ABORT` after a read error.
     func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        if let file = requestBodyFile {
-            do {
-                let chunk = try file.read(upToCount: buffer.count) ?? Data()
-                chunk.copyBytes(to: buffer)
-                return chunk.count
-            } catch {
-                callbackError = CurlError(kind: .invalidRequest, message: "the body file cannot be read: \(error.localizedDescription)")
+        if let source = requestSource {
+            do { return try source.read(into: buffer) } catch {
+                callbackError = CurlError(kind: .invalidRequest, message: Self.describe(error))
                 return Int(CURL_READFUNC_ABORT)
             }
         }
@@ -245,7 +251,7 @@ final class CurlEasyHandle {
             try set(CURLOPT_LOW_SPEED_LIMIT, lowSpeed.bytesPerSecond)
             try set(CURLOPT_LOW_SPEED_TIME, max(1, (lowSpeed.duration.wholeMilliseconds + 999) / 1000))
         }
-        if let max = configuration.maxResponseBodySize, request.responseBodyFile == nil {  // a body into a file is not held in memory
+        if let max = configuration.maxResponseBodySize, responseSink == nil {  // a streamed body is not held in memory
             // An early abort when `Content-Length` already says too much. Compressed bodies get some slack,
             // since gzip can make incompressible data slightly larger; the write callback checks the rest.
             let slack = configuration.acceptEncoding == nil ? 0 : max / 8 + 4096
@@ -337,10 +343,9 @@ final class CurlEasyHandle {
         body = Data()
         reservedCapacity = false
         callbackError = nil
-        try? responseBodyFile?.close()  // the file was complete or the transfer failed; a close error changes neither
-        responseBodyFile = nil
-        try? requestBodyFile?.close()  // read-only: closing cannot lose anything
-        requestBodyFile = nil
+        responseSink = nil
+        sinkBegun = false
+        requestSource = nil
         errorBuffer[0] = 0
         uploadBody = Data()
         uploadOffset = 0
@@ -351,8 +356,16 @@ final class CurlEasyHandle {
     /// - Parameter bytes: The bytes libcurl delivered (decoded when a content encoding was negotiated).
     /// - Returns: `bytes.count` to continue, 0 to abort the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if let path = responseBodyPath, (200..<300).contains(status) {
-            return receiveBody(bytes, intoFile: path)
+        if let sink = responseSink, (200..<300).contains(status) {
+            do {
+                if !sinkBegun { try sink.begin() }
+                sinkBegun = true
+                try sink.write(bytes)
+            } catch {
+                callbackError = CurlError(kind: .invalidRequest, message: Self.describe(error))
+                return 0
+            }
+            return bytes.count
         }
         if let max = maxBodySize, bytes.count > max - body.count {
             callbackError = CurlError(
@@ -370,25 +383,6 @@ final class CurlEasyHandle {
             body.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         }
         return bytes.count
-    }
-
-    /// Writes body bytes to the response body file, opening (creating or emptying) it with the first.
-    private func receiveBody(_ bytes: UnsafeRawBufferPointer, intoFile path: String) -> Int {
-        do {
-            if responseBodyFile == nil {
-                guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    throw CurlError(kind: .invalidRequest, message: "the response body file \(path) cannot be created")
-                }
-                responseBodyFile = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-            }
-            try responseBodyFile!.write(contentsOf: bytes)
-            return bytes.count
-        } catch let error as CurlError {
-            callbackError = error
-        } catch {
-            callbackError = CurlError(kind: .invalidRequest, message: "the response body file \(path) cannot be written: \(error.localizedDescription)")
-        }
-        return 0
     }
 
     /// Parses one header line: a status line starts a new header block (a `100 Continue` or a followed
@@ -482,9 +476,12 @@ final class CurlEasyHandle {
             let text = String(cString: errorBuffer)
             return .failure(CurlError(code: result, errorBuffer: text))
         }
-        if let file = responseBodyFile {
-            do { try file.synchronize() } catch {
-                return .failure(CurlError(kind: .invalidRequest, message: "the response body file cannot be written: \(error.localizedDescription)"))
+        if let sink = responseSink, (200..<300).contains(status) {
+            do {
+                if !sinkBegun { try sink.begin() }
+                try sink.finish()
+            } catch {
+                return .failure(CurlError(kind: .invalidRequest, message: Self.describe(error)))
             }
         }
         var responseCode = 0

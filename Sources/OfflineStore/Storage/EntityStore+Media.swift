@@ -98,36 +98,32 @@ extension EntityStore {
 }
 
 extension EntityStore.Changes {
-    /// Stores a media resource (`$value`, `property` `''`, or a stream property) from a file, read
-    /// ``EntityStore/mediaChunkSize`` bytes at a time, replacing what the entity had there.
+    /// Stores a media resource (`$value`, `property` `''`, or a stream property) from `chunks`, which hands its bytes
+    /// to the function it is given a piece at a time (``EntityStore/fileChunks(_:)``, ``SealedSpool/forEachChunk(_:)``),
+    /// replacing what the entity had there. Each piece becomes a row of at most ``EntityStore/mediaChunkSize`` bytes.
     /// - Returns: The record written.
     @discardableResult
     func putMedia(set: String, key: String, property: String, etag: String?, contentType: String, isLocal: Bool,
-                  file path: String) throws -> EntityStore.MediaRecord {
+                  chunks: (([UInt8]) throws -> Void) throws -> Void) throws -> EntityStore.MediaRecord {
         try removeMedia(set: set, key: key, property: property)
-        let handle: FileHandle
-        do { handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path)) } catch {
-            throw OfflineODataError(.storage, "cannot read the media file \(path): \(error.localizedDescription)", underlying: error)
-        }
-        defer { try? handle.close() }  // read-only: closing cannot lose anything
         let insert = try connection.cachedStatement("INSERT INTO media_chunks (\"set\", \"key\", property, position, bytes) VALUES (?, ?, ?, ?, ?)")
         var size: Int64 = 0
         var position: Int64 = 0
-        while true {
-            let chunk: Data
-            do { chunk = try handle.read(upToCount: EntityStore.mediaChunkSize) ?? Data() } catch {
-                throw OfflineODataError(.storage, "cannot read the media file \(path): \(error.localizedDescription)", underlying: error)
+        try chunks { piece in
+            var start = 0
+            while start < piece.count {
+                let end = min(piece.count, start + EntityStore.mediaChunkSize)
+                defer { insert.reset() }
+                try insert.bind(.text(set), at: 1)
+                try insert.bind(.text(key), at: 2)
+                try insert.bind(.text(property), at: 3)
+                try insert.bind(.integer(position), at: 4)
+                try insert.bind(.blob(Array(piece[start..<end])), at: 5)
+                _ = try insert.step()
+                position += 1
+                size += Int64(end - start)
+                start = end
             }
-            if chunk.isEmpty { break }
-            defer { insert.reset() }
-            try insert.bind(.text(set), at: 1)
-            try insert.bind(.text(key), at: 2)
-            try insert.bind(.text(property), at: 3)
-            try insert.bind(.integer(position), at: 4)
-            try insert.bind(.blob([UInt8](chunk)), at: 5)
-            _ = try insert.step()
-            position += 1
-            size += Int64(chunk.count)
         }
         let record = EntityStore.MediaRecord(set: set, key: key, property: property, etag: etag, contentType: contentType, size: size, isLocal: isLocal)
         let row = try connection.cachedStatement("INSERT INTO media (\"set\", \"key\", property, etag, content_type, size, local) VALUES (?, ?, ?, ?, ?, ?, ?)")
@@ -181,6 +177,31 @@ extension EntityStore.Changes {
             try delete.bind(.text(key), at: 2)
             if let property { try delete.bind(.text(property), at: 3) }
             _ = try delete.step()
+        }
+    }
+}
+
+extension EntityStore {
+    /// A file's bytes for ``Changes/putMedia(set:key:property:etag:contentType:isLocal:chunks:)``, read
+    /// ``mediaChunkSize`` bytes at a time.
+    ///
+    /// - Parameter path: The file (an application's media to create or replace locally).
+    /// - Returns: The function that hands the file's bytes on.
+    static func fileChunks(_ path: String) -> (([UInt8]) throws -> Void) throws -> Void {
+        { body in
+            let handle: FileHandle
+            do { handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path)) } catch {
+                throw OfflineODataError(.storage, "cannot read the media file \(path): \(error.localizedDescription)", underlying: error)
+            }
+            defer { try? handle.close() }  // read-only: closing cannot lose anything
+            while true {
+                let chunk: Data
+                do { chunk = try handle.read(upToCount: mediaChunkSize) ?? Data() } catch {
+                    throw OfflineODataError(.storage, "cannot read the media file \(path): \(error.localizedDescription)", underlying: error)
+                }
+                if chunk.isEmpty { return }
+                try body([UInt8](chunk))
+            }
         }
     }
 }

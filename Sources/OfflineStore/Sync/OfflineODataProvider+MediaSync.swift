@@ -12,10 +12,12 @@ extension OfflineODataProvider {
     /// A media resource whose stored ETag equals the entity's `@odata.mediaEtag` (V2: `__metadata.media_etag`; a
     /// stream property's `Name@odata.mediaEtag`) is not read again, nor one replaced locally and not yet uploaded. Each
     /// one is read from its `@odata.mediaReadLink` (V2: `media_src`; a stream property's `Name@odata.mediaReadLink`;
-    /// without one, the entity's `Set(key)/$value` or `Set(key)/Name`) into a file of the store's directory as it
-    /// arrives (``TransportRequest/responseBodyFile``), then copied into the encrypted database in chunks
-    /// (``EntityStore/mediaChunkSize``) and the file removed: memory holds one chunk, whatever the stream's size. A
-    /// stream property the back end answers with `204 No Content` (a null stream) is not stored.
+    /// without one, the entity's `Set(key)/$value` or `Set(key)/Name`) into a ``SealedSpool`` as it arrives (the
+    /// request's ``TransportRequest/responseBodySink``: sealed chunks in a file of the store's directory, their key in
+    /// memory only), then copied into the encrypted database in chunks (``EntityStore/mediaChunkSize``) and the spool
+    /// removed: memory holds one chunk, whatever the stream's size, and no readable media byte reaches the disk. A
+    /// transport of the application's that ignores the sink and answers with the body in the response is served too.
+    /// A stream property the back end answers with `204 No Content` (a null stream) is not stored.
     ///
     /// - Throws: `OfflineODataError.downloadFailed` when a media resource cannot be read, `.storage`.
     func downloadMedia(_ queries: [OfflineODataDefiningQuery], store: EntityStore) async throws {
@@ -37,15 +39,14 @@ extension OfflineODataProvider {
                 return true
             }
         }
-        let file = parameters.storeDirectory + "/media-download.part"
-        defer { removeMediaFile(file) }
+        let spool = try SealedSpool(path: parameters.storeDirectory + "/media-download.part")
+        defer { removeMediaFile(spool.path) }
         for item in wanted {
             let stored = try store.mediaRecord(set: item.set, key: item.key, property: item.property)
             if let stored, stored.isLocal || (item.etag != nil && stored.etag == item.etag) { continue }
             let url = try absolute(item.link)
             var request = TransportRequest(method: "GET", url: url, headerFields: backEndHeaders(accept: "*/*"))
-            request.responseBodyFile = file
-            removeMediaFile(file)
+            request.responseBodySink = spool
             let response: TransportResponse
             do { response = try await transport().send(request) } catch {
                 throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)", underlying: error)
@@ -56,48 +57,37 @@ extension OfflineODataProvider {
                 throw OfflineODataError(.downloadFailed, "GET \(url) answered \(response.status): \(serviceError.code) \(serviceError.message)",
                                         httpStatus: response.status)
             }
-            // An empty body leaves no file behind: the media is empty.
-            if !FileManager.default.fileExists(atPath: file),
-               !FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600]) {
-                throw OfflineODataError(.storage, "cannot create \(file)")
+            if !spool.isFinished {  // a transport that kept the body in the response
+                try spool.begin()
+                try response.body.withUnsafeBytes { try spool.write($0) }
+                try spool.finish()
             }
             let etag = response.headerFields[.eTag] ?? item.etag
             let contentType = response.headerFields[.contentType] ?? "application/octet-stream"
             let (set, key, property) = (item.set, item.key, item.property)
             _ = try await store.write { changes in
-                try changes.putMedia(set: set, key: key, property: property, etag: etag, contentType: contentType, isLocal: false, file: file)
+                try changes.putMedia(set: set, key: key, property: property, etag: etag, contentType: contentType, isLocal: false,
+                                     chunks: spool.forEachChunk)
             }
         }
     }
 
-    /// The request that uploads a queued media replace (`$value` or a stream property): ``uploadRequest(_:)`` with the
-    /// media resource as the store holds it now, copied a chunk at a time into a file of the store's directory that
-    /// the transport streams (``TransportRequest/bodyFile``; the caller removes it once the request is answered).
+    /// The body of a queued media upload (`$value` or a stream property): the media resource as the store holds it
+    /// now, copied a chunk at a time into a ``SealedSpool`` in the store's directory, which the request reads as its
+    /// ``TransportRequest/bodySource`` (the caller removes the spool once the request is answered).
     ///
-    /// - Throws: `OfflineODataError.storage` when the media cannot be read or the file written.
-    func mediaUploadRequest(_ entry: QueuedRequest, store: EntityStore) throws -> TransportRequest {
+    /// - Throws: `OfflineODataError.storage` when the media cannot be read or the spool written.
+    func mediaUploadBody(_ entry: QueuedRequest, store: EntityStore) throws -> SealedSpool {
         let (set, key) = UploadSteps.split(entry.entity)
-        let path = parameters.storeDirectory + "/media-upload.part"
-        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw OfflineODataError(.storage, "cannot create \(path)")
-        }
-        do {
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-            defer { try? handle.close() }  // written and synchronized below; a close error loses nothing
-            try store.readMedia(set: set, key: key, property: entry.mediaProperty ?? "") { chunk in try handle.write(contentsOf: chunk) }
-            try handle.synchronize()
-        } catch let error as OfflineODataError {
-            throw error
-        } catch {
-            throw OfflineODataError(.storage, "cannot write \(path): \(error.localizedDescription)", underlying: error)
-        }
-        var request = uploadRequest(entry)
-        request.bodyFile = path
-        return request
+        let spool = try SealedSpool(path: parameters.storeDirectory + "/media-upload.part")
+        try store.readMedia(set: set, key: key, property: entry.mediaProperty ?? "") { chunk in try spool.append(chunk) }
+        try spool.finish()
+        return spool
     }
 
-    /// Removes a media file of the store's directory; one that is missing is fine, any other failure is logged (the
-    /// next media download empties the file before it writes).
+    /// Removes a media spool of the store's directory; one that is missing is fine, any other failure is logged (the
+    /// next media transfer empties it before it writes, and its bytes cannot be read without the key that went with
+    /// it).
     func removeMediaFile(_ path: String) {
         guard FileManager.default.fileExists(atPath: path) else { return }
         do { try FileManager.default.removeItem(atPath: path) } catch {

@@ -89,13 +89,15 @@ extension OfflineODataProvider {
                 machine.queueRead(try store.queuedRequests().filter { $0.id > after })
             case .send(let entry, let delay):
                 guard await pause(delay) else { machine.cancel(); continue }
-                let request = entry.isMedia ? try mediaUploadRequest(entry, store: store) : uploadRequest(entry)
+                var request = uploadRequest(entry)
+                let spool = entry.isMedia ? try mediaUploadBody(entry, store: store) : nil
+                request.bodySource = spool
                 do {
                     machine.answered(try await sendOnce(request))
                 } catch {
                     machine.cancel()  // stopped by the caller: the request stays queued, with its repeatability headers
                 }
-                if let file = request.bodyFile { removeMediaFile(file) }
+                if let spool { removeMediaFile(spool.path) }
             case .sendBatch(let group, let delay):
                 guard await pause(delay) else { machine.cancel(); continue }
                 do {
