@@ -52,7 +52,7 @@ struct SharedCacheChild {
             kill(process.processIdentifier, SIGKILL)
             figures.add("crashes")
         }
-        process.waitUntilExit()
+        waitForExit(process)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard let report = text.split(separator: "\n").last(where: { $0.hasPrefix("SHARED-CACHE ") }) else {
             print("odata-soak: the second process on the cache ended without a report: \(text.suffix(500))")
