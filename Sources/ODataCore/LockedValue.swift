@@ -14,14 +14,15 @@ import Darwin
 ///
 /// The value and its mutex live in one allocation (a `ManagedBuffer`: the value its header, the mutex its one
 /// element, at a stable address), as NIO's `LockStorage` does. Copies of a `LockedValue` share that storage,
-/// like copies of a class reference.
+/// like copies of a class reference. `withLock` is inlinable: each caller gets it specialized, with the closure
+/// over the buffer's pointers inlined, rather than a generic call through a closure per lock.
 package struct LockedValue<Value>: @unchecked Sendable {
-    private let storage: Storage
+    @usableFromInline let storage: Storage
 
     /// The one allocation: the value as the header, the mutex as the only element. The header and element
     /// pointers bypass the run-time exclusivity check (`swift_beginAccess` on every access, a third of an
     /// uncontended lock's cost): the mutex makes every access exclusive.
-    private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+    @usableFromInline final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
             withUnsafeMutablePointerToElements { mutex in
                 pthread_mutex_destroy(mutex)
@@ -46,6 +47,7 @@ package struct LockedValue<Value>: @unchecked Sendable {
     /// - Parameter body: The critical section; it must not block or call back into this lock.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
+    @inlinable
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         try storage.withUnsafeMutablePointers { (value: UnsafeMutablePointer<Value>, mutex: UnsafeMutablePointer<pthread_mutex_t>) throws(Failure) -> Result in
             pthread_mutex_lock(mutex)
@@ -60,6 +62,7 @@ package struct LockedValue<Value>: @unchecked Sendable {
     /// - Parameter body: The critical section.
     /// - Returns: What `body` returns, or `nil` when the lock was held.
     /// - Throws: What `body` throws.
+    @inlinable
     package func withLockIfAvailable<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result? {
         try storage.withUnsafeMutablePointers { (value: UnsafeMutablePointer<Value>, mutex: UnsafeMutablePointer<pthread_mutex_t>) throws(Failure) -> Result? in
             guard pthread_mutex_trylock(mutex) == 0 else { return nil }
