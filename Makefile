@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-uncached bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -35,6 +35,12 @@ example: deps
 bench: deps
 	$(SWIFT) build -c release --product odata-fixture-server
 	cd Benchmarks && $(SWIFT) build -c release && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name'] not in ('OfflineSQLiteFloor', 'OfflineKeyInstructions')))"); do $(SWIFT) run -c release $$b; done
+
+# OnlineBenchmarks' uncached-GET rows in wall-clock time (issue 31 row 1: store ÷ bare CurlTransport GET at 1 KiB and
+# 64 KiB, default telemetry ÷ Telemetry.disabled), interleaved in one process, three runs one after another: for
+# re-running the wall-clock rows of docs/notes/cost.md on a quiet machine.
+bench-uncached: deps
+	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks && for run in 1 2 3; do ONLINE_BENCH_ONLY="=CurlTransport alone, GET 200 (floor of an uncached read)|=store, uncached GET|=store, uncached GET, telemetry disabled" $(SWIFT) run -c release OnlineBenchmarks; done
 
 # OnlineBenchmarks' key rows in instructions (callgrind over BENCH_CALLS calls each, release): the bare CurlTransport
 # GET, the store's uncached GET with the default telemetry and with Telemetry.disabled, the cache lookup and the

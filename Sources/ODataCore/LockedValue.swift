@@ -10,26 +10,36 @@ import Darwin
 /// because ThreadSanitizer intercepts `pthread_mutex_lock`, whereas `Mutex` on Linux takes its contended
 /// path through futex calls inside the uninstrumented standard library, which ThreadSanitizer cannot see —
 /// a correct program then reports false "Swift access races" (reproduced with a four-thread `Mutex`
-/// probe). Sendable by construction: every access to `value` happens between lock and unlock.
-package final class LockedValue<Value>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Not checked for exclusive access at run time (`swift_beginAccess` on every `withLock`, a third of an
+/// probe). Sendable by construction: every access to the value happens between lock and unlock.
+///
+/// The value and its mutex live in one allocation (a `ManagedBuffer`: the value its header, the mutex its one
+/// element, at a stable address), as NIO's `LockStorage` does. Copies of a `LockedValue` share that storage,
+/// like copies of a class reference. `withLock` is inlinable: each caller gets it specialized, with the closure
+/// over the buffer's pointers inlined, rather than a generic call through a closure per lock.
+package struct LockedValue<Value>: @unchecked Sendable {
+    @usableFromInline let storage: Storage
+
+    /// The one allocation: the value as the header, the mutex as the only element. The header and element
+    /// pointers bypass the run-time exclusivity check (`swift_beginAccess` on every access, a third of an
     /// uncontended lock's cost): the mutex makes every access exclusive.
-    @exclusivity(unchecked) private var value: Value
+    @usableFromInline final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+        deinit {
+            withUnsafeMutablePointerToElements { mutex in
+                pthread_mutex_destroy(mutex)
+                mutex.deinitialize(count: 1)
+            }
+        }
+    }
 
     /// Creates the box around a value.
     /// - Parameter value: the initial value.
     package init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
+        let buffer = Storage.create(minimumCapacity: 1) { _ in value }
+        storage = unsafeDowncast(buffer, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
     }
 
     /// Runs `body` with exclusive access to the value.
@@ -37,10 +47,13 @@ package final class LockedValue<Value>: @unchecked Sendable {
     /// - Parameter body: The critical section; it must not block or call back into this lock.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
+    @inlinable
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try storage.withUnsafeMutablePointers { (value: UnsafeMutablePointer<Value>, mutex: UnsafeMutablePointer<pthread_mutex_t>) throws(Failure) -> Result in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 
     /// Runs `body` with exclusive access to the value if no one holds the lock now; otherwise returns `nil`
@@ -49,9 +62,12 @@ package final class LockedValue<Value>: @unchecked Sendable {
     /// - Parameter body: The critical section.
     /// - Returns: What `body` returns, or `nil` when the lock was held.
     /// - Throws: What `body` throws.
+    @inlinable
     package func withLockIfAvailable<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result? {
-        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try storage.withUnsafeMutablePointers { (value: UnsafeMutablePointer<Value>, mutex: UnsafeMutablePointer<pthread_mutex_t>) throws(Failure) -> Result? in
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 }

@@ -92,7 +92,7 @@ public final class ServiceSession: HTTPTransport {
         var renewedToken = false
         while true {
             try Task.checkCancellation()
-            let response = try await sendOnce(request, credentials: credentials, token: token?.value)
+            let (response, carriesSessionFields) = try await sendOnce(request, credentials: credentials, token: token?.value)
             if response.status == 401, let sent = credentials, !renewedCredentials, let authenticator = options.authentication {
                 renewedCredentials = true
                 if let renewed = try await authenticator.renewedHeaderFields(replacing: sent) {
@@ -110,15 +110,17 @@ public final class ServiceSession: HTTPTransport {
                 token = try await newToken(replacing: token ?? CSRFToken(value: nil), for: request)
                 continue
             }
-            return stripped(response)
+            return carriesSessionFields ? stripped(response) : response
         }
     }
 
     // MARK: - One attempt
 
-    /// Inlined into its callers: one async frame fewer per request.
+    /// Inlined into its callers: one async frame fewer per request. Returns the answer and whether it carries
+    /// `Set-Cookie` or the CSRF field (one pass over its fields; an answer with neither, the common case, needs no
+    /// more).
     @inline(__always)
-    private func sendOnce(_ request: TransportRequest, credentials: HTTPFields?, token: String?) async throws -> TransportResponse {
+    private func sendOnce(_ request: TransportRequest, credentials: HTTPFields?, token: String?) async throws -> (TransportResponse, carriesSessionFields: Bool) {
         var outgoing = request
         for field in credentials ?? [:] { outgoing.headerFields[field.name] = field.value }
         if let csrfField, let token { outgoing.headerFields[csrfField] = token }
@@ -128,17 +130,22 @@ public final class ServiceSession: HTTPTransport {
         }
         let response = try await base.send(outgoing)
         counters.withLock { $0.requests += 1 }
-        if options.keepsCookies, response.headerFields.contains(.setCookie), let url = URL(string: request.url) {
+        let carriesSessionFields = carriesSessionFields(response.headerFields)
+        if carriesSessionFields, options.keepsCookies, response.headerFields.contains(.setCookie), let url = URL(string: request.url) {
             cookies.store(response.headerFields[values: .setCookie], for: url)
         }
-        return response
+        return (response, carriesSessionFields)
+    }
+
+    /// Whether the fields hold `Set-Cookie` or the CSRF field, in one pass.
+    private func carriesSessionFields(_ fields: HTTPFields) -> Bool {
+        guard let csrf = csrfField?.canonicalName else { return fields.contains(.setCookie) }
+        let setCookie = HTTPField.Name.setCookie.canonicalName
+        return fields.contains { $0.name.canonicalName == setCookie || $0.name.canonicalName == csrf }
     }
 
     /// The answer as the stores see it: no cookie and no token a layer above could keep.
     private func stripped(_ response: TransportResponse) -> TransportResponse {
-        guard response.headerFields.contains(.setCookie) || csrfField.map({ response.headerFields.contains($0) }) == true else {
-            return response
-        }
         var response = response
         response.headerFields[.setCookie] = nil
         if let csrfField { response.headerFields[csrfField] = nil }
@@ -177,12 +184,12 @@ public final class ServiceSession: HTTPTransport {
         var credentials = try await options.authentication?.headerFields()
         var response: TransportResponse
         do {
-            response = try await sendOnce(request, credentials: credentials, token: nil)
+            response = try await sendOnce(request, credentials: credentials, token: nil).0
             if response.status == 401, let sent = credentials, let authenticator = options.authentication,
                let renewed = try await authenticator.renewedHeaderFields(replacing: sent) {
                 counters.withLock { $0.credentialRenewals += 1 }
                 credentials = renewed
-                response = try await sendOnce(request, credentials: credentials, token: nil)
+                response = try await sendOnce(request, credentials: credentials, token: nil).0
             }
         } catch let error as CancellationError {
             throw error
@@ -215,7 +222,7 @@ public final class ServiceSession: HTTPTransport {
         if !additions.isEmpty {
             request.url += (request.url.contains("?") ? "&" : "?") + additions.joined(separator: "&")
         }
-        if request.method.uppercased() == "PATCH" {
+        if Self.isModifying(request.method), request.method.uppercased() == "PATCH" {
             switch updateMethod {
             case .patch: break
             case .merge: request.method = "MERGE"
