@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench bench-uncached bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-uncached bench-fleet-hosts bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -34,6 +34,7 @@ example: deps
 # OfflineKeyInstructions: `make bench-instructions-offline`).
 bench: deps
 	$(SWIFT) build -c release --product odata-fixture-server
+	$(SWIFT) build -c release --product odata-fleet-instance
 	cd Benchmarks && $(SWIFT) build -c release && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name'] not in ('OfflineSQLiteFloor', 'OfflineKeyInstructions')))"); do $(SWIFT) run -c release $$b; done
 
 # OnlineBenchmarks' uncached-GET rows in wall-clock time (issue 31 row 1: store ÷ bare CurlTransport GET at 1 KiB and
@@ -41,6 +42,13 @@ bench: deps
 # re-running the wall-clock rows of docs/notes/cost.md on a quiet machine.
 bench-uncached: deps
 	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks && for run in 1 2 3; do ONLINE_BENCH_ONLY="=CurlTransport alone, GET 200 (floor of an uncached read)|=store, uncached GET|=store, uncached GET, telemetry disabled" $(SWIFT) run -c release OnlineBenchmarks; done
+
+# FleetBenchmarks' across-hosts rows (instances in odata-fleet-instance processes on three network namespaces, the
+# Redis nodes spread over them; needs root), three runs with the load average before and after each.
+bench-fleet-hosts: deps
+	$(SWIFT) build -c release --product odata-fleet-instance
+	cd Benchmarks && $(SWIFT) build -c release --product FleetBenchmarks && for run in 1 2 3; do uptime; \
+	  FLEET_BENCH_SINGLE=0 FLEET_BENCH_LOOPBACK=0 .build/release/FleetBenchmarks || exit 1; uptime; done
 
 # OnlineBenchmarks' key rows in instructions (callgrind over BENCH_CALLS calls each, release): the bare CurlTransport
 # GET, the store's uncached GET with the default telemetry and with Telemetry.disabled, the cache lookup and the

@@ -163,6 +163,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // A fleet's instances in a process of their own, for tests and FleetBenchmarks on the hosts of NetworkHosts.
+        .executableTarget(name: "odata-fleet-instance", dependencies: ["OnlineStore", "TechnicalCache", "Redis", "ODataCore", "ODataFixtures"]),
         .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "Redis", "CSQLCipher", "CMalloc", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // The proxy generator: CSDL $metadata (V4, V2) to Swift source for ODataTyped; its tool and command plugin.

@@ -43,25 +43,7 @@ struct MultiHostTests {
         #expect(b.secondTierStatistics?.hits == 30)
 
         // The replicas hold their masters' keys; then the master of slot 0 dies on its host.
-        let infos = try cluster.nodeInfos()
-        /// The node's key count, or -1 while it does not answer (a poll: the next one asks again).
-        func size(_ node: RedisServer) throws -> Int64 {
-            let client = try RedisClient(configuration: RedisConfiguration(host: node.address, port: node.port, connectTimeout: .seconds(1), commandTimeout: .seconds(1)))
-            defer { client.close() }
-            do {
-                guard case .integer(let count) = try client.command("DBSIZE") else { return -1 }
-                return count
-            } catch {
-                print("DBSIZE on \(node.address):\(node.port): \(error)")
-                return -1
-            }
-        }
-        for master in infos where master.isMaster {
-            let masterNode = try #require(cluster.nodes.first { $0.port == master.port })
-            let replica = try #require(infos.first { $0.masterID == master.id })
-            let replicaNode = try #require(cluster.nodes.first { $0.port == replica.port })
-            #expect(try eventually(20) { try size(replicaNode) == size(masterNode) })
-        }
+        try cluster.waitUntilReplicasCaughtUp()
         let victim = try cluster.master(servingSlot: 0)
         victim.kill()
         // Meanwhile an instance reads and stores everything without an error (the dead shard's keys local-only).
@@ -80,5 +62,73 @@ struct MultiHostTests {
             return try urls.allSatisfy { try fresh.entry(for: $0) != nil }
         })
         #expect(try d.entry(for: urls[0]) != nil)
+    }
+
+    /// Instances in processes of their own on the hosts (`odata-fleet-instance` under `ip netns exec`, through
+    /// ``FleetInstanceProcess``), the back end (nginx) on the bridge, the 3 + 3 cluster spread over the three hosts:
+    /// what host A's instance stores through the tier, host B's instance reads from the tier without the back end;
+    /// a master SIGKILLed while host C reads in rounds of a new instance each (every read a tier lookup) costs no
+    /// read an error, and after the promotion a round finds every URL in the tier again.
+    @Test(.enabled(if: MultiHostTests.unsupported == nil, "network namespaces (ip netns add) are not allowed on this machine: the test needs root and iproute2"),
+          .timeLimit(.minutes(2)))
+    func instancesOnTwoHostsShareTheTierAndNoReadFailsWhenAMasterDies() throws {
+        let hosts = try NetworkHosts.create(count: 3)
+        defer { hosts.remove() }
+        let cluster = try RedisCluster.start(hosts: hosts.hosts)
+        defer { cluster.stop() }
+        let count = 30
+        var files: [String: Data] = [:]
+        for item in 0..<count { files["o\(item).json"] = Data(#"{"value":[{"ID":\#(item)}]}"#.utf8) }
+        let backEnd = try Nginx.serving(files: files, address: hosts.bridgeAddress)
+        defer { backEnd.stop() }
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let nodes = cluster.nodes.map { "\($0.address):\($0.port)" }.joined(separator: ",")
+        func start(_ name: String, on host: NetworkHosts.Host, _ more: [String] = []) throws -> FleetInstanceProcess {
+            try FleetInstanceProcess.start(
+                ["--service-root", "http://\(hosts.bridgeAddress):\(backEnd.ports[0])/", "--directory", directory.path + "/" + name, "--name", name,
+                 "--cluster", nodes, "--namespace", "tests", "--resource", "o{i}.json", "--count", String(count), "--max-age", "600",
+                 "--derivation-rounds", "1000", "--retry-ms", "100"] + more,
+                passphrase: fleetSecret, on: host, of: hosts)
+        }
+
+        // Host A reads every URL from the back end and stores it through the tier.
+        let a = try start("a", on: hosts.hosts[0])
+        defer { a.stop() }
+        let stored = try a.finalReport(timeout: .seconds(60))
+        #expect(stored.errors == 0, "\(stored.errorSamples)")
+        #expect(stored.found == count && stored.networkRequests == count && stored.tierWrites == count)
+        // Host B finds every one in the tier and asks the back end for none.
+        let b = try start("b", on: hosts.hosts[1])
+        defer { b.stop() }
+        let shared = try b.finalReport(timeout: .seconds(60))
+        #expect(shared.errors == 0, "\(shared.errorSamples)")
+        #expect(shared.found == count && shared.tierHits == count && shared.networkRequests == 0)
+
+        // Host C reads in rounds of a new instance each; the master of slot 0 dies during them.
+        try cluster.waitUntilReplicasCaughtUp()
+        let c = try start("c", on: hosts.hosts[2], ["--fresh"])
+        defer { c.stop() }
+        try c.waitUntilReady(timeout: .seconds(30))
+        let before = try #require(try c.nextReport(timeout: .seconds(30)))
+        #expect(before.kind == .round && before.tierHits == count)
+        let victim = try cluster.master(servingSlot: 0)
+        let killedAt = FleetInstanceReport.now()
+        victim.kill()
+        try cluster.waitUntilHealthy(excluding: [victim.port])
+        let promotedAt = FleetInstanceReport.now()
+        var during = 0
+        var resumed = false
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !resumed, ContinuousClock.now < deadline, let round = try c.nextReport(timeout: .seconds(30)) {
+            if round.ended > killedAt && round.started < promotedAt { during += 1 }
+            if round.started > promotedAt && round.tierHits == count { resumed = true }
+        }
+        c.finish()
+        let total = try c.finalReport(timeout: .seconds(30))
+        #expect(resumed, "a round after the promotion found every URL in the tier")
+        #expect(during > 0, "rounds ran while the shard was failing over")
+        #expect(total.errors == 0, "no read failed: \(total.errorSamples)")
+        #expect(total.found == total.reads)
     }
 }

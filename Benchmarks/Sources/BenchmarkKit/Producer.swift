@@ -2,11 +2,17 @@ import Foundation
 
 /// The fixture producer's binary: `ODATA_FIXTURE_SERVER`, else the repository's release build, else its debug build.
 public func fixtureBinary() -> String? {
-    if let path = ProcessInfo.processInfo.environment["ODATA_FIXTURE_SERVER"] { return path }
+    repositoryBinary(named: "odata-fixture-server", environment: "ODATA_FIXTURE_SERVER")
+}
+
+/// An executable of the repository (the package above Benchmarks/): the path in the environment variable
+/// `environment`, else its release build, else its debug build.
+public func repositoryBinary(named name: String, environment: String) -> String? {
+    if let path = ProcessInfo.processInfo.environment[environment] { return path }
     let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     for configuration in ["release", "debug"] {
-        let path = here.appendingPathComponent(".build/\(configuration)/odata-fixture-server").path
+        let path = here.appendingPathComponent(".build/\(configuration)/\(name)").path
         if FileManager.default.isExecutableFile(atPath: path) { return path }
     }
     return nil

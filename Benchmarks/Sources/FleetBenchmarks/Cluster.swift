@@ -109,13 +109,7 @@ nonisolated func failover(root: String, cluster: RedisCluster, directory: URL) a
     let victimID = try require(infos.first { $0.port == victim.port }?.id)
     let replicaPort = try require(infos.first { $0.masterID == victimID }?.port)
     let replica = try RedisClient(configuration: RedisConfiguration(port: replicaPort))
-    // Wait until the replica holds every key its master holds (replication is asynchronous).
-    let master = try RedisClient(configuration: RedisConfiguration(port: victim.port))
-    for _ in 0..<500 {
-        if case .integer(let held) = try master.command("DBSIZE"), case .integer(let copied) = try replica.command("DBSIZE"), held == copied, held > 0 { break }
-        usleep(10_000)
-    }
-    master.close()
+    try cluster.waitUntilReplicasCaughtUp()
     var probes = 0
     /// One probe: a new instance (an empty local cache, passive: no back end), every URL read once; how many
     /// the tier answered.

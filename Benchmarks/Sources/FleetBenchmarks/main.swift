@@ -4,7 +4,9 @@
 // redis-server on loopback. (2) N = 1, 8, 32 instances (separate cache directories, one process) reading the
 // same working set with `maxAge`, with no tier, one Redis and a 3 + 3 Redis Cluster: back-end requests, tier
 // hit latency, throughput. (3) A failover: a cluster master SIGKILLed, the time until its replica is promoted
-// and until tier hits for its slots resume (Cluster.swift).
+// and until tier hits for its slots resume (Cluster.swift). (4) The table and the failover across hosts: the
+// instances in `odata-fleet-instance` processes on three network namespaces, the Redis nodes spread over them
+// (Hosts.swift). FLEET_BENCH_SINGLE=0 skips (1), FLEET_BENCH_LOOPBACK=0 (2) and (3), FLEET_BENCH_HOSTS=0 (4).
 import BenchmarkKit
 import Foundation
 import ODataCore
@@ -161,14 +163,18 @@ nonisolated func runBenchmarks() async throws {
     print("# FleetBenchmarks\n\nMachine: \(machineDescription())")
 
     // FLEET_BENCH_SINGLE=0 skips the single reads (part 1), for runs of the fleet table and the failover alone.
-    if ProcessInfo.processInfo.environment["FLEET_BENCH_SINGLE"] != "0" {
+    let environment = ProcessInfo.processInfo.environment
+    if environment["FLEET_BENCH_SINGLE"] != "0" {
         try await singleReads(root: root, redis: redis, directory: directory, iterations: iterations)
     }
 
-    let cluster = try RedisCluster.start(masters: 3, replicasPerMaster: 1)
-    defer { cluster.stop() }
-    try await fleetTable(root: root, tiers: [.none, .single(port: redis.port), .cluster(cluster)], directory: directory)
-    try await failover(root: root, cluster: cluster, directory: directory)
+    if environment["FLEET_BENCH_LOOPBACK"] != "0" {
+        let cluster = try RedisCluster.start(masters: 3, replicasPerMaster: 1)
+        defer { cluster.stop() }
+        try await fleetTable(root: root, tiers: [.none, .single(port: redis.port), .cluster(cluster)], directory: directory)
+        try await failover(root: root, cluster: cluster, directory: directory)
+    }
+    if environment["FLEET_BENCH_HOSTS"] != "0" { try acrossHosts() }
 }
 
 try await runBenchmarks()

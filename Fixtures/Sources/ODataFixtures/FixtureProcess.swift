@@ -36,8 +36,13 @@ public final class FixtureProcess: Sendable {
 
     /// The `odata-fixture-server` executable built beside the running program (same build directory), if any.
     public static func executableBesideThisProgram() -> String? {
+        executable(named: "odata-fixture-server")
+    }
+
+    /// An executable of this package built beside the running program (same build directory), if any.
+    static func executable(named name: String) -> String? {
         let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let path = directory.appendingPathComponent("odata-fixture-server").path
+        let path = directory.appendingPathComponent(name).path
         return FileManager.default.isExecutableFile(atPath: path) ? path : nil
     }
 

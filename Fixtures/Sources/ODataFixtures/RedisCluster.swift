@@ -243,6 +243,32 @@ public final class RedisCluster: Sendable {
         throw FixtureError(.serverFailure, "the cluster is not healthy: \(problem)")
     }
 
+    /// Waits until every replica holds as many keys as its master (`DBSIZE`, polled): replication is
+    /// asynchronous, and a test that kills a master wants its replica to hold what the master held.
+    ///
+    /// - Parameter timeout: The longest wait. The default is 20 s.
+    /// - Throws: `.serverFailure` naming a pair that still differs when the time is up, or a node that does not answer.
+    public func waitUntilReplicasCaughtUp(timeout: Duration = .seconds(20)) throws(FixtureError) {
+        let deadline = ContinuousClock.now + timeout
+        let infos = try nodeInfos()
+        let pairs = infos.filter { !$0.isMaster }.compactMap { replica in
+            infos.first { $0.id == replica.masterID }.map { (master: $0.port, replica: replica.port) }
+        }
+        func keys(_ port: Int) throws(FixtureError) -> Int {
+            Int(try command(on: port, "DBSIZE").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        for pair in pairs {
+            var held = (try keys(pair.master), try keys(pair.replica))
+            while held.0 != held.1 {
+                guard ContinuousClock.now < deadline else {
+                    throw FixtureError(.serverFailure, "replica \(pair.replica) holds \(held.1) keys, its master \(pair.master) \(held.0)")
+                }
+                usleep(10_000)  // a poll of the replication, not a wait for a guessed duration
+                held = (try keys(pair.master), try keys(pair.replica))
+            }
+        }
+    }
+
     /// What keeps the cluster from being healthy, or `nil`.
     private func healthProblem(excluding: Set<Int>) -> String? {
         let running = Set(runningNodes.map(\.port))
