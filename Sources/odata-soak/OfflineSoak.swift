@@ -101,6 +101,9 @@ struct LocalChanger {
     var random: SeededRandom
     /// Markers of this store's shippers that are not deleted.
     var live: [String] = []
+    /// At this many live shippers the store stops creating until deletes bring it below: creates (35 %) outnumber
+    /// deletes, and a soak whose data set grows without end cannot show that memory stays flat.
+    static let liveLimit = 300
     var sequence = 0
 
     init(name: String, provider: OfflineODataProvider, customers: [String], seed: UInt64) {
@@ -131,7 +134,7 @@ struct LocalChanger {
         let roll = Int.random(in: 0..<100, using: &random)
         let intent: Intent
         let request: ODataRequest
-        if roll < 35 || live.isEmpty {
+        if (roll < 35 && live.count < Self.liveLimit) || live.isEmpty {
             let marker = "soak \(name)-\(sequence)"
             intent = Intent(actor: name, kind: .create, target: marker, value: "\(marker)#0")
             request = Self.request(.post, "Shippers", #"{"CompanyName":"\#(marker)","Phone":"\#(intent.value)"}"#)
@@ -356,7 +359,7 @@ func offlineChildLoop(executable: String, storePath: String, serviceRoot: String
             kill(process.processIdentifier, SIGKILL)
             figures.add("offline child kills")
         }
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+        await waitForExit(process)
         var text: Data?
         for _ in 0..<400 {
             text = collected.withLock { $0 }
