@@ -98,9 +98,9 @@ func waitForExit(_ process: Process) async {
 /// Lets an ended `process` go. In swift-corelibs-foundation `run()` adds a run loop source that holds the
 /// `Process`, which holds the source: a retain cycle that only `waitUntilExit()` breaks. Left alone, every child
 /// keeps ~1.3 KB in this process's heap (the `Process`, its URL, arguments and source; a pipe and its descriptor
-/// too): the soak's heap climb of sessions 14–15, ~0.25 MiB a minute with ~5 children a second (heaptrack attached
-/// to a running soak, docs/RELIABILITY.md). Once `isRunning` is false, `waitUntilExit()` returns at once without
-/// running the thread's run loop (whose timer would keep a 64-byte dispatch continuation per call).
+/// too) — with ~5 children a second, most of the heap's climb the soak measured (heaptrack attached to a running
+/// soak, docs/RELIABILITY.md). Once `isRunning` is false, `waitUntilExit()` returns at once without running the
+/// thread's run loop (whose timer would keep a 64-byte dispatch continuation per call).
 private func settle(_ process: Process) {
     process.waitUntilExit()
 }
