@@ -16,8 +16,34 @@ final class Figures: Sendable {
     func add(_ name: String, _ amount: Int = 1) { values.withLock { $0[name, default: 0] += amount } }
     func value(_ name: String) -> Int { values.withLock { $0[name] ?? 0 } }
     func set(_ name: String, _ value: Int) { values.withLock { $0[name] = value } }
-    /// Takes one unit from a budget; `false` once it is spent.
-    func take(_ name: String) -> Bool { values.withLock { $0[name, default: 0] -= 1; return $0[name]! >= 0 } }
+}
+
+/// The readers' request budget, spread over the run: request n may begin at `start + n × length ÷ total`, so that
+/// a long run reads until its end. (Spent as fast as the readers could, 200,000 requests lasted ~65 s: a 600-s soak
+/// judged the memory of idle online stores over its last half, and its tier outage at 40–70 % met no reader.)
+final class RequestBudget: Sendable {
+    private let start: ContinuousClock.Instant
+    private let spacing: Duration
+    private let total: Int
+    private let taken = LockedValue(0)
+
+    /// A budget of `total` requests over `length` from `start`.
+    init(_ total: Int, over length: Duration, from start: ContinuousClock.Instant) {
+        self.start = start
+        self.total = total
+        spacing = length / max(total, 1)
+    }
+
+    /// Takes one request, waiting until its turn; `false` once the budget is spent.
+    func take() async -> Bool {
+        let index = taken.withLock { taken in
+            taken += 1
+            return taken - 1
+        }
+        guard index < total else { return false }
+        try? await Task.sleep(until: start + spacing * index, clock: .continuous)
+        return true
+    }
 }
 
 /// The last value acknowledged by the producer for each product's `UnitsInStock`.

@@ -58,13 +58,14 @@ final class CacheAnswerChecker: ODataRequestListener {
     }
 }
 
-/// One reader: random reads, each identifiable by its payload, until the deadline or the request budget.
+/// One reader: random reads, each identifiable by its payload, until the deadline or the end of the request budget.
 /// A hot reader reads only `Products(1)` and `Products(2)`, so that answers to concurrent reads of one
 /// URL often overtake each other.
-func reader(stores: [OnlineODataStore], seed: UInt64, hot: Bool = false, deadline: ContinuousClock.Instant, committed: Committed, inFlight: ReadsInFlight, figures: Figures) async {
+func reader(stores: [OnlineODataStore], seed: UInt64, hot: Bool = false, deadline: ContinuousClock.Instant, budget: RequestBudget, committed: Committed,
+            inFlight: ReadsInFlight, figures: Figures) async {
     var random = SeededRandom(seed: seed)
     let customers = ["ALFKI", "ANATR", "ANTON", "AROUT", "BERGS", "BLAUS", "BLONP", "BOLID"]
-    while ContinuousClock.now < deadline, figures.take("budget") {
+    while ContinuousClock.now < deadline, await budget.take() {
         var productID: Int?
         var customerID: String?
         var top: Int?

@@ -82,7 +82,6 @@ func runSharedCacheChild(_ arguments: [String]) async -> Never {
         exit(64)
     }
     let figures = Figures()
-    figures.set("budget", 50_000)
     func say(redisHits: Int = 0) -> Never {
         let line = "SHARED-CACHE requests=\(figures.value("requests issued")) cached=\(figures.value("cache answers (unrevalidated)"))"
             + " callbacks=\(figures.value("cache callbacks with an entry")) wrong=\(figures.value("wrong cache answers"))"
@@ -105,6 +104,7 @@ func runSharedCacheChild(_ arguments: [String]) async -> Never {
         say()
     }
     let deadline = ContinuousClock.now + .seconds(seconds)
+    let budget = RequestBudget(50_000, over: .seconds(seconds), from: .now)
     // Without the writer's acknowledgements this process cannot tell stale from fresh (floor: none);
     // every answer must still be the entity it asked for, with the ETag of its own body.
     let committed = Committed()
@@ -113,7 +113,7 @@ func runSharedCacheChild(_ arguments: [String]) async -> Never {
         for index in 0..<4 {
             group.addTask {
                 await reader(stores: [store, fleetStore], seed: seed &* 17 &+ UInt64(index), hot: index >= 2, deadline: deadline,
-                             committed: committed, inFlight: inFlight, figures: figures)
+                             budget: budget, committed: committed, inFlight: inFlight, figures: figures)
             }
         }
     }

@@ -61,7 +61,7 @@ func soak(_ options: Options) async -> Int32 {
     let inFlight = ReadsInFlight()
     let start = ContinuousClock.now
     let deadline = start + .seconds(options.seconds)
-    figures.set("budget", options.maxRequests)
+    let budget = RequestBudget(options.maxRequests, over: .seconds(options.seconds), from: start)
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("odata-soak-\(getpid())")
     defer { try? FileManager.default.removeItem(at: directory) }
     print("odata-soak: \(options.seconds) s, at most \(options.maxRequests) requests, seed \(options.seed)\(options.cluster ? ", the tier on a 3 + 3 Redis Cluster" : "")")
@@ -250,7 +250,7 @@ func soak(_ options: Options) async -> Int32 {
         for index in 0..<12 {
             group.addTask {
                 await reader(stores: [active, passive], seed: options.seed &* 31 &+ UInt64(index), hot: index >= 8,
-                             deadline: deadline, committed: committed, inFlight: inFlight, figures: figures)
+                             deadline: deadline, budget: budget, committed: committed, inFlight: inFlight, figures: figures)
             }
         }
     }
