@@ -82,6 +82,38 @@ func interleave(_ rows: [Row], iterations: Int, rounds: Int = 5) async throws {
     }
 }
 
+/// Two operations timed call by call in alternation (A then B, then B then A, …), so that drift, load bursts and
+/// whatever the previous batch left running hit both alike: a difference of a few per cent, which the rows' batches
+/// of 400 cannot resolve on this machine, shows here. Returns the median of each and the median of the per-pair
+/// differences as a fraction of B's median.
+func paired(iterations: Int, _ a: () async throws -> Void, _ b: () async throws -> Void) async throws -> (a: Double, b: Double, difference: Double) {
+    for _ in 0..<20 {
+        try await a()
+        try await b()
+    }
+    var timesA: [Double] = [], timesB: [Double] = [], differences: [Double] = []
+    func time(_ body: () async throws -> Void) async throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start)
+    }
+    for index in 0..<iterations {
+        let (ta, tb): (Double, Double)
+        if index % 2 == 0 {
+            ta = try await time(a)
+            tb = try await time(b)
+        } else {
+            tb = try await time(b)
+            ta = try await time(a)
+        }
+        timesA.append(ta)
+        timesB.append(tb)
+        differences.append(ta - tb)
+    }
+    let medianB = Samples(name: "b", nanoseconds: timesB).median
+    return (Samples(name: "a", nanoseconds: timesA).median, medianB, Samples(name: "d", nanoseconds: differences).median / medianB)
+}
+
 /// A back end that answers after a fixed delay, with ETags and 304s: Python's http.server on 127.0.0.1.
 final class DelayServer {
     let port: Int
@@ -179,6 +211,10 @@ nonisolated func runBenchmarks() async throws {
     quietOptions.telemetry = .disabled
     let quietStore = try OnlineODataStore(serviceRoot: root, options: quietOptions)
     try await quietStore.open()
+    // Its twin: the A/A control that says how far two identical stores differ in the same run.
+    quietOptions.storeName = "quiet-twin"
+    let quietTwin = try OnlineODataStore(serviceRoot: root, options: quietOptions)
+    try await quietTwin.open()
     var quietPassiveOptions = passiveOptions
     quietPassiveOptions.storeName = "quiet-passive"
     quietPassiveOptions.telemetry = .disabled
@@ -318,6 +354,17 @@ nonisolated func runBenchmarks() async throws {
                                (uncachedRow.cpuPerCall / quietUncached.cpuPerCall - 1) * 100,
                                (passiveRow.samples.median / quietPassive.samples.median - 1) * 100,
                                (passiveRow.cpuPerCall / quietPassive.cpuPerCall - 1) * 100))
+        if only == nil {
+            let uncachedPair = try await paired(iterations: iterations, { _ = try await store.response(for: uncached) },
+                                                { _ = try await quietStore.response(for: uncached) })
+            let control = try await paired(iterations: iterations, { _ = try await quietTwin.response(for: uncached) },
+                                           { _ = try await quietStore.response(for: uncached) })
+            let passivePair = try await paired(iterations: iterations, { _ = try await passiveStore.response(for: cached) },
+                                               { _ = try await quietPassiveStore.response(for: cached) })
+            verdicts.append(String(format: "%@: telemetry with no-op backends, call by call in alternation (%d pairs): uncached GET %+.1f%% (%@ vs %@), passive read %+.1f%% (%@ vs %@); A/A control, two stores with telemetry disabled: %+.1f%% (target ≤ 2%%)",
+                                   label, iterations, uncachedPair.difference * 100, formatDuration(uncachedPair.a), formatDuration(uncachedPair.b),
+                                   passivePair.difference * 100, formatDuration(passivePair.a), formatDuration(passivePair.b), control.difference * 100))
+        }
     }
 
     if only != nil { return }
@@ -333,6 +380,7 @@ nonisolated func runBenchmarks() async throws {
     store.close()
     periodicStore.close()
     quietStore.close()
+    quietTwin.close()
     quietPassiveStore.close()
     passiveStore.close()
     floorCache.close()
