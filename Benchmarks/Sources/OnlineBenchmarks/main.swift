@@ -361,6 +361,10 @@ nonisolated func runBenchmarks() async throws {
                                            { _ = try await quietStore.response(for: uncached) })
             let passivePair = try await paired(iterations: iterations, { _ = try await passiveStore.response(for: cached) },
                                                { _ = try await quietPassiveStore.response(for: cached) })
+            let barePair = try await paired(iterations: iterations, { _ = try await store.response(for: uncached) },
+                                            { _ = try await transport.send(TransportRequest(url: url)) })
+            verdicts.append(String(format: "%@: store uncached GET ÷ bare CurlTransport GET, call by call in alternation (%d pairs): %.3f× (%@ vs %@; median difference %+.1f%%) (target ≤ 1.10×)",
+                                   label, iterations, barePair.a / barePair.b, formatDuration(barePair.a), formatDuration(barePair.b), barePair.difference * 100))
             verdicts.append(String(format: "%@: telemetry with no-op backends, call by call in alternation (%d pairs): uncached GET %+.1f%% (%@ vs %@), passive read %+.1f%% (%@ vs %@); A/A control, two stores with telemetry disabled: %+.1f%% (target ≤ 2%%)",
                                    label, iterations, uncachedPair.difference * 100, formatDuration(uncachedPair.a), formatDuration(uncachedPair.b),
                                    passivePair.difference * 100, formatDuration(passivePair.a), formatDuration(passivePair.b), control.difference * 100))
