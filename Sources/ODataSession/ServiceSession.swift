@@ -84,7 +84,7 @@ public final class ServiceSession: HTTPTransport {
     /// - Throws: ``SessionError`` for a CSRF token the back end keeps rejecting or cannot give; the
     ///   authenticator's error; the transport's error; `CancellationError`.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        // A request the dialect leaves as it is (no `sap-client`, no `sap-language`, not a `PATCH`) is sent without a copy.
+        // A request the dialect leaves as it is (no `sap-client` or `sap-language`, no `PATCH` sent otherwise) is sent without a copy.
         if let adjusted = dialect(request) { return try await sendInSession(adjusted) }
         return try await sendInSession(request)
     }
