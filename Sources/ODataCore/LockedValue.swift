@@ -16,6 +16,11 @@ import Darwin
 /// element, at a stable address), as NIO's `LockStorage` does. Copies of a `LockedValue` share that storage,
 /// like copies of a class reference. `withLock` is inlinable: each caller gets it specialized, with the closure
 /// over the buffer's pointers inlined, rather than a generic call through a closure per lock.
+///
+/// `@usableFromInline` on the type itself is what makes that so in other modules: Swift 6.3 neither inlines nor
+/// specializes an `@inlinable` member of a `package` type across modules unless the type is `@usableFromInline`
+/// (without it every caller, concrete or not, called the unspecialized `withLock` and its closure).
+@usableFromInline
 package struct LockedValue<Value>: @unchecked Sendable {
     @usableFromInline let storage: Storage
 

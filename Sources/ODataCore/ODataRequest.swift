@@ -99,11 +99,13 @@ public struct ODataRequest: Sendable, Hashable {
         if resourcePath.hasPrefix("http://") || resourcePath.hasPrefix("https://") {
             throw ODataError(.invalidURL, "the resource path must be relative to the service root, got '\(resourcePath)'")
         }
-        // Every byte looked for is ASCII, which in UTF-8 is never part of another character: the bytes are scanned,
-        // and the offset (in Unicode scalars) is counted only for a path that fails.
-        guard let index = resourcePath.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || $0 < 0x20 || $0 == 0x7F }) else {
+        // Every byte looked for is ASCII, which in UTF-8 is never part of another character: the bytes are scanned
+        // in place, and the offset (in Unicode scalars) is counted only for a path that fails.
+        var path = resourcePath
+        guard let position = path.withUTF8({ $0.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || $0 < 0x20 || $0 == 0x7F } }) else {
             return
         }
+        let index = resourcePath.utf8.index(resourcePath.utf8.startIndex, offsetBy: position)
         let byte = resourcePath.utf8[index]
         let offset = resourcePath.unicodeScalars[..<index].count
         if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {

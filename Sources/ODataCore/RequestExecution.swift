@@ -71,8 +71,7 @@ public final class RequestExecution: Sendable {
         var cancellation: (@Sendable () -> Void)?
         var isCancelled = false
         /// The event stream, made when ``events`` is first asked for; until then the events are kept in
-        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream; an execution
-        /// nobody but the store holds (``isObserved`` false) keeps none.
+        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream.
         var stream: RequestEvents?
         var history: [RequestEvent] = []
     }
@@ -82,23 +81,14 @@ public final class RequestExecution: Sendable {
 
     private let listener: (any ODataRequestListener)?
     private let state = LockedValue(State())
-    /// Whether anyone but the store can see the events: a listener, or a caller who holds the execution.
-    /// A store need not build an event's response that nobody sees.
-    package let isObserved: Bool
 
     /// Creates an execution; stores create these.
     /// - Parameters:
     ///   - request: the request.
     ///   - listener: the listener to call, if any.
-    public convenience init(request: ODataRequest, listener: (any ODataRequestListener)?) {
-        self.init(request: request, listener: listener, handedOut: true)
-    }
-
-    /// Creates an execution that, unless `handedOut`, only the store itself holds (it awaits ``result()``).
-    package init(request: ODataRequest, listener: (any ODataRequestListener)?, handedOut: Bool) {
+    public init(request: ODataRequest, listener: (any ODataRequestListener)?) {
         self.request = request
         self.listener = listener
-        isObserved = handedOut || listener != nil
     }
 
     /// The async sequence of this execution's events, from `started` on (whenever it is first asked for),
@@ -123,14 +113,6 @@ public final class RequestExecution: Sendable {
     /// Events after `finished` are ignored.
     /// - Parameter event: the event.
     package func report(_ event: RequestEvent) {
-        // An execution nobody but the store holds is seen only through ``result()``: the events before the end
-        // change nothing anyone can see.
-        if !isObserved {
-            switch event {
-            case .started, .cacheResponse, .serverResponse: return
-            case .failed, .finished: break
-            }
-        }
         let (proceed, stream): (Bool, RequestEvents?) = state.withLock { state in
             guard !state.isFinished else { return (false, nil) }
             switch event {
@@ -144,8 +126,7 @@ public final class RequestExecution: Sendable {
                 state.isFinished = true
                 state.finalResponse = response
             }
-            // Nobody can ask an execution that is not observed for its events: it keeps none.
-            if state.stream == nil, isObserved {
+            if state.stream == nil {
                 if state.history.isEmpty { state.history.reserveCapacity(5) }
                 state.history.append(event)
             }

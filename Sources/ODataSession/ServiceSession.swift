@@ -84,7 +84,14 @@ public final class ServiceSession: HTTPTransport {
     /// - Throws: ``SessionError`` for a CSRF token the back end keeps rejecting or cannot give; the
     ///   authenticator's error; the transport's error; `CancellationError`.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let request = dialect(request)
+        // A request the dialect leaves as it is (no `sap-client` or `sap-language`, no `PATCH` sent otherwise) is sent without a copy.
+        if let adjusted = dialect(request) { return try await sendInSession(adjusted) }
+        return try await sendInSession(request)
+    }
+
+    /// ``send(_:)`` after the dialect: credentials, CSRF token, the retries after a `401` or a `403`. Inlined into it.
+    @inline(__always)
+    private func sendInSession(_ request: TransportRequest) async throws -> TransportResponse {
         let modifying = Self.isModifying(request.method)
         var credentials = try await options.authentication?.headerFields()
         var token: CSRFToken? = modifying && csrfField != nil ? try await currentToken(for: request) : nil
@@ -121,14 +128,18 @@ public final class ServiceSession: HTTPTransport {
     /// more).
     @inline(__always)
     private func sendOnce(_ request: TransportRequest, credentials: HTTPFields?, token: String?) async throws -> (TransportResponse, carriesSessionFields: Bool) {
-        var outgoing = request
-        for field in credentials ?? [:] { outgoing.headerFields[field.name] = field.value }
-        if let csrfField, let token { outgoing.headerFields[csrfField] = token }
         // The URL is parsed only when a cookie is held or received: a session without cookies costs nothing.
-        if options.keepsCookies, !cookies.isEmpty, let url = URL(string: request.url), let cookie = cookies.header(for: url) {
-            outgoing.headerFields[.cookie] = cookie
+        let cookie = options.keepsCookies && !cookies.isEmpty ? URL(string: request.url).flatMap { cookies.header(for: $0) } : nil
+        let response: TransportResponse
+        if credentials == nil, token == nil || csrfField == nil, cookie == nil {
+            response = try await base.send(request)  // nothing of the session's to add: no copy
+        } else {
+            var outgoing = request
+            for field in credentials ?? [:] { outgoing.headerFields[field.name] = field.value }
+            if let csrfField, let token { outgoing.headerFields[csrfField] = token }
+            if let cookie { outgoing.headerFields[.cookie] = cookie }
+            response = try await base.send(outgoing)
         }
-        let response = try await base.send(outgoing)
         counters.withLock { $0.requests += 1 }
         let carriesSessionFields = carriesSessionFields(response.headerFields)
         if carriesSessionFields, options.keepsCookies, response.headerFields.contains(.setCookie), let url = URL(string: request.url) {
@@ -137,11 +148,16 @@ public final class ServiceSession: HTTPTransport {
         return (response, carriesSessionFields)
     }
 
-    /// Whether the fields hold `Set-Cookie` or the CSRF field, in one pass.
+    /// Whether the fields hold `Set-Cookie` or the CSRF field, in one pass; a name of another length is not compared.
     private func carriesSessionFields(_ fields: HTTPFields) -> Bool {
-        guard let csrf = csrfField?.canonicalName else { return fields.contains(.setCookie) }
         let setCookie = HTTPField.Name.setCookie.canonicalName
-        return fields.contains { $0.name.canonicalName == setCookie || $0.name.canonicalName == csrf }
+        guard let csrf = csrfField?.canonicalName else { return fields.contains(.setCookie) }
+        let (setCookieLength, csrfLength) = (setCookie.utf8.count, csrf.utf8.count)
+        return fields.contains { field in
+            let name = field.name.canonicalName
+            let length = name.utf8.count
+            return (length == setCookieLength && name == setCookie) || (length == csrfLength && name == csrf)
+        }
     }
 
     /// The answer as the stores see it: no cookie and no token a layer above could keep.
@@ -175,7 +191,8 @@ public final class ServiceSession: HTTPTransport {
     private func fetchToken(for trigger: TransportRequest) async throws -> CSRFToken {
         guard let csrfField else { return CSRFToken(value: nil) }
         counters.withLock { $0.csrfTokenFetches += 1 }
-        var request = dialect(TransportRequest(method: "GET", url: serviceRoot))
+        let fetch = TransportRequest(method: "GET", url: serviceRoot)
+        var request = dialect(fetch) ?? fetch
         for field in trigger.headerFields where !Self.requestSpecificFields.contains(field.name.canonicalName) {
             request.headerFields.append(field)
         }
@@ -209,8 +226,10 @@ public final class ServiceSession: HTTPTransport {
 
     // MARK: - Dialect
 
-    /// `sap-client` / `sap-language` on the URL, and the update method.
-    private func dialect(_ request: TransportRequest) -> TransportRequest {
+    /// `sap-client` / `sap-language` on the URL, and the update method; `nil` when the request stays as it is.
+    private func dialect(_ request: TransportRequest) -> TransportRequest? {
+        let patch = Self.isModifying(request.method) && request.method.uppercased() == "PATCH"
+        guard options.sapClient != nil || options.sapLanguage != nil || (patch && updateMethod != .patch) else { return nil }
         var request = request
         var additions: [String] = []
         if let client = options.sapClient, !Self.hasQueryParameter(request.url, "sap-client") {
@@ -222,7 +241,7 @@ public final class ServiceSession: HTTPTransport {
         if !additions.isEmpty {
             request.url += (request.url.contains("?") ? "&" : "?") + additions.joined(separator: "&")
         }
-        if Self.isModifying(request.method), request.method.uppercased() == "PATCH" {
+        if patch {
             switch updateMethod {
             case .patch: break
             case .merge: request.method = "MERGE"

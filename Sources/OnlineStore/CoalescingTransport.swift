@@ -9,11 +9,23 @@ final class CoalescingTransport: HTTPTransport {
     private let coalescesReads: Bool
     private let counters: LockedValue<OnlineStoreStatistics>
     private let reporter: CacheReporter
-    /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that
-    /// began after the last one, so it never gets an answer older than a write this store made.
-    private let writeEpoch = LockedValue<UInt64>(0)
-    /// The GETs in flight that identical reads may join (a lock of its own: every coalescing read takes it).
-    private let flights = LockedValue<[FlightKey: Flight]>([:])
+    /// The GETs in flight that identical reads may join, and the count of writes that finished (one lock, which every
+    /// coalescing read takes twice: to lead or join, and its leader to end the flight).
+    private let flights = LockedValue(Flights())
+
+    private struct Flights {
+        /// Counts the writes (any method but GET and HEAD) that finished; a read joins only reads that began after
+        /// the last one (it is part of the key), so it never gets an answer older than a write this store made.
+        var writeEpoch: UInt64 = 0
+        /// Each GET in flight, by its key, with the shared answer of the reads that joined it: made when the first
+        /// one joins (a read nobody joins makes none). Only the leader removes its entry, when its answer is in.
+        var byKey: [FlightKey: Flight?] = [:]
+    }
+
+    private enum Role {
+        case lead(FlightKey)
+        case join(Flight)
+    }
 
     init(upstream: any HTTPTransport, coalescesReads: Bool, counters: LockedValue<OnlineStoreStatistics>, reporter: CacheReporter) {
         self.upstream = upstream
@@ -25,11 +37,11 @@ final class CoalescingTransport: HTTPTransport {
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         let isWrite = request.method != "GET" && request.method != "HEAD"
         if isWrite {
-            defer { writeEpoch.withLock { $0 &+= 1 } }
+            defer { flights.withLock { $0.writeEpoch &+= 1 } }
             return try await sendCounted(request)
         }
         guard coalescesReads, request.method == "GET" else { return try await sendCounted(request) }
-        return try await send(request, key: FlightKey(epoch: writeEpoch.withLock { $0 }, url: request.url, headers: request.headerFields))
+        return try await send(request, key: FlightKey(url: request.url, headers: request.headerFields))
     }
 
     /// Sends `request` in the calling task (no task of its own, no extra thread hop). An identical request
@@ -37,28 +49,35 @@ final class CoalescingTransport: HTTPTransport {
     @inline(__always)
     private func send(_ request: TransportRequest, key: FlightKey) async throws -> TransportResponse {
         while true {
-            let (flight, isLeader): (Flight, Bool) = flights.withLock { flights in
-                if let existing = flights[key] { return (existing, false) }
+            let role: Role = flights.withLock { flights in
+                var key = key
+                key.epoch = flights.writeEpoch
+                guard let index = flights.byKey.index(forKey: key) else {
+                    flights.byKey[key] = .some(nil)
+                    return .lead(key)
+                }
+                if let flight = flights.byKey.values[index] { return .join(flight) }
                 let flight = Flight()
-                flights[key] = flight
-                return (flight, true)
+                flights.byKey.values[index] = flight
+                return .join(flight)
             }
-            if isLeader {
+            switch role {
+            case .lead(let key):
                 let result: Result<TransportResponse, any Error>
                 do { result = .success(try await sendCounted(request)) } catch { result = .failure(error) }
-                flights.withLock { flights in
-                    if let index = flights.index(forKey: key), flights.values[index] === flight { flights.remove(at: index) }
-                }
-                flight.finish(result)
+                // The entry is this leader's: nobody else removes it, and none other can be made under its key meanwhile.
+                let joined = flights.withLock { $0.byKey.removeValue(forKey: key) } ?? nil
+                joined?.finish(result)
+                return try result.get()
+            case .join(let flight):
+                counters.withLock { $0.coalesced += 1 }
+                reporter.coalesced()
+                let result = await flight.result()
+                // The leader's own cancellation is not this read's: ask again (join or lead a new flight).
+                if case .failure(let error) = result, error is CancellationError, !Task.isCancelled { continue }
+                try Task.checkCancellation()
                 return try result.get()
             }
-            counters.withLock { $0.coalesced += 1 }
-            reporter.coalesced()
-            let result = await flight.result()
-            // The leader's own cancellation is not this read's: ask again (join or lead a new flight).
-            if case .failure(let error) = result, error is CancellationError, !Task.isCancelled { continue }
-            try Task.checkCancellation()
-            return try result.get()
         }
     }
 
@@ -75,35 +94,33 @@ final class CoalescingTransport: HTTPTransport {
 }
 
 /// What makes reads identical for coalescing: the URL and header fields (in order) of a GET, between the same
-/// writes (a write through the store starts a new epoch, so no read joins one sent before it). Its hash is the
-/// epoch's and the URL's alone — reads of one URL with other header fields are rare, and equality tells them apart —
-/// computed once, outside the lock it is looked up under.
+/// writes (a write through the store starts a new epoch, so no read joins one sent before it). Its hash is the URL's
+/// and the epoch's alone — reads of one URL with other header fields are rare, and equality tells them apart —; the
+/// URL's is computed once, outside the lock it is looked up under, which sets the epoch.
 struct FlightKey: Hashable, Sendable {
-    let epoch: UInt64
+    var epoch: UInt64 = 0
     let url: String
     let headers: HTTPFields
-    private let hash: Int
+    private let urlHash: Int
 
-    init(epoch: UInt64, url: String, headers: HTTPFields) {
-        self.epoch = epoch
+    init(url: String, headers: HTTPFields) {
         self.url = url
         self.headers = headers
-        var hasher = Hasher()
-        hasher.combine(epoch)
-        hasher.combine(url)
-        hash = hasher.finalize()
+        urlHash = url.hashValue
     }
 
     static func == (lhs: FlightKey, rhs: FlightKey) -> Bool {
-        lhs.hash == rhs.hash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
+        lhs.urlHash == rhs.urlHash && lhs.epoch == rhs.epoch && lhs.url == rhs.url && lhs.headers.elementsEqual(rhs.headers)
     }
 
     func hash(into hasher: inout Hasher) {
-        hasher.combine(hash)
+        hasher.combine(urlHash)
+        hasher.combine(epoch)
     }
 }
 
-/// One network request that identical reads share: the first one sends it, the others wait for its answer.
+/// The answer of a network request that identical reads share: made when the first one joins its leader, which
+/// hands the answer to every read that joined.
 final class Flight: Sendable {
     private struct State {
         var result: Result<TransportResponse, any Error>?

@@ -38,7 +38,7 @@ public final class OnlineODataStore: Sendable {
     /// The service root every request path is relative to.
     public let serviceRoot: String
     /// The service root with exactly one trailing slash, validated once.
-    private let root: String
+    let root: String
     /// The options the store was created with.
     public let options: OnlineStoreOptions
 
@@ -47,7 +47,7 @@ public final class OnlineODataStore: Sendable {
     public let session: ServiceSession
     private let delegate: (any OnlineODataStoreDelegate)?
     /// Below the cache: coalescing, then the session (every request that is not answered by the cache).
-    private let network: CoalescingTransport
+    let network: CoalescingTransport
     /// The cache side of reads, when the store has a cache.
     let caching: CachingTransport?
     /// The cache side of streams (``readStream(_:to:headerFields:)``): over the session itself, as streams are
@@ -56,7 +56,7 @@ public final class OnlineODataStore: Sendable {
     private let ownedTransport: CurlTransport?
     let cache: ResponseCache?
     private let state = LockedValue(State())
-    private let counters: LockedValue<OnlineStoreStatistics>
+    let counters: LockedValue<OnlineStoreStatistics>
     /// The ``response(for:listener:)`` calls running in their callers' tasks (not in `State.running`).
     private let directCalls = Atomic<Int>(0)
 
@@ -201,7 +201,7 @@ public final class OnlineODataStore: Sendable {
     @discardableResult
     public func execute(_ request: ODataRequest, listener: (any ODataRequestListener)? = nil) -> RequestExecution {
         let execution = RequestExecution(request: request, listener: listener)
-        start(execution) { store in await store.run(single: execution, yieldsBeforeNetwork: true) }
+        start(execution) { store in _ = await store.run(single: request, reportingTo: execution, yieldsBeforeNetwork: true) }
         return execution
     }
 
@@ -214,25 +214,12 @@ public final class OnlineODataStore: Sendable {
     /// - Returns: the final response (in passive mode `nil` when nothing is cached).
     /// - Throws: the failure the execution reported.
     public func response(for request: ODataRequest, listener: (any ODataRequestListener)? = nil) async throws -> ODataResponse? {
-        let execution = RequestExecution(request: request, listener: listener, handedOut: false)
+        // Without a listener nobody can see an event: there is no execution to report to, only the outcome.
+        let execution = listener.map { RequestExecution(request: request, listener: $0) }
         directCalls.add(1, ordering: .relaxed)
-        await run(single: execution)
+        let outcome = await run(single: request, reportingTo: execution)
         directCalls.subtract(1, ordering: .relaxed)
-        return try await execution.result()
-    }
-
-    /// Executes a `$batch` asynchronously (multipart). Its cache response is assembled from the
-    /// cached parts; the server's read parts update the cache, each under its own URL.
-    /// - Parameters:
-    ///   - batch: the batch.
-    ///   - listener: receives the callbacks, if given.
-    /// - Returns: the execution; its responses carry the multipart batch response.
-    @discardableResult
-    public func execute(batch: BatchRequest, listener: (any ODataRequestListener)? = nil) -> RequestExecution {
-        let request = ODataRequest(method: .post, resourcePath: "$batch", useCache: batch.parts.contains { Self.isCachedRead($0) })
-        let execution = RequestExecution(request: request, listener: listener)
-        start(execution) { store in await store.run(batch: batch, execution: execution) }
-        return execution
+        return try outcome.get()
     }
 
     /// Executes a request and waits for it, blocking the calling thread. As documented, this never
@@ -265,7 +252,7 @@ public final class OnlineODataStore: Sendable {
     /// Runs `body` in a task that starts at once on the calling thread (`Task.immediate`): the work up to
     /// the first suspension — the whole of a passive read, the cache answer of an active one — costs no
     /// thread hop.
-    private func start(_ execution: RequestExecution, _ body: @escaping @Sendable (OnlineODataStore) async -> Void) {
+    func start(_ execution: RequestExecution, _ body: @escaping @Sendable (OnlineODataStore) async -> Void) {
         let task = LockedValue<Task<Void, Never>?>(nil)
         let cancel: @Sendable () -> Void = { task.withLock { $0 }?.cancel() }
         let id = state.withLock { state -> UInt64 in
@@ -281,28 +268,38 @@ public final class OnlineODataStore: Sendable {
         execution.setCancellationHandler(cancel)
     }
 
-    private static func isCachedRead(_ part: BatchRequest.Part) -> Bool {
-        if case .request(let request) = part { return request.isCacheable }
-        return false
-    }
-
-    private func plan(for kind: RequestKind) -> CallbackPlan {
+    func plan(for kind: RequestKind) -> CallbackPlan {
         let (open, mode) = state.withLock { ($0.isOpen, $0.mode) }
-        let cacheState: CacheState = cache == nil ? .disabled : (cache!.isOpen ? .open : .closed)
+        // Whether the cache is open or closed decides the plan of a cached read only (SPEC's tables): other requests
+        // do not ask the cache's lock.
+        let cacheState: CacheState = if let cache { kind == .other || cache.isOpen ? .open : .closed } else { .disabled }
         return CallbackPlan.plan(mode: mode, storeIsOpen: open, cache: cacheState, kind: kind)
     }
 
-    private func fail(_ execution: RequestExecution, _ error: any Error, _ response: ODataResponse? = nil) {
-        execution.report(.failed(error, response))
-        execution.report(.finished(response))
+    /// Reports a failure and the end to `execution`, if any; returns the outcome its ``RequestExecution/result()`` gives.
+    @discardableResult
+    func fail(_ execution: RequestExecution?, _ error: any Error, _ response: ODataResponse? = nil) -> Result<ODataResponse?, any Error> {
+        execution?.report(.failed(error, response))
+        execution?.report(.finished(response))
+        return .failure(error)
     }
 
+    /// Reports the server's answer and the end to `execution`, if any; returns the outcome.
+    private func succeed(_ execution: RequestExecution?, _ response: ODataResponse) -> Result<ODataResponse?, any Error> {
+        execution?.report(.serverResponse(response))
+        execution?.report(.finished(response))
+        return .success(response)
+    }
+
+    /// Runs one request: reports its events to `execution` — `nil` for a ``response(for:listener:)`` call without a
+    /// listener, whose events nobody can see — and returns its outcome, the one ``RequestExecution/result()`` gives.
+    ///
     /// - Parameter yieldsBeforeNetwork: Started by ``execute(_:listener:)`` (at once, on the caller's thread):
     ///   hand the thread back before the network, so that `execute` returns with the cache's answer already
     ///   delivered and the round trip runs concurrently.
-    private func run(single execution: RequestExecution, yieldsBeforeNetwork: Bool = false) async {
-        let request = execution.request
-        execution.report(.started)
+    private func run(single request: ODataRequest, reportingTo execution: RequestExecution?,
+                     yieldsBeforeNetwork: Bool = false) async -> Result<ODataResponse?, any Error> {
+        execution?.report(.started)
         counters.withLock { $0.requests += 1 }
         let plan = plan(for: request.isCacheable ? .cachedRead : .other)
         if case .failure(let reason) = plan { return fail(execution, ODataError(.invalidState, reason)) }
@@ -310,7 +307,7 @@ public final class OnlineODataStore: Sendable {
         do { url = try root + request.relativeURL() } catch {
             // An active read reports its cache answer before any failure (SPEC); a request that
             // cannot become a URL has none.
-            if plan.readsCache && plan != .cacheOnly { execution.report(.cacheResponse(nil)) }
+            if plan.readsCache && plan != .cacheOnly { execution?.report(.cacheResponse(nil)) }
             return fail(execution, error)
         }
         var headers = options.defaultHeaderFields
@@ -322,20 +319,19 @@ public final class OnlineODataStore: Sendable {
                 var cacheResponse: ODataResponse?
                 let outcome = try await caching.intercept(sent, mode: plan == .cacheOnly ? .passive : .active, cacheAnswer: { cached in
                     // The cache's answer as an event: built only when someone can see it, or when it is the result.
-                    cacheResponse = execution.isObserved || plan == .cacheOnly ? cached.map { Self.response(from: $0, revalidated: false) } : nil
-                    if execution.isObserved { execution.report(.cacheResponse(cacheResponse)) }
+                    cacheResponse = execution != nil || plan == .cacheOnly ? cached.map { Self.response(from: $0, revalidated: false) } : nil
+                    execution?.report(.cacheResponse(cacheResponse))
                 }, beforeNetwork: {
                     if yieldsBeforeNetwork { await Task.yield() }
                 })
                 switch outcome {
                 case .cacheOnly:
                     // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
-                    return execution.report(.finished(cacheResponse))
+                    execution?.report(.finished(cacheResponse))
+                    return .success(cacheResponse)
                 case .fresh(let entry):
                     // Younger than `maxAge`, or `only-if-cached`: the stored entry is the server response.
-                    let fresh = Self.response(from: entry, revalidated: false)
-                    execution.report(.serverResponse(fresh))
-                    return execution.report(.finished(fresh))
+                    return succeed(execution, Self.response(from: entry, revalidated: false))
                 case .unsatisfiable:
                     // `only-if-cached` with nothing stored (RFC 9111 §5.2.1.7).
                     return fail(execution, ODataServiceError(code: "", message: "HTTP 504: not cached (only-if-cached)", statusCode: 504), Self.notCached)
@@ -356,80 +352,15 @@ public final class OnlineODataStore: Sendable {
         if Task.isCancelled || !isOpen {
             return fail(execution, isOpen ? CancellationError() : ODataError(.invalidState, "the store was closed while the request ran"))
         }
-        if response.isSuccess {
-            execution.report(.serverResponse(response))
-            execution.report(.finished(response))
-        } else {
-            fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(response.statusCode)", statusCode: response.statusCode), response)
-        }
-    }
-
-    private func run(batch: BatchRequest, execution: RequestExecution) async {
-        execution.report(.started)
-        counters.withLock { $0.requests += 1 }
-        let plan = plan(for: execution.request.useCache ? .cachedRead : .other)
-        if case .failure(let reason) = plan { return fail(execution, ODataError(.invalidState, reason)) }
-        let urls: [String?]
-        let encoded: (body: Data, contentType: String)
-        let batchURL: String
-        do {
-            urls = try batch.parts.map { part throws -> String? in
-                if case .request(let request) = part, request.isCacheable { return try root + request.relativeURL() }
-                return nil
-            }
-            encoded = try MultipartBatch.encode(session.dialect(batch))
-            batchURL = root + "$batch"
-        } catch {
-            return fail(execution, error)
-        }
-        if plan.readsCache, let caching {
-            var parts: [BatchResponse.Part] = []
-            for url in urls {
-                if let url, let entry = caching.lookup(url) {
-                    parts.append(.response(Self.response(from: entry, revalidated: false), contentID: nil))
-                } else {
-                    parts.append(.response(Self.notCached, contentID: nil))
-                }
-            }
-            let assembled = MultipartBatch.encode(BatchResponse(parts: parts))
-            let response = ODataResponse(statusCode: 200, headerFields: [.contentType: assembled.contentType], payload: assembled.body, isFromCache: true)
-            execution.report(.cacheResponse(response))
-            if plan == .cacheOnly {
-                execution.report(.finished(response))
-                return
-            }
-        }
-        var headers = options.defaultHeaderFields
-        headers[.contentType] = encoded.contentType
-        let sentAt = Date()
-        let reply: TransportResponse
-        do {
-            reply = try await network.send(TransportRequest(method: "POST", url: batchURL, headerFields: headers, body: encoded.body))
-        } catch {
-            return fail(execution, isOpen ? error : ODataError(.invalidState, "the store was closed while the request ran"))
-        }
-        let response = ODataResponse(statusCode: reply.status, headerFields: reply.headerFields, payload: reply.body)
-        guard response.isSuccess else {
-            return fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(reply.status)", statusCode: reply.status), response)
-        }
-        // An answer that does not split into its parts (`nil`) is not cached; the caller still gets it whole.
-        if plan.readsCache, let caching, let contentType = reply.headerFields[.contentType],
-           let decoded = try? MultipartBatch.decodeResponse(reply.body, contentType: contentType), decoded.parts.count == urls.count {
-            for (part, url) in zip(decoded.parts, urls) {
-                guard let url, case .response(let partResponse, _) = part else { continue }
-                await caching.update(status: partResponse.statusCode, headerFields: partResponse.headerFields, body: partResponse.payload,
-                                     for: TransportRequest(url: url), stored: nil, sentAt: sentAt)
-            }
-        }
-        execution.report(.serverResponse(response))
-        execution.report(.finished(response))
+        if response.isSuccess { return succeed(execution, response) }
+        return fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(response.statusCode)", statusCode: response.statusCode), response)
     }
 
     /// A batch part that was never cached: `504` as for an unsatisfiable `only-if-cached` (RFC 9111 §5.2.1.7).
-    private static let notCached = ODataResponse(statusCode: 504, headerFields: [HTTPField.Name("Cache-Status")!: "ODataStores; fwd=miss; detail=not-cached"], isFromCache: true)
+    static let notCached = ODataResponse(statusCode: 504, headerFields: [HTTPField.Name("Cache-Status")!: "ODataStores; fwd=miss; detail=not-cached"], isFromCache: true)
 
     /// The cache's answer.
-    private static func response(from entry: CacheEntry, revalidated: Bool) -> ODataResponse {
+    static func response(from entry: CacheEntry, revalidated: Bool) -> ODataResponse {
         ODataResponse(statusCode: entry.status, headerFields: entry.headers, payload: entry.payload, isFromCache: true, isRevalidated: revalidated)
     }
 }

@@ -146,6 +146,21 @@ import Testing
         }
     }
 
+    /// The same through `response(for:)` without a listener (no execution is made): one request, every caller its answer.
+    @Test func identicalConcurrentDirectReadsShareOneServerRequest() async throws {
+        let backEnd = ScriptedTransport()
+        backEnd.on("GET", "Products", reply: .collection([["ProductID": 1]]).after(.milliseconds(300)))
+        try await backEnd.withOnlineStore { store in
+            let answers = try await withThrowingTaskGroup(of: ODataResponse?.self) { group in
+                for _ in 0..<20 { group.addTask { try await store.response(for: ODataRequest(resourcePath: "Products", useCache: false)) } }
+                return try await group.reduce(into: [ODataResponse?]()) { $0.append($1) }
+            }
+            #expect(answers.count == 20 && answers.allSatisfy { $0?.isSuccess == true })
+            #expect(backEnd.requests("GET", "Products").count == 1)
+            #expect(store.statistics.coalesced == 19)
+        }
+    }
+
     /// A read that begins after a write this store made never shares the answer of a read that began
     /// before it; and that earlier read's slower answer never replaces the later one in the cache.
     @Test func aReadAfterAWriteGetsTheNewValueAndKeepsItCached() async throws {
