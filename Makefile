@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench bench-uncached bench-fleet-hosts bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-uncached bench-cache-scale bench-fleet-hosts bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -42,6 +42,14 @@ bench: deps
 # re-running the wall-clock rows of docs/notes/cost.md on a quiet machine.
 bench-uncached: deps
 	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks && for run in 1 2 3; do ONLINE_BENCH_ONLY="=CurlTransport alone, GET 200 (floor of an uncached read)|=store, uncached GET|=store, uncached GET, telemetry disabled" $(SWIFT) run -c release OnlineBenchmarks; done
+
+# CacheBenchmarks' scale part (issue 31 Done-when 3): three runs at 1k and 100k, then one at 1k / 100k / 1M (one at a
+# time: a 1M run holds ~8.8 GiB), each with the load average before and after; CACHE_SCALE_RUNS sets the 1M runs.
+CACHE_SCALE_RUNS ?= 1
+bench-cache-scale: deps
+	cd Benchmarks && $(SWIFT) build -c release --product CacheBenchmarks && for run in 1 2 3; do uptime; \
+	  CACHE_SCALE=1000,100000 .build/release/CacheBenchmarks || exit 1; uptime; done; \
+	  for run in $$(seq $(CACHE_SCALE_RUNS)); do uptime; CACHE_SCALE=1000,100000,1000000 .build/release/CacheBenchmarks || exit 1; uptime; done
 
 # FleetBenchmarks' across-hosts rows (instances in odata-fleet-instance processes on three network namespaces, the
 # Redis nodes spread over them; needs root), three runs with the load average before and after each.

@@ -3,7 +3,12 @@
 // own, the longest pause a caller saw, the evictions each store saw, and the resident memory by kind.
 //
 // `CACHE_SCALE=1000,100000` picks the Ns (default 1k, 100k, 1M); `CACHE_SCALE_OPS` the operations of the
-// mix (default: N, at least 50k and at most 300k).
+// mix (default: N, at least 50k and at most 300k); `CACHE_SCALE_MEMORY` the cache's `memoryBudget` in bytes (a
+// diagnostic: 0 sends every lookup to the disk; default the configuration's 16 MiB).
+//
+// Besides the rows the targets read, it prints the lookups by payload band (so that the sizes' spread is told
+// apart from the cost of scale) and every fill store slower than `slowStoreNanoseconds`, with the kernel's
+// dirty and writeback pages right after it and the data file's size against the map LMDB was opened with.
 import BenchmarkKit
 import Foundation
 import HTTPTypes
@@ -23,11 +28,49 @@ func scalePayloadSize(_ index: Int) -> Int {
     return Int(512 * pow(128, unit))
 }
 
+/// The payload bands the lookups are split by (the payload sizes span 0.5–64 KiB: a lookup decrypts and copies it).
+let payloadBands: [(name: String, bytes: Range<Int>)] = [
+    ("< 2 KiB", 0..<2048), ("2–8 KiB", 2048..<8192), ("8–32 KiB", 8192..<32_768), ("≥ 32 KiB", 32_768..<Int.max),
+]
+
+/// A fill store slower than this is listed with what the kernel and the file looked like right after it.
+let slowStoreNanoseconds: UInt64 = 5_000_000
+
+/// One slow fill store: when, how many entries it evicted, and the kernel's dirty and writeback pages after it.
+struct SlowStore {
+    var index: Int
+    var atSeconds: Double
+    var nanoseconds: Double
+    var evictions: Int
+    var fileBytes: Int
+    var dirtyPages: Int
+    var writebackPages: Int
+}
+
+/// `nr_dirty` and `nr_writeback` of /proc/vmstat (4 KiB pages, the whole machine's).
+func dirtyPages() -> (dirty: Int, writeback: Int) {
+    let text = (try? String(contentsOfFile: "/proc/vmstat", encoding: .utf8)) ?? ""
+    var dirty = 0, writeback = 0
+    for line in text.split(separator: "\n") {
+        let parts = line.split(separator: " ")
+        guard parts.count == 2 else { continue }
+        if parts[0] == "nr_dirty" { dirty = Int(parts[1]) ?? 0 }
+        if parts[0] == "nr_writeback" { writeback = Int(parts[1]) ?? 0 }
+    }
+    return (dirty, writeback)
+}
+
+func fileBytes(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+}
+
 struct ScaleResult {
     var n: Int
     var fillPerEntry: Double
     var fillStore: Samples
     var lookup: Samples
+    /// The lookups by `payloadBands`.
+    var lookupBands: [Samples]
     var store: Samples
     var refresh: Samples
     var longestPause: Double
@@ -41,6 +84,14 @@ struct ScaleResult {
     var budget: Int
     /// The load average (1, 5, 15 minutes) when the run ended: the machine may be shared.
     var load: String
+    /// The map LMDB was opened with (`ResponseCache`: 2 × the budget, rounded up to a MiB) and the data file's size
+    /// after the fill and at the end: a file larger than the map means the map grew.
+    var initialMap: Int
+    var fileAfterFill: Int
+    var fileAtEnd: Int
+    var slowFillStores: [SlowStore]
+    var maxDirtyPages: Int
+    var memoryBudget: Int
 }
 
 func loadAverage() -> String {
@@ -54,9 +105,13 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
     // The working set's bytes (payload plus the headers, sealing and bookkeeping, about 300 bytes): the budget is 60 % of it.
     let workingSet = (0..<n).reduce(0) { $0 + scalePayloadSize($1) + 300 }
     let budget = workingSet * 6 / 10
-    let cache = try ResponseCache(directory: directory, configuration: CacheConfiguration(
-        sizeLimit: budget, keyDerivation: .pbkdf2(rounds: 1000), durability: .periodic(interval: .seconds(3600))))
+    var configuration = CacheConfiguration(
+        sizeLimit: budget, keyDerivation: .pbkdf2(rounds: 1000), durability: .periodic(interval: .seconds(3600)))
+    if let memory = ProcessInfo.processInfo.environment["CACHE_SCALE_MEMORY"].flatMap({ Int($0) }) { configuration.memoryBudget = memory }
+    let cache = try ResponseCache(directory: directory, configuration: configuration)
     try cache.open(encryption: .key("benchmark key"))
+    let dataFile = directory + "/data.mdb"
+    let initialMap = max(4 << 20, (budget * 2 + 0xFFFFF) & ~0xFFFFF)
     var generator = SystemRandomNumberGenerator()
     let noise = Data((0..<(64 << 10)).map { _ in UInt8.random(in: 0...255, using: &generator) })
     func url(_ index: Int) -> String { "https://services.example/sap/opu/odata4/svc/Items(\(index))?$select=ID,Name,Price" }
@@ -77,6 +132,7 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
     var evictionsSeen = 0
     var maxEvictions = 0
     var stores = 0
+    var lastEvictions = 0
     func timedStore(_ index: Int, version: Int) async throws -> Double {
         let before = cache.statistics.evictions
         let start = now()
@@ -84,6 +140,7 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
         let elapsed = now() - start
         let evicted = cache.statistics.evictions - before
         evictionsSeen += evicted
+        lastEvictions = evicted
         maxEvictions = max(maxEvictions, evicted)
         stores += 1
         longest = max(longest, elapsed)
@@ -93,16 +150,29 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
     // The fill: every key once, in order; eviction starts at 60 %.
     var fillTimes: [Double] = []
     fillTimes.reserveCapacity(n)
+    var slowStores: [SlowStore] = []
+    var maxDirty = 0
     let fillStart = now()
     for index in 0..<n {
-        fillTimes.append(try await timedStore(index, version: 0))
-        if index % 10_000 == 0 { sample() }
+        let elapsed = try await timedStore(index, version: 0)
+        fillTimes.append(elapsed)
+        if UInt64(elapsed) > slowStoreNanoseconds {
+            let pages = dirtyPages()
+            slowStores.append(SlowStore(index: index, atSeconds: Double(now() - fillStart) / 1e9, nanoseconds: elapsed, evictions: lastEvictions,
+                                        fileBytes: fileBytes(dataFile), dirtyPages: pages.dirty, writebackPages: pages.writeback))
+        }
+        if index % 10_000 == 0 {
+            sample()
+            maxDirty = max(maxDirty, dirtyPages().dirty)
+        }
     }
     let fillPerEntry = Double(now() - fillStart) / Double(n)
+    let fileAfterFill = fileBytes(dataFile)
 
     // The mix: keys by a Zipf-like law (rank r with probability ∝ 1/r), spread over the key space; 80 %
     // lookups, 10 % writes of a new version, 10 % a lookup answered by a 304 refresh (a write when it misses).
     var lookups: [Double] = []
+    var lookupBytes: [Int] = []
     var writes: [Double] = []
     var refreshes: [Double] = []
     var hits = 0
@@ -122,6 +192,7 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
         let elapsed = now() - start
         longest = max(longest, elapsed)
         lookups.append(Double(elapsed))
+        lookupBytes.append(scalePayloadSize(index))
         if found != nil { hits += 1 }
         if kind == 1 {
             if let found {
@@ -138,14 +209,20 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
     }
     sample()
     let statistics = cache.statistics
+    let fileAtEnd = fileBytes(dataFile)
     cache.close()
+    let bands = payloadBands.map { band in
+        Samples(name: band.name, nanoseconds: zip(lookups, lookupBytes).filter { band.bytes.contains($0.1) }.map(\.0))
+    }
     return ScaleResult(
         n: n, fillPerEntry: fillPerEntry, fillStore: Samples(name: "fill store", nanoseconds: fillTimes),
-        lookup: Samples(name: "lookup", nanoseconds: lookups), store: Samples(name: "store", nanoseconds: writes),
+        lookup: Samples(name: "lookup", nanoseconds: lookups), lookupBands: bands, store: Samples(name: "store", nanoseconds: writes),
         refresh: Samples(name: "refresh", nanoseconds: refreshes), longestPause: Double(longest),
         evictionsPerStore: Double(evictionsSeen) / Double(max(stores, 1)), maxEvictionsInOneStore: maxEvictions,
         hitRate: Double(hits) / Double(max(lookups.count, 1)), peakRSS: peakResidentBytes(),
-        peakAnonymous: peak.anonymous, peakFile: peak.file, entries: statistics.entryCount, budget: budget, load: loadAverage())
+        peakAnonymous: peak.anonymous, peakFile: peak.file, entries: statistics.entryCount, budget: budget, load: loadAverage(),
+        initialMap: initialMap, fileAfterFill: fileAfterFill, fileAtEnd: fileAtEnd, slowFillStores: slowStores, maxDirtyPages: maxDirty,
+        memoryBudget: configuration.memoryBudget)
 }
 
 func megabytes(_ bytes: Int) -> String { String(format: "%.0f MiB", Double(bytes) / 1_048_576) }
@@ -165,6 +242,7 @@ func printScale(_ results: [ScaleResult]) {
          String(format: "%.0f %%", result.hitRate * 100),
          "\(megabytes(result.peakRSS)) (\(megabytes(result.peakAnonymous)) / \(megabytes(result.peakFile)))"]
     })
+    printScaleDiagnostics(results)
     guard let first = results.first, let last = results.last, last.n > first.n else { return }
     func ratio(_ a: Double, _ b: Double) -> String { String(format: "%.2f×", b / a) }
     func growth(_ name: String, _ pick: (ScaleResult) -> Samples) -> [String] {
@@ -182,4 +260,34 @@ func printScale(_ results: [ScaleResult]) {
     print(String(format: "Targets at N = %d: lookup p99 ÷ p50 %.2f× (≤ 3×), lookup max %@ (≤ 5 ms), store p99.9 %@ (≤ 1 ms), store max %@ (≤ 10 ms)",
                  last.n, last.lookup.percentile(99) / last.lookup.median, formatDuration(last.lookup.nanoseconds.last ?? .nan),
                  formatDuration(last.store.percentile(99.9)), formatDuration(max(last.store.nanoseconds.last ?? 0, last.fillStore.nanoseconds.last ?? 0))))
+}
+
+/// The rows that explain the targets' rows: lookups by payload band, the map against the file, the slow fill stores.
+func printScaleDiagnostics(_ results: [ScaleResult]) {
+    func ratio(_ a: Double, _ b: Double) -> String { String(format: "%.2f×", b / a) }
+    printTable(title: "Lookups by payload band: p50 / p99 / max (count), p99 ÷ p50", header: ["N", "memory budget"] + payloadBands.map(\.name),
+               rows: results.map { result in
+        [String(result.n), megabytes(result.memoryBudget)] + result.lookupBands.map { band in
+            "\(formatDuration(band.median)) / \(formatDuration(band.percentile(99))) / \(formatDuration(band.nanoseconds.last ?? .nan)) "
+                + "(\(band.nanoseconds.count)), \(ratio(band.median, band.percentile(99)))"
+        }
+    })
+    if let first = results.first, let last = results.last, last.n > first.n {
+        print("Lookup p50 growth by band from N = \(first.n) to N = \(last.n): " + zip(first.lookupBands, last.lookupBands).enumerated().map { item in
+            "\(payloadBands[item.offset].name) \(ratio(item.element.0.median, item.element.1.median))"
+        }.joined(separator: ", "))
+    }
+    printTable(title: "The LMDB map and the kernel's dirty pages (4 KiB pages, whole machine) during the fill",
+               header: ["N", "map at open", "data file after fill", "at end", "map grew", "max nr_dirty (every 10k stores)", "fill stores > 5 ms"],
+               rows: results.map { result in
+        [String(result.n), megabytes(result.initialMap), megabytes(result.fileAfterFill), megabytes(result.fileAtEnd),
+         result.fileAtEnd > result.initialMap ? "yes" : "no", String(result.maxDirtyPages), String(result.slowFillStores.count)]
+    })
+    let slow = results.flatMap { result in result.slowFillStores.map { (result.n, $0) } }.sorted { $0.1.nanoseconds > $1.1.nanoseconds }.prefix(12)
+    guard !slow.isEmpty else { return }
+    printTable(title: "The slowest fill stores (> 5 ms), with the kernel's state right after each",
+               header: ["N", "store #", "at", "took", "evictions", "data file", "nr_dirty", "nr_writeback"], rows: slow.map { n, store in
+        [String(n), String(store.index), String(format: "%.1f s", store.atSeconds), formatDuration(store.nanoseconds), String(store.evictions),
+         megabytes(store.fileBytes), String(store.dirtyPages), String(store.writebackPages)]
+    })
 }
