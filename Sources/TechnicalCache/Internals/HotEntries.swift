@@ -13,21 +13,38 @@ import ODataCore
 /// the disk. Plaintext lives only in this process's memory (as it does in every answer handed to a
 /// caller), within `budget` bytes, and goes with the opening of the cache (close, reset).
 final class HotEntries: Sendable {
-    struct Held: Sendable {
+    /// What a held entry is, fixed while it is held. A reference, so that the map's bookkeeping (a lookup's
+    /// use, a check, the trim's sort) copies one pointer, not the entry's fields: at 100k entries copying
+    /// `Held` as a value was a quarter of a lookup's samples (`docs/notes/cache-scale-lookups.md`).
+    final class Held: Sendable {
         /// The entry as the lookup decoded it (before deferred refreshes, which are applied on top).
         let entry: CacheEntry
         let key: [UInt8]
         let touchKey: TouchKey
         let generation: UInt64
         let tag: CacheEntry.SealedTag
-        /// The last transaction ID at which the stored value was seen to carry `tag`.
+        let bytes: Int
+
+        init(entry: CacheEntry, key: [UInt8], generation: UInt64, tag: CacheEntry.SealedTag, bytes: Int) {
+            self.entry = entry
+            self.key = key
+            touchKey = TouchKey(key)
+            self.generation = generation
+            self.tag = tag
+            self.bytes = bytes
+        }
+    }
+
+    /// A held entry with what changes while it is held.
+    private struct Slot {
+        let held: Held
+        /// The last transaction ID at which the stored value was seen to carry `held.tag`.
         var checkedAt: UInt64
         var lastUse: UInt64
-        let bytes: Int
     }
 
     private struct State {
-        var held: [String: Held] = [:]
+        var held: [String: Slot] = [:]
         var bytes = 0
         var clock: UInt64 = 0
     }
@@ -50,16 +67,17 @@ final class HotEntries: Sendable {
     func held(for url: String, generation: UInt64, transaction: UInt64) -> (held: Held, current: Bool)? {
         guard budget > 0 else { return nil }
         return state.withLock { state in
-            guard var held = state.held[url] else { return nil }
-            guard held.generation == generation else {
-                state.bytes -= held.bytes
-                state.held[url] = nil
+            // One hash of the URL: the use is recorded in place, through the index found.
+            guard let index = state.held.index(forKey: url) else { return nil }
+            let slot = state.held.values[index]
+            guard slot.held.generation == generation else {
+                state.bytes -= slot.held.bytes
+                state.held.remove(at: index)
                 return nil
             }
             state.clock &+= 1
-            held.lastUse = state.clock
-            state.held[url] = held
-            return (held, held.checkedAt == transaction)
+            state.held.values[index].lastUse = state.clock
+            return (slot.held, slot.checkedAt == transaction)
         }
     }
 
@@ -68,16 +86,16 @@ final class HotEntries: Sendable {
     func entry(for url: String, tag: CacheEntry.SealedTag) -> CacheEntry? {
         guard budget > 0 else { return nil }
         return state.withLock { state in
-            guard let held = state.held[url], held.tag == tag else { return nil }
-            return held.entry
+            guard let slot = state.held[url], slot.held.tag == tag else { return nil }
+            return slot.held.entry
         }
     }
 
     /// Records that the stored value for `url` still carried the held tag at `transaction`.
     func confirm(_ url: String, tag: CacheEntry.SealedTag, at transaction: UInt64) {
         state.withLock { state in
-            guard state.held[url]?.tag == tag else { return }
-            state.held[url]?.checkedAt = transaction
+            guard let index = state.held.index(forKey: url), state.held.values[index].held.tag == tag else { return }
+            state.held.values[index].checkedAt = transaction
         }
     }
 
@@ -89,15 +107,16 @@ final class HotEntries: Sendable {
         var bare = entry
         bare.readAt = nil
         bare.sealedTag = tag
+        let held = Held(entry: bare, key: key, generation: generation, tag: tag, bytes: bytes)
         state.withLock { state in
             state.clock &+= 1
-            let held = Held(entry: bare, key: key, touchKey: TouchKey(key), generation: generation, tag: tag,
-                            checkedAt: transaction, lastUse: state.clock, bytes: bytes)
-            if let old = state.held.updateValue(held, forKey: url) { state.bytes -= old.bytes }
+            if let old = state.held.updateValue(Slot(held: held, checkedAt: transaction, lastUse: state.clock), forKey: url) {
+                state.bytes -= old.held.bytes
+            }
             state.bytes += bytes
             guard state.bytes > budget else { return }
             // Down to three quarters of the budget, least recently used first: one sort per many inserts.
-            var byUse = state.held.map { ($0.key, $0.value.lastUse, $0.value.bytes) }
+            var byUse = state.held.map { ($0.key, $0.value.lastUse, $0.value.held.bytes) }
             byUse.sort { $0.1 < $1.1 }
             for (url, _, bytes) in byUse where state.bytes > budget * 3 / 4 {
                 state.held[url] = nil
@@ -109,7 +128,7 @@ final class HotEntries: Sendable {
     /// Drops what is held for `url`.
     func forget(_ url: String) {
         state.withLock { state in
-            if let old = state.held.removeValue(forKey: url) { state.bytes -= old.bytes }
+            if let old = state.held.removeValue(forKey: url) { state.bytes -= old.held.bytes }
         }
     }
 
