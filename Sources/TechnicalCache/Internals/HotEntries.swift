@@ -20,7 +20,6 @@ final class HotEntries: Sendable {
         /// The entry as the lookup decoded it (before deferred refreshes, which are applied on top).
         let entry: CacheEntry
         let key: [UInt8]
-        let touchKey: TouchKey
         let generation: UInt64
         let tag: CacheEntry.SealedTag
         let bytes: Int
@@ -28,7 +27,6 @@ final class HotEntries: Sendable {
         init(entry: CacheEntry, key: [UInt8], generation: UInt64, tag: CacheEntry.SealedTag, bytes: Int) {
             self.entry = entry
             self.key = key
-            touchKey = TouchKey(key)
             self.generation = generation
             self.tag = tag
             self.bytes = bytes
