@@ -365,6 +365,14 @@ nonisolated func runBenchmarks() async throws {
                                             { _ = try await transport.send(TransportRequest(url: url)) })
             verdicts.append(String(format: "%@: store uncached GET ÷ bare CurlTransport GET, call by call in alternation (%d pairs): %.3f× (%@ vs %@; median difference %+.1f%%) (target ≤ 1.10×)",
                                    label, iterations, barePair.a / barePair.b, formatDuration(barePair.a), formatDuration(barePair.b), barePair.difference * 100))
+            let activePair = try await paired(iterations: iterations, { _ = try await periodicStore.response(for: cached) },
+                                              { _ = try await store.response(for: uncached) })
+            let executePair = try await paired(iterations: iterations, { _ = try await passiveStore.execute(cached).result() },
+                                               { _ = try await passiveStore.response(for: cached) })
+            verdicts.append(String(format: "%@: call by call in alternation (%d pairs): active read (periodic sync) ÷ uncached GET %.3f× (%@ vs %@; target ≤ %@); execute + result() ÷ the direct passive read %.3f× (%@ vs %@; target ≤ 2×)",
+                                   label, iterations, activePair.a / activePair.b, formatDuration(activePair.a), formatDuration(activePair.b),
+                                   label == "1 KiB" ? "1.15×" : "1.0×", executePair.a / executePair.b, formatDuration(executePair.a),
+                                   formatDuration(executePair.b)))
             verdicts.append(String(format: "%@: telemetry with no-op backends, call by call in alternation (%d pairs): uncached GET %+.1f%% (%@ vs %@), passive read %+.1f%% (%@ vs %@); A/A control, two stores with telemetry disabled: %+.1f%% (target ≤ 2%%)",
                                    label, iterations, uncachedPair.difference * 100, formatDuration(uncachedPair.a), formatDuration(uncachedPair.b),
                                    passivePair.difference * 100, formatDuration(passivePair.a), formatDuration(passivePair.b), control.difference * 100))
