@@ -79,6 +79,12 @@ public func machineDescription() -> String {
     return "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(cpu), \(ProcessInfo.processInfo.operatingSystemVersionString)"
 }
 
+/// The load average over 1, 5 and 15 minutes (`/proc/loadavg`), for a report on this shared machine; "unknown" where
+/// the file cannot be read.
+public func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
+}
+
 /// The resident set size of this process in bytes (from `/proc/self/statm`), for memory comparisons.
 /// CPU time (user + system) this process has used, in nanoseconds: every thread of the benchmark, not the
 /// servers it talks to (nginx, the fixture producer), which are other processes.

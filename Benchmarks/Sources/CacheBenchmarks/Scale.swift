@@ -94,10 +94,6 @@ struct ScaleResult {
     var memoryBudget: Int
 }
 
-func loadAverage() -> String {
-    let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
-    return text.split(separator: " ").prefix(3).joined(separator: " ")
-}
 
 func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async throws -> ScaleResult {
     let directory = root + "/scale-\(n)"

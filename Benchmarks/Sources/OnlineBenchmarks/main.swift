@@ -489,10 +489,6 @@ func concurrentReads(store: OnlineODataStore, readers: Int, reads: Int) async th
     print(String(format: "- %d concurrent active reads: %.2f× the requests/s of %d concurrent uncached reads (target ≥ 1.0×)", readers, median(active) / median(uncached), readers))
 }
 
-func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
-}
-
 // The main thread waits on a semaphore rather than running an async main: an async main parks it in libdispatch's
 // sigsuspend, whose signal mask valgrind 3.19 writes to (read-only memory: valgrind dies), and the instruction-count
 // mode runs under valgrind.

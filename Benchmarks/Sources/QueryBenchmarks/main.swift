@@ -198,9 +198,6 @@ func fmt(_ samples: Samples, _ count: Int? = nil) -> [String] {
     [samples.name, formatDuration(samples.median), formatDuration(samples.percentile(0)), formatDuration(samples.percentile(90)),
      count.map { _ in perSecond(samples) } ?? "–", count.map { _ in bestPerSecond(samples) } ?? "–"]
 }
-func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
-}
 
 var report = "# Query benchmarks (ODataQuery)\n\n"
 report += "Machine: \(machineDescription())  \n"
