@@ -30,6 +30,13 @@ struct MemorySample: Sendable {
     /// The page caches together (SQLite's and LMDB's mapped pages).
     var pageCaches: Int { sqlitePageCache + lmdbMapped }
 
+    /// Each figure the lower (`min`) or higher (`max`) of the two samples'.
+    static func combining(_ a: MemorySample, _ b: MemorySample, _ pick: (Int, Int) -> Int) -> MemorySample {
+        MemorySample(resident: pick(a.resident, b.resident), heap: pick(a.heap, b.heap),
+                     sqlitePageCache: pick(a.sqlitePageCache, b.sqlitePageCache), lmdbMapped: pick(a.lmdbMapped, b.lmdbMapped),
+                     producer: pick(a.producer, b.producer))
+    }
+
     /// Samples this process, and the producer when given.
     static func now(producer: FixtureProcess?) -> MemorySample {
         var sample = MemorySample()
@@ -66,10 +73,39 @@ struct MemorySample: Sendable {
     }
 }
 
+/// The samples of one tenth of the run: each figure's lowest and highest value in it.
+///
+/// A sample taken at one instant holds the work in flight at that instant (requests in the transfer loop,
+/// entries being sealed, responses being decoded): about 1 MiB of heap under the soak's load, more when the
+/// machine is loaded and work waits. A leak, or a queue or table that grows, raises every sample, the lowest
+/// too; work in flight only rises above it. So the judgement compares floors, and the peaks are printed beside.
+struct MemoryTenth: Sendable {
+    /// Each figure's lowest value among the tenth's samples.
+    var floor: MemorySample
+    /// Each figure's highest value among the tenth's samples.
+    var peak: MemorySample
+    /// How many samples the tenth took.
+    var samples = 1
+
+    init(_ sample: MemorySample) {
+        floor = sample
+        peak = sample
+    }
+
+    /// Adds a sample to the tenth.
+    mutating func add(_ sample: MemorySample) {
+        floor = .combining(floor, sample, min)
+        peak = .combining(peak, sample, max)
+        samples += 1
+    }
+}
+
 /// The memory samples of a run and the judgement of its last half.
 struct MemoryReport {
-    /// One sample per tenth of the run (index 0 = the end of the first tenth).
-    var tenths: [MemorySample]
+    /// The samples of each tenth of the run (index 0 = the first tenth); the judgement uses their floors.
+    var windows: [MemoryTenth]
+    /// Each tenth's floor (``MemoryTenth/floor``).
+    var tenths: [MemorySample] { windows.map(\.floor) }
     /// The sample just before the load starts (the stores open, nothing read yet).
     var start: MemorySample
 
@@ -112,9 +148,15 @@ struct MemoryReport {
         func row(_ name: String, _ figure: (MemorySample) -> Int) -> String {
             "  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(mib(figure(start))) | " + tenths.map { mib(figure($0)) }.joined(separator: " ")
         }
-        var lines = ["  memory (MiB) at the start | at each tenth of the run"]
+        func peaks(_ name: String, _ figure: (MemorySample) -> Int) -> String {
+            "  \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(mib(figure(start))) | " + windows.map { mib(figure($0.peak)) }.joined(separator: " ")
+        }
+        let counts = windows.map(\.samples)
+        var lines = ["  memory (MiB) at the start | each tenth's lowest of \(counts.min() ?? 0)–\(counts.max() ?? 0) samples (judged); highest for information"]
         lines.append(row("library: resident set (this process)", \.resident))
+        lines.append(peaks("  highest in the tenth", \.resident))
         lines.append(row("library: heap in use (mallinfo2)", \.heap))
+        lines.append(peaks("  highest in the tenth", \.heap))
         lines.append(row("  of it SQLite (page caches, statements)", \.sqlitePageCache))
         lines.append(row("  LMDB mapped pages (resident)", \.lmdbMapped))
         lines.append(row("producer: resident set (its process)", \.producer))

@@ -145,7 +145,7 @@ func soak(_ options: Options) async -> Int32 {
     }
 
     let memoryAtStart = MemorySample.now(producer: producer)
-    let memory = LockedValue<[MemorySample]>([])
+    let memory = LockedValue<[MemoryTenth]>([])
     let childDirectory = directory.appendingPathComponent("child.cache").path
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     let killerThread = Thread {
@@ -222,12 +222,21 @@ func soak(_ options: Options) async -> Int32 {
                 figures.add("mode switches")
             }
         }
-        // Memory samples: one at each tenth of the run.
+        // Memory samples: every second (at least ten per tenth), each tenth's floor and peak kept (`MemoryTenth`).
         group.addTask {
+            let tenthLength = Duration.seconds(options.seconds) / 10
+            let interval = min(Duration.seconds(1), tenthLength / 10)
             for tenth in 1...10 {
-                try? await Task.sleep(until: start + .seconds(options.seconds) * tenth / 10, clock: .continuous)
-                let sample = MemorySample.now(producer: producer)
-                memory.withLock { $0.append(sample) }
+                let end = start + tenthLength * tenth
+                var window: MemoryTenth?
+                var next = start + tenthLength * (tenth - 1) + interval
+                while next <= end {
+                    try? await Task.sleep(until: next, clock: .continuous)
+                    let sample = MemorySample.now(producer: producer)
+                    if window == nil { window = MemoryTenth(sample) } else { window?.add(sample) }
+                    next += interval
+                }
+                if let window { memory.withLock { $0.append(window) } }
             }
         }
         // The offline part: write faults, two in-process stores, the child killed at random points.
@@ -307,7 +316,7 @@ func soak(_ options: Options) async -> Int32 {
 
     // The library's memory, flat over the last half once the page caches are warm (`MemoryReport`); a run
     // too short to warm them is reported, not judged.
-    let report = MemoryReport(tenths: memory.withLock { $0 }, start: memoryAtStart)
+    let report = MemoryReport(windows: memory.withLock { $0 }, start: memoryAtStart)
     let judged = options.seconds >= MemoryReport.shortestJudgedRun
     if judged && report.grew { figures.add("memory growth over the last half") }
     let mustBeZero = ["wrong cache answers", "answers whose ETag names another version", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half", "producer control failures",
