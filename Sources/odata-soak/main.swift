@@ -2,6 +2,7 @@
 // 127.0.0.1 only.
 //
 //   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N] [--offline-child-batch] [--cluster]
+//              [--retain-kib-per-second N]
 //
 // Profiles: the default shares one redis-server as the tier; `--cluster` puts the tier on a Redis Cluster
 // (3 masters + 3 replicas) and SIGKILLs a master mid-run (SoakTier.swift).
@@ -35,6 +36,9 @@ struct Options {
     /// The cluster profile: the Redis tier on a 3 + 3 Redis Cluster whose master of a random slot is
     /// SIGKILLed at 40 % of the run and started again at 70 %.
     var cluster = false
+    /// A control of the memory judgement: the soak itself keeps this many KiB more every second
+    /// (`--retain-kib-per-second`), a leak of a known rate the judgement must catch.
+    var retainedKiBPerSecond = 0
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -46,6 +50,7 @@ struct Options {
             case "--seed": seed = iterator.next().flatMap { UInt64($0) } ?? seed
             case "--offline-child-batch": childBatch = true
             case "--cluster": cluster = true
+            case "--retain-kib-per-second": retainedKiBPerSecond = iterator.next().flatMap { Int($0) } ?? 0
             default: FileHandle.standardError.write(Data("odata-soak: unknown argument \(argument)\n".utf8)); exit(64)
             }
         }
@@ -220,6 +225,17 @@ func soak(_ options: Options) async -> Int32 {
                 let store = Bool.random(using: &random) ? active : passive
                 try? store.setMode(Bool.random(using: &random) ? .active : .passive)
                 figures.add("mode switches")
+            }
+        }
+        // The judgement's control (`--retain-kib-per-second`): a leak of a known rate, kept to the end.
+        if options.retainedKiBPerSecond > 0 {
+            group.addTask {
+                var retained: [[UInt8]] = []
+                while ContinuousClock.now < deadline {
+                    retained.append([UInt8](repeating: 1, count: options.retainedKiBPerSecond * 1024))
+                    try? await Task.sleep(for: .seconds(1))
+                }
+                print("odata-soak: kept \(retained.count * options.retainedKiBPerSecond) KiB on purpose (--retain-kib-per-second)")
             }
         }
         // Memory samples: every second (at least ten per tenth), each tenth's floor and peak kept (`MemoryTenth`).
