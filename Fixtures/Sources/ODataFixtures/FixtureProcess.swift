@@ -174,9 +174,21 @@ public enum ResidentMemory {
     /// The resident bytes of a process; 0 when it does not exist (or on a system without `/proc`).
     /// - Parameter pid: the process ID; `nil` for this process.
     public static func bytes(ofProcess pid: Int32? = nil) -> Int {
+        statm(field: 1, ofProcess: pid)
+    }
+
+    /// The resident bytes of a process that are pages of mapped files (its code, its libraries', mapped data
+    /// files) or shared memory: `RssFile + RssShmem`; 0 when it does not exist. The rest is anonymous memory
+    /// (heap arenas, thread stacks).
+    /// - Parameter pid: the process ID; `nil` for this process.
+    public static func fileBackedBytes(ofProcess pid: Int32? = nil) -> Int {
+        statm(field: 2, ofProcess: pid)
+    }
+
+    private static func statm(field: Int, ofProcess pid: Int32?) -> Int {
         let path = pid.map { "/proc/\($0)/statm" } ?? "/proc/self/statm"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
         let fields = text.split(separator: " ")
-        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+        return fields.count > field ? (Int(fields[field]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
     }
 }
