@@ -96,9 +96,9 @@ public final class LMDBEnvironment: Sendable {
     /// The options the environment was opened with (the current map size may be larger).
     public let options: Options
 
-    nonisolated(unsafe) let env: OpaquePointer
-    let lock = ReadWriteLock()
-    let closed = Atomic<Bool>(false)
+    nonisolated(unsafe) private let env: OpaquePointer
+    private let lock = ReadWriteLock()
+    private let closed = Atomic<Bool>(false)
     private let writer: DispatchQueue
     private let writerKey = DispatchSpecificKey<UInt8>()
     /// Writes handed to the writer queue that have not finished; 0 means the queue is idle, and an
@@ -227,6 +227,19 @@ public final class LMDBEnvironment: Sendable {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
+    }
+
+    /// Flushes committed data to disk; needed with ``Durability/noSync`` or ``Durability/noMetaSync``.
+    ///
+    /// The corresponding C function is `mdb_env_sync`.
+    ///
+    /// - Parameter force: Flush even when the environment was opened without sync (the default is `true`).
+    /// - Throws: `LMDBError` when the flush fails or the environment is closed.
+    public func sync(force: Bool = true) throws(LMDBError) {
+        lock.lockShared()
+        defer { lock.unlock() }
+        guard !closed.load(ordering: .acquiring) else { throw .environmentClosed }
+        try check(mdb_env_sync(env, force ? 1 : 0))
     }
 
     /// Opens a named database (or the unnamed main database), creating it if asked to.

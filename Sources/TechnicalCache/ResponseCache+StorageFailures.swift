@@ -20,8 +20,7 @@ public enum CacheStorageOperation: String, Sendable, Hashable, CaseIterable {
     case recencyFlush
     /// Removing an entry that failed authentication or decoding (the lookup is a miss either way).
     case damagedRemoval
-    /// Flushing commits to the disk (`fsync`) with ``CacheDurability/periodic(interval:)``, and on close; or
-    /// starting the writeback of the pages written between those flushes.
+    /// Flushing commits to the disk (`fsync`) with ``CacheDurability/periodic(interval:)``, and on close.
     case sync
     /// Clearing the reader slots of killed processes when the cache opens.
     case readerCleanup

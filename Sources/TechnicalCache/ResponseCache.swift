@@ -326,8 +326,7 @@ public final class ResponseCache: Sendable {
         return CacheError.storage.with(detail: "\(error)", underlying: error)
     }
 
-    /// Flushes the commits to the disk when the periodic interval is due (``CacheDurability/periodic(interval:)``);
-    /// between flushes, starts the writeback of the data file every ``writebackInterval``, off the caller's path.
+    /// Flushes the commits to the disk when the periodic interval is due (``CacheDurability/periodic(interval:)``).
     func syncIfDue(_ cache: OpenCache) {
         guard case .periodic(let interval) = configuration.durability else { return }
         let now = ContinuousClock.now
@@ -336,28 +335,7 @@ public final class ResponseCache: Sendable {
             last = now
             return true
         }
-        guard due else { return startWritebackIfDue(cache, now: now) }
+        guard due else { return }
         do { try cache.environment.sync() } catch { storageFailed(.sync, error) }
-    }
-
-    /// How often, between the flushes of ``CacheDurability/periodic(interval:)``, the pages written since are
-    /// sent to the disk in the background. Left to the kernel, a large cache filled quickly accumulates
-    /// gigabytes of dirty pages, and their writeback (once past the kernel's background threshold) holds pages
-    /// the writer is changing: stores of 30 ms at a million entries (`docs/notes/cache-scale.md`).
-    static let writebackInterval: Duration = .milliseconds(250)
-
-    /// Starts the data file's writeback (`LMDBEnvironment.startWriteback`) on a background thread when the last
-    /// one was started `writebackInterval` ago and has returned. It adds no durability and takes none away.
-    private func startWritebackIfDue(_ cache: OpenCache, now: ContinuousClock.Instant) {
-        let due = cache.lastWriteback.withLock { last -> Bool in
-            guard now - last >= Self.writebackInterval else { return false }
-            last = now
-            return true
-        }
-        guard due, cache.writebackRunning.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
-        DispatchQueue.global(qos: .utility).async { [weak self] in
-            defer { cache.writebackRunning.store(false, ordering: .releasing) }
-            do { try cache.environment.startWriteback() } catch { self?.storageFailed(.sync, error) }
-        }
     }
 }

@@ -105,10 +105,6 @@ final class OpenCache: Sendable {
     /// The byte total as of a transaction: (its ID, the total then).
     private let bytesSeen: LockedValue<(transaction: UInt64, bytes: Int)>
     let lastSync = LockedValue<ContinuousClock.Instant>(.now)
-    /// When the last writeback of the data file between flushes was started, and whether one is running
-    /// (see `ResponseCache.syncIfDue`).
-    let lastWriteback = LockedValue<ContinuousClock.Instant>(.now)
-    let writebackRunning = Atomic<Bool>(false)
     /// Entries read recently, held decoded (see `HotEntries`).
     let hot: HotEntries
     /// A random identity of this opening, so that an entry read from an earlier one is never taken for current.
