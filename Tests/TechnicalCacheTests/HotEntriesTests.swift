@@ -152,36 +152,6 @@ import Testing
         #expect(cache.hotUsage.count <= before)
     }
 
-    /// Over its budget the held set drops its least recently used entries, one at a time and no more than
-    /// needed (a use moves an entry to the front of a list: no sort, no cut below the budget).
-    @Test func theHeldSetDropsItsLeastRecentlyUsedEntriesFirst() throws {
-        let entry = CacheEntry(status: 200, headers: [:], payload: Data(count: 1000))
-        let cost = HotEntries.cost(of: entry, url: "u0")
-        let hot = HotEntries(budget: cost * 4 + cost / 2)
-        let tag = try #require([UInt8](repeating: 7, count: 16).withUnsafeBytes { CacheEntry.SealedTag(of: $0) })
-        func hold(_ index: Int) { hot.hold(entry, url: "u\(index)", key: [UInt8](repeating: UInt8(index), count: 32), generation: 0, tag: tag, at: 1) }
-        func held() -> [Int] { (0..<10).filter { hot.entry(for: "u\($0)", tag: tag) != nil } }
-        for index in 0..<4 { hold(index) }
-        #expect(held() == [0, 1, 2, 3])
-        _ = hot.held(for: "u0", generation: 0, transaction: 1)
-        _ = hot.held(for: "u2", generation: 0, transaction: 1)
-        hold(4)
-        #expect(held() == [0, 2, 3, 4], "u1 was the least recently used")
-        hold(5)
-        #expect(held() == [0, 2, 4, 5])
-        hold(2)  // held again: a use, not a second copy
-        hold(6)
-        #expect(held() == [2, 4, 5, 6])
-        #expect(hot.usage.count == 4 && hot.usage.bytes == 4 * cost)
-        hot.forget("u4")
-        hold(7)
-        #expect(held() == [2, 5, 6, 7])
-        hot.removeAll()
-        #expect(hot.usage.count == 0 && hot.usage.bytes == 0)
-        hold(8)
-        #expect(held() == [8])
-    }
-
     @Test func aZeroBudgetHoldsNothingAndANegativeOneIsRefused() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

@@ -18,7 +18,7 @@ import ODataCore
 /// handed to a caller), within `budget` bytes, and goes with the opening of the cache (close, reset).
 final class HotEntries: Sendable {
     /// What a held entry is, fixed while it is held. A reference, so that the map's bookkeeping (a lookup's
-    /// use, a check, an eviction) copies one pointer, not the entry's fields: at 100k entries copying
+    /// use, a check, the trim's sort) copies one pointer, not the entry's fields: at 100k entries copying
     /// `Held` as a value was a quarter of a lookup's samples (`docs/notes/cache-scale-lookups.md`).
     final class Held: Sendable {
         /// The entry as the lookup decoded it (before deferred refreshes, which are applied on top).
@@ -47,28 +47,15 @@ final class HotEntries: Sendable {
         /// when the slot was checked at an ID below the last own commit applied): only then can own commits
         /// vouch for it.
         var followed: Bool
-    }
-
-    /// A held entry in the recency list: a doubly linked list through `State.nodes` by index, most recently
-    /// used at `newest`, so that a use moves it and an eviction takes `oldest` in constant time (no sort).
-    private struct Node {
-        let url: String
-        var slot: Slot
-        var older: Int
-        var newer: Int
+        var lastUse: UInt64
     }
 
     private struct State {
-        /// The node of each held URL.
-        var index: [String: Int] = [:]
-        /// The nodes by index; `nil` where `free` lists the index for reuse.
-        var nodes: [Node?] = []
-        var free: [Int] = []
-        var newest = -1
-        var oldest = -1
+        var held: [String: Slot] = [:]
         /// The URL of each held entry's LMDB key: an own commit names keys.
         var urls: [TouchKey: String] = [:]
         var bytes = 0
+        var clock: UInt64 = 0
         /// The last own commit applied (`ownCommit`), and the ID from which every commit up to it is this
         /// process's own and applied here (`UInt64.max`: none yet).
         var trusted: UInt64 = 0
@@ -82,61 +69,10 @@ final class HotEntries: Sendable {
                 || (slot.followed && transaction == trusted && slot.checkedAt >= trustedSince)
         }
 
-        var count: Int { index.count }
-
         mutating func remove(_ url: String) {
-            guard let node = index.removeValue(forKey: url), let old = nodes[node] else { return }
-            unlink(node)
-            nodes[node] = nil
-            free.append(node)
-            bytes -= old.slot.held.bytes
-            urls[TouchKey(old.slot.held.key)] = nil
-        }
-
-        /// Holds `slot` for `url` as the most recently used.
-        mutating func insert(_ slot: Slot, url: String) {
-            if let node = index[url], let old = nodes[node] {
-                bytes -= old.slot.held.bytes
-                nodes[node]?.slot = slot
-                use(node)
-            } else {
-                let node = free.popLast() ?? nodes.count
-                let fresh = Node(url: url, slot: slot, older: -1, newer: -1)
-                if node == nodes.count { nodes.append(fresh) } else { nodes[node] = fresh }
-                index[url] = node
-                linkNewest(node)
-            }
-            bytes += slot.held.bytes
-            urls[TouchKey(slot.held.key)] = url
-        }
-
-        mutating func use(_ node: Int) {
-            guard newest != node else { return }
-            unlink(node)
-            linkNewest(node)
-        }
-
-        private mutating func unlink(_ node: Int) {
-            guard let links = nodes[node] else { return }
-            if links.older >= 0 { nodes[links.older]?.newer = links.newer } else { oldest = links.newer }
-            if links.newer >= 0 { nodes[links.newer]?.older = links.older } else { newest = links.older }
-        }
-
-        private mutating func linkNewest(_ node: Int) {
-            nodes[node]?.older = newest
-            nodes[node]?.newer = -1
-            if newest >= 0 { nodes[newest]?.newer = node } else { oldest = node }
-            newest = node
-        }
-
-        mutating func removeAll() {
-            index.removeAll()
-            nodes.removeAll()
-            free.removeAll()
-            urls.removeAll()
-            newest = -1
-            oldest = -1
-            bytes = 0
+            guard let old = held.removeValue(forKey: url) else { return }
+            bytes -= old.held.bytes
+            urls[TouchKey(old.held.key)] = nil
         }
     }
 
@@ -158,12 +94,15 @@ final class HotEntries: Sendable {
     func held(for url: String, generation: UInt64, transaction: UInt64) -> (held: Held, current: Bool)? {
         guard budget > 0 else { return nil }
         return state.withLock { state in
-            guard let node = state.index[url], let slot = state.nodes[node]?.slot else { return nil }
+            // One hash of the URL: the use is recorded in place, through the index found.
+            guard let index = state.held.index(forKey: url) else { return nil }
+            let slot = state.held.values[index]
             guard slot.held.generation == generation else {
                 state.remove(url)
                 return nil
             }
-            state.use(node)
+            state.clock &+= 1
+            state.held.values[index].lastUse = state.clock
             let current = state.isCurrent(slot, at: transaction)
             if !current { state.checks += 1 }
             return (slot.held, current)
@@ -175,7 +114,7 @@ final class HotEntries: Sendable {
     func entry(for url: String, tag: CacheEntry.SealedTag) -> CacheEntry? {
         guard budget > 0 else { return nil }
         return state.withLock { state in
-            guard let node = state.index[url], let slot = state.nodes[node]?.slot, slot.held.tag == tag else { return nil }
+            guard let slot = state.held[url], slot.held.tag == tag else { return nil }
             return slot.held.entry
         }
     }
@@ -183,9 +122,9 @@ final class HotEntries: Sendable {
     /// Records that the stored value for `url` still carried the held tag at `transaction`.
     func confirm(_ url: String, tag: CacheEntry.SealedTag, at transaction: UInt64) {
         state.withLock { state in
-            guard let node = state.index[url], state.nodes[node]?.slot.held.tag == tag else { return }
-            state.nodes[node]?.slot.checkedAt = transaction
-            state.nodes[node]?.slot.followed = transaction >= state.trusted
+            guard let index = state.held.index(forKey: url), state.held.values[index].held.tag == tag else { return }
+            state.held.values[index].checkedAt = transaction
+            state.held.values[index].followed = transaction >= state.trusted
         }
     }
 
@@ -196,7 +135,9 @@ final class HotEntries: Sendable {
     func ownCommit(_ commit: LMDBCommit) {
         state.withLock { state in
             if commit.unlisted {
-                state.removeAll()
+                state.held.removeAll()
+                state.urls.removeAll()
+                state.bytes = 0
             } else {
                 for key in commit.keys {
                     if let url = state.urls[TouchKey(key)] { state.remove(url) }
@@ -210,8 +151,7 @@ final class HotEntries: Sendable {
     }
 
     /// Holds `entry`, just opened from the disk with `tag` as of `transaction`, evicting the least recently
-    /// used entries while over budget (each in constant time). An entry larger than a quarter of the budget is
-    /// not held.
+    /// used entries when over budget. An entry larger than a quarter of the budget is not held.
     func hold(_ entry: CacheEntry, url: String, key: [UInt8], generation: UInt64, tag: CacheEntry.SealedTag, at transaction: UInt64) {
         let bytes = Self.cost(of: entry, url: url)
         guard budget > 0, bytes <= budget / 4 else { return forget(url) }
@@ -220,9 +160,19 @@ final class HotEntries: Sendable {
         bare.sealedTag = tag
         let held = Held(entry: bare, key: key, generation: generation, tag: tag, bytes: bytes)
         state.withLock { state in
-            state.insert(Slot(held: held, checkedAt: transaction, followed: transaction >= state.trusted), url: url)
-            while state.bytes > budget, state.oldest >= 0, let oldest = state.nodes[state.oldest] {
-                state.remove(oldest.url)
+            state.clock &+= 1
+            let slot = Slot(held: held, checkedAt: transaction, followed: transaction >= state.trusted, lastUse: state.clock)
+            if let old = state.held.updateValue(slot, forKey: url) {
+                state.bytes -= old.held.bytes
+            }
+            state.urls[TouchKey(key)] = url
+            state.bytes += bytes
+            guard state.bytes > budget else { return }
+            // Down to three quarters of the budget, least recently used first: one sort per many inserts.
+            var byUse = state.held.map { ($0.key, $0.value.lastUse) }
+            byUse.sort { $0.1 < $1.1 }
+            for (url, _) in byUse where state.bytes > budget * 3 / 4 {
+                state.remove(url)
             }
         }
     }
@@ -234,11 +184,15 @@ final class HotEntries: Sendable {
 
     /// Drops everything (rekey, reset); the run of own commits goes on.
     func removeAll() {
-        state.withLock { state in state.removeAll() }
+        state.withLock { state in
+            state.held.removeAll()
+            state.urls.removeAll()
+            state.bytes = 0
+        }
     }
 
     /// The number of entries and bytes held (for tests).
-    var usage: (count: Int, bytes: Int) { state.withLock { ($0.count, $0.bytes) } }
+    var usage: (count: Int, bytes: Int) { state.withLock { ($0.held.count, $0.bytes) } }
 
     /// The lookups that found an entry held but not known current, so read its stored tag (for tests).
     var checks: Int { state.withLock { $0.checks } }
