@@ -6,9 +6,14 @@ internal import CLMDB
 /// returns copies of the key and value, or `nil` when there is no such entry.
 public final class LMDBCursor {
     private var handle: OpaquePointer?
+    /// The transaction the cursor walks (it records the cursor's removals).
+    private unowned let transaction: LMDBTransaction
+    private let database: MDB_dbi
 
-    init(handle: OpaquePointer) {
+    init(handle: OpaquePointer, transaction: LMDBTransaction, database: MDB_dbi) {
         self.handle = handle
+        self.transaction = transaction
+        self.database = database
     }
 
     deinit {
@@ -79,6 +84,7 @@ public final class LMDBCursor {
     public func removeCurrent() throws(LMDBError) {
         guard let cursor = handle else { throw .transactionEnded }
         try check(mdb_cursor_del(cursor, 0))
+        transaction.noteUnlistedChange(in: database)
     }
 }
 

@@ -112,6 +112,8 @@ public final class LMDBEnvironment: Sendable {
     public var commitCount: UInt64 { commits.load(ordering: .acquiring) }
 
     private let ownLastTransaction = Atomic<UInt64>(0)
+    /// See ``observeCommits(in:_:)``.
+    let commitObserver = Mutex<CommitObserver?>(nil)
 
     /// The ID of the last transaction committed to the files by any process (`me_last_txnid` of
     /// `mdb_env_info`), 0 when the environment is closed.
@@ -127,11 +129,8 @@ public final class LMDBEnvironment: Sendable {
         return UInt64(info.me_last_txnid)
     }
 
-    /// The ID of the last write transaction this environment object committed (0 before its first).
-    ///
-    /// While ``lastTransactionID`` equals it, no other process has written since. (A transaction that
-    /// changed nothing writes nothing, and the next writer gets its ID: the two then differ until this
-    /// object commits again, which errs on the side of "someone else wrote".)
+    /// The ID of the last write transaction this environment object committed that changed something (0 before
+    /// its first): while ``lastTransactionID`` equals it, no other process has written since.
     public var lastOwnTransactionID: UInt64 { ownLastTransaction.load(ordering: .acquiring) }
 
     /// Clears the reader slots of processes that ended without closing the environment (killed, for
@@ -350,13 +349,17 @@ public final class LMDBEnvironment: Sendable {
             }
             try check(beginCode)
             guard let handle else { throw LMDBError.badTransaction }
-            let txn = LMDBTransaction(handle: handle, readOnly: false)
+            let observing = commitObserver.withLock { $0 }
+            let txn = LMDBTransaction(handle: handle, readOnly: false, observed: observing?.database)
             do {
                 let result = try body(txn)
                 let id = txn.id
                 try txn.commit()
                 commits.add(1, ordering: .releasing)
+                // A transaction that changed nothing took no ID (see `LMDBCommit`).
+                guard txn.changes.any else { return result }
                 ownLastTransaction.store(id, ordering: .releasing)
+                observing?.observer(LMDBCommit(transaction: id, keys: txn.changes.keys, unlisted: txn.changes.unlisted))
                 return result
             } catch LMDBError.mapFull where attempts < 64 {
                 txn.abort()

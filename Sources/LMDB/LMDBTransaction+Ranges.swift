@@ -73,7 +73,10 @@ extension LMDBTransaction {
             var removed = 0
             var code = Self.seek(cursor, prefix, &key, &value)
             while code == 0, Self.hasPrefix(key, prefix) {
+                // Copied before the removal (the cursor's key points into a page it may change), recorded after it.
+                let removedKey = database.handle == observed ? Array(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)) : []
                 try check(mdb_cursor_del(cursor, 0))
+                noteChange(in: database.handle, key: removedKey)
                 removed += 1
                 // After a removal the cursor stands on the entry that followed; `MDB_NEXT` returns it.
                 code = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)

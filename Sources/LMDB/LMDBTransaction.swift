@@ -16,10 +16,37 @@ public final class LMDBTransaction {
     private(set) var handle: OpaquePointer?
     /// Whether this is a read-only transaction.
     public let isReadOnly: Bool
+    /// The database whose changed keys this write transaction records for the environment's commit observer.
+    let observed: MDB_dbi?
+    /// What this write transaction changed so far (see ``LMDBCommit``).
+    var changes = Changes()
 
-    init(handle: OpaquePointer, readOnly: Bool) {
+    /// What a write transaction changed: whether anything (then its commit takes its ID for certain: LMDB
+    /// skips the commit of a transaction that changed nothing, and the next writer gets the ID), and the keys
+    /// set or removed in the observed database.
+    struct Changes {
+        var any = false
+        var keys: [[UInt8]] = []
+        var unlisted = false
+    }
+
+    init(handle: OpaquePointer, readOnly: Bool, observed: MDB_dbi? = nil) {
         self.handle = handle
         self.isReadOnly = readOnly
+        self.observed = observed
+    }
+
+    /// Records a successful put or removal of `key` in `database` (either always changes the transaction's pages).
+    func noteChange(in database: MDB_dbi, key: some ContiguousBytes) {
+        changes.any = true
+        guard database == observed else { return }
+        changes.keys.append(key.withUnsafeBytes { Array($0) })
+    }
+
+    /// Records a successful change of `database` not listed key by key (emptied, an entry removed through a cursor).
+    func noteUnlistedChange(in database: MDB_dbi) {
+        changes.any = true
+        if database == observed { changes.unlisted = true }
     }
 
     deinit {
@@ -146,6 +173,7 @@ public final class LMDBTransaction {
             withMDBVal(value) { dataVal in mdb_put(txn, database.handle, &keyVal, &dataVal, 0) }
         }
         try check(code)
+        noteChange(in: database.handle, key: key)
     }
 
     /// Reserves `count` bytes under `key` and lets `fill` write the value in place (no extra copy).
@@ -169,6 +197,7 @@ public final class LMDBTransaction {
         var data = MDB_val(mv_size: count, mv_data: nil)
         let code = withMDBVal(key) { keyVal in mdb_put(txn, database.handle, &keyVal, &data, UInt32(MDB_RESERVE)) }
         try check(code)
+        noteChange(in: database.handle, key: key)
         try fill(UnsafeMutableRawBufferPointer(start: data.mv_data, count: count))
     }
 
@@ -187,6 +216,7 @@ public final class LMDBTransaction {
         let code = withMDBVal(key) { mdb_del(txn, database.handle, &$0, nil) }
         if code == MDB_NOTFOUND { return false }
         try check(code)
+        noteChange(in: database.handle, key: key)
         return true
     }
 
@@ -210,6 +240,7 @@ public final class LMDBTransaction {
     public func removeAll(in database: LMDBDatabase) throws(LMDBError) {
         let txn = try active()
         try check(mdb_drop(txn, database.handle, 0))
+        noteUnlistedChange(in: database.handle)
     }
 
     /// Runs `body` with a cursor over `database`; the cursor closes when `body` returns.
@@ -226,7 +257,7 @@ public final class LMDBTransaction {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(txn, database.handle, &cursor))
         guard let cursor else { throw LMDBError.badTransaction }
-        let wrapper = LMDBCursor(handle: cursor)
+        let wrapper = LMDBCursor(handle: cursor, transaction: self, database: database.handle)
         defer { wrapper.close() }
         return try body(wrapper)
     }

@@ -74,7 +74,8 @@ extension ResponseCache {
     }
 
     /// The entry held in memory for `url` (see `HotEntries`) when the disk still stores it: without a read
-    /// when nothing was committed since it was last checked, else after comparing the stored value's tag.
+    /// when every commit since it was last checked is this process's own and left it alone, else after
+    /// comparing the stored value's tag.
     private func heldEntry(for url: String, crypto: CacheCrypto, cache: OpenCache) -> (entry: CacheEntry, key: [UInt8], transaction: UInt64)? {
         let transaction = cache.environment.lastTransactionID
         guard let (held, current) = cache.hot.held(for: url, generation: crypto.generation, transaction: transaction) else { return nil }
@@ -163,6 +164,8 @@ extension ResponseCache {
 
     /// The number of entries and bytes held decoded in memory (for tests).
     var hotUsage: (count: Int, bytes: Int) { state.withLock { $0 }?.hot.usage ?? (0, 0) }
+    /// The lookups that found an entry held in memory but not known current, so read its stored tag (for tests).
+    var heldChecks: Int { state.withLock { $0 }?.hot.checks ?? 0 }
 
     /// The 304 refreshes held in memory, not yet written (for tests).
     var pendingRefreshCount: Int { state.withLock { $0 }?.refreshes.withLock { $0.count } ?? 0 }

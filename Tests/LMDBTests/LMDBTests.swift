@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import LMDB
 
@@ -220,6 +221,51 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(throws: LMDBError.environmentClosed) { try env.read { txn throws in try txn.value(forKey: bytes("k"), in: db) } }
         #expect(throws: LMDBError.environmentClosed) { try env.write { _ in } }
         #expect(throws: LMDBError.environmentClosed) { try env.sync() }
+    }
+
+    /// The commit observer sees each commit of this object that changed something, with the observed database's
+    /// keys; a transaction that changed nothing took no ID and is not reported, nor is one that aborted.
+    @Test func theCommitObserverSeesEachChangingCommitWithItsKeys() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let env = try LMDBEnvironment(path: dir.path, options: .init(maxDatabases: 2))
+        let watched = try #require(try env.openDatabase(named: "watched"))
+        let other = try #require(try env.openDatabase(named: "other"))
+        let seen = Mutex<[LMDBCommit]>([])
+        env.observeCommits(in: watched) { commit in seen.withLock { $0.append(commit) } }
+        try env.write { txn throws in
+            try txn.setValue(bytes("1"), forKey: bytes("a"), in: watched)
+            try txn.setValue(bytes("1"), forKey: bytes("x"), in: other)
+            try txn.setValue(count: 1, forKey: bytes("b"), in: watched) { $0[0] = 1 }
+        }
+        #expect(env.lastOwnTransactionID == env.lastTransactionID)
+        let own = env.lastOwnTransactionID
+        try env.write { txn throws in
+            _ = try txn.value(forKey: bytes("a"), in: watched)
+            #expect(try txn.removeValue(forKey: bytes("absent"), in: watched) == false)
+        }
+        #expect(env.lastOwnTransactionID == own && env.lastTransactionID == own, "nothing changed: no ID taken")
+        #expect(throws: LMDBError.notFound) {
+            try env.write { txn throws in
+                try txn.setValue(bytes("2"), forKey: bytes("a"), in: watched)
+                throw LMDBError.notFound
+            }
+        }
+        try env.write { txn throws in
+            try txn.setValue(bytes("1"), forKey: bytes("y"), in: other)
+            #expect(try txn.removeValue(forKey: bytes("a"), in: watched))
+        }
+        try env.write { txn throws in
+            try txn.withCursor(in: watched) { cursor in
+                _ = try cursor.first()
+                try cursor.removeCurrent()
+            }
+        }
+        let commits = seen.withLock { $0 }
+        #expect(commits.map(\.keys) == [[bytes("a"), bytes("b")], [bytes("a")], []])
+        #expect(commits.map(\.unlisted) == [false, false, true])
+        #expect(commits.map(\.transaction) == [own, own + 1, own + 2])
+        #expect(env.lastTransactionID == own + 2)
     }
 
     @Test func filesAreOwnerOnly() throws {

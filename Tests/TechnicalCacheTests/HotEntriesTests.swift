@@ -50,6 +50,34 @@ import Testing
         #expect(try cache.entry(for: "u")?.payload == Data("v3".utf8))
     }
 
+    /// A held entry stays current across this process's own commits that left it alone (no read of the disk);
+    /// one of its own commits that replaced, removed or evicted it drops it.
+    @Test func ownCommitsThatLeaveAHeldEntryAloneNeedNoReadOfTheDisk() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: 64 << 10))
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        try await cache.store(makeEntry(payload: "u1"), for: "u")
+        #expect(try cache.entry(for: "u")?.payload == Data("u1".utf8))
+        for index in 0..<5 { try await cache.store(makeEntry(payload: "other \(index)"), for: "o\(index)") }
+        let checks = cache.heldChecks
+        #expect(try cache.entry(for: "u")?.payload == Data("u1".utf8))
+        #expect(cache.heldChecks == checks, "answered from memory without reading the stored tag")
+        #expect(cache.hotUsage.count == 1)
+        try await cache.store(makeEntry(payload: "u2"), for: "u")
+        #expect(cache.hotUsage.count == 0, "replaced: dropped at the commit")
+        #expect(try cache.entry(for: "u")?.payload == Data("u2".utf8))
+        #expect(cache.hotUsage.count == 1)
+        // Evicted by this process's writes (least recently used first).
+        for index in 0..<40 {
+            try await cache.store(CacheEntry(status: 200, headers: [:], payload: patternPayload(index: index, count: 4 << 10)), for: "e\(index)")
+        }
+        #expect(try cache.containsEntry(for: "u") == false)
+        #expect(try cache.entry(for: "u") == nil)
+        #expect(cache.statistics.evictions > 0)
+    }
+
     @Test func aHeldEntryCarriesItsPendingRefreshAndItsWrittenOne() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

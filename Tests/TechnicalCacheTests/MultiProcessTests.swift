@@ -283,6 +283,42 @@ import Glibc
         _ = try checkBookkeeping(dir.cachePath)
     }
 
+    /// A held entry is answered from memory only while every commit since it was checked is this process's own
+    /// and left it alone: another process's replacement, removal or eviction of it is seen by the next lookup,
+    /// also when this process committed after the other one (its last commit is then its own, but not every one).
+    @Test(arguments: ["replacement", "removal", "eviction"])
+    func aHeldEntryFollowsAnotherProcessAcrossOwnCommits(change: String) async throws {
+        guard childRole == nil else { return }
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: Shared.configuration())
+        try cache.open(encryption: .key(Shared.key))
+        defer { cache.close() }
+        let child = try scripted(dir)
+        try #require(child.send("open") == "ok", "\(child.stderrText)")
+        func seen() throws -> String? { try cache.entry(for: "u").flatMap { Shared.check($0, url: "u") }.map { "\($0.worker) \($0.sequence)" } }
+        try await cache.store(Shared.entry(url: "u", worker: 0, sequence: 1, size: 300), for: "u")
+        #expect(try seen() == "0 1")
+        try await cache.store(Shared.entry(url: "v", worker: 0, sequence: 2, size: 300), for: "v")
+        let checks = cache.heldChecks
+        #expect(try seen() == "0 1")
+        #expect(cache.heldChecks == checks, "an own commit that left u alone needs no read of the disk")
+
+        switch change {
+        case "replacement": #expect(child.send("store u 1 1 200") == "stored")
+        case "removal": #expect(child.send("remove u") == "removed")
+        default:
+            for index in 0..<4 { #expect(child.send("store big\(index) 1 \(index) 30000") == "stored") }
+            #expect(child.send("lookup u") == "miss", "evicted by the other process")
+        }
+        try await cache.store(Shared.entry(url: "w", worker: 0, sequence: 3, size: 300), for: "w")
+        #expect(try seen() == (change == "replacement" ? "1 1" : nil))
+        #expect(cache.heldChecks == checks + 1, "read again: another process committed since u was checked")
+        cache.close()
+        #expect(child.send("close") == "closed")
+        _ = try checkBookkeeping(dir.cachePath)
+    }
+
     /// A 304 for an entry that another process replaced since this one read it is not held at all: the
     /// check that skips a read when nothing was committed looks at every process's commits.
     @Test func aRefreshOfAnEntryAnotherProcessReplacedIsDroppedAtOnce() async throws {

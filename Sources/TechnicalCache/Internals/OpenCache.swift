@@ -129,6 +129,8 @@ final class OpenCache: Sendable {
         self.crypto = LockedValue(crypto)
         self.nextTick = Atomic(nextTick)
         self.bytesSeen = LockedValue((0, currentBytes))
+        // Every value change is a put or a removal of its key in `entries` (a chunked value's head included).
+        environment.observeCommits(in: entries) { [hot] commit in hot.ownCommit(commit) }
     }
 
     static let bytesKey = Array("bytes".utf8)
