@@ -108,9 +108,16 @@ public enum CachePolicy {
             let seconds = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
             if now.timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
         }
+        // The stored lines renamed: their values were checked when they were stored and are not scanned again.
         var conditional = HTTPFields()
-        if let etag = stored.etag { conditional.append(HTTPField(name: .ifNoneMatch, value: etag)) }
-        if let lastModified = stored.lastModified { conditional.append(HTTPField(name: .ifModifiedSince, value: lastModified)) }
+        if var etag = stored.headers.first(where: { CacheEntry.sameName($0.name, .eTag) }) {
+            etag.name = .ifNoneMatch
+            conditional.append(etag)
+        }
+        if var lastModified = stored.headers.first(where: { CacheEntry.sameName($0.name, .lastModified) }) {
+            lastModified.name = .ifModifiedSince
+            conditional.append(lastModified)
+        }
         return conditional.isEmpty ? .fetch : .revalidate(conditionalHeaders: conditional)
     }
 

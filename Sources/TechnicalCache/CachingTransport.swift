@@ -194,10 +194,9 @@ public final class CachingTransport: HTTPTransport {
         case .unsatisfiable:
             return .unsatisfiable
         case .revalidate(let conditional):
-            for field in conditional {
-                request.headerFields[field.name] = field.value
-                conditionalNames.append(field.name)
-            }
+            // `decision` revalidates only a request without validators of its own: appended, they replace nothing.
+            request.headerFields.append(contentsOf: conditional)
+            conditionalNames = conditional.map(\.name)
         case .fetch:
             break
         }
