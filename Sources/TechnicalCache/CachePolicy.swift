@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import ODataCore
 
 /// How a store uses its technical cache.
 public enum CacheMode: Sendable, Hashable {
@@ -109,15 +110,17 @@ public enum CachePolicy {
             if now.timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
         }
         // The stored lines renamed: their values were checked when they were stored and are not scanned again.
-        var conditional = HTTPFields()
+        var validators: [HTTPField] = []
         if var etag = stored.headers.first(where: { CacheEntry.sameName($0.name, .eTag) }) {
             etag.name = .ifNoneMatch
-            conditional.append(etag)
+            validators.append(etag)
         }
         if var lastModified = stored.headers.first(where: { CacheEntry.sameName($0.name, .lastModified) }) {
             lastModified.name = .ifModifiedSince
-            conditional.append(lastModified)
+            validators.append(lastModified)
         }
+        var conditional = HTTPFields()
+        conditional.appendAll(validators)
         return conditional.isEmpty ? .fetch : .revalidate(conditionalHeaders: conditional)
     }
 
@@ -165,7 +168,7 @@ public enum CachePolicy {
     ///   - stored: The stored entry.
     /// - Returns: `false` when the 304 is about another representation: its body is not the answer.
     public static func notModified(_ headers: HTTPFields, confirms stored: CacheEntry) -> Bool {
-        func value(_ name: HTTPField.Name) -> String? { headers.first { $0.name == name }?.value }
+        func value(_ name: HTTPField.Name) -> String? { headers.first { CacheEntry.sameName($0.name, name) }?.value }
         if let etag = value(.eTag) {
             guard let storedTag = stored.etag else { return false }
             return opaqueTag(etag) == opaqueTag(storedTag)

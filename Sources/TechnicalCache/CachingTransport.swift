@@ -195,7 +195,7 @@ public final class CachingTransport: HTTPTransport {
             return .unsatisfiable
         case .revalidate(let conditional):
             // `decision` revalidates only a request without validators of its own: appended, they replace nothing.
-            request.headerFields.append(contentsOf: conditional)
+            request.headerFields.appendAll(conditional)
             conditionalNames = conditional.map(\.name)
         case .fetch:
             break
