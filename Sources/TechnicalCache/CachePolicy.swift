@@ -169,12 +169,13 @@ public enum CachePolicy {
     /// - Returns: `false` when the 304 is about another representation: its body is not the answer.
     public static func notModified(_ headers: HTTPFields, confirms stored: CacheEntry) -> Bool {
         func value(_ name: HTTPField.Name) -> String? { headers.first { CacheEntry.sameName($0.name, name) }?.value }
+        // The same text is the same validator (the usual 304, which echoes the stored one): nothing to trim.
         if let etag = value(.eTag) {
             guard let storedTag = stored.etag else { return false }
-            return opaqueTag(etag) == opaqueTag(storedTag)
+            return etag == storedTag || opaqueTag(etag) == opaqueTag(storedTag)
         }
         if let lastModified = value(.lastModified), let storedDate = stored.lastModified {
-            return trimmed(lastModified) == trimmed(storedDate)
+            return lastModified == storedDate || trimmed(lastModified) == trimmed(storedDate)
         }
         return true
     }
