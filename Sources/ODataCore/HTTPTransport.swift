@@ -181,14 +181,3 @@ public protocol HTTPTransport: Sendable {
     ///   task is cancelled. HTTP error statuses are responses, not errors.
     func send(_ request: TransportRequest) async throws -> TransportResponse
 }
-
-extension HTTPFields {
-    /// Appends `fields` in one call. swift-http-types' `append(_:)` is `RangeReplaceableCollection`'s default: an
-    /// unspecialized `insert(_:at:)` and `replaceSubrange` per field (~850 instructions each under callgrind); this is
-    /// one `replaceSubrange` for all of them.
-    /// - Parameter fields: the fields, in order.
-    @inlinable
-    package mutating func appendAll(_ fields: some Collection<HTTPField>) {
-        replaceSubrange(endIndex..<endIndex, with: fields)
-    }
-}

@@ -1,6 +1,5 @@
 import Foundation
 import HTTPTypes
-import ODataCore
 
 /// How a store uses its technical cache.
 public enum CacheMode: Sendable, Hashable {
@@ -110,17 +109,15 @@ public enum CachePolicy {
             if now.timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
         }
         // The stored lines renamed: their values were checked when they were stored and are not scanned again.
-        var validators: [HTTPField] = []
+        var conditional = HTTPFields()
         if var etag = stored.headers.first(where: { CacheEntry.sameName($0.name, .eTag) }) {
             etag.name = .ifNoneMatch
-            validators.append(etag)
+            conditional.append(etag)
         }
         if var lastModified = stored.headers.first(where: { CacheEntry.sameName($0.name, .lastModified) }) {
             lastModified.name = .ifModifiedSince
-            validators.append(lastModified)
+            conditional.append(lastModified)
         }
-        var conditional = HTTPFields()
-        conditional.appendAll(validators)
         return conditional.isEmpty ? .fetch : .revalidate(conditionalHeaders: conditional)
     }
 

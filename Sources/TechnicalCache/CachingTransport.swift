@@ -194,9 +194,12 @@ public final class CachingTransport: HTTPTransport {
         case .unsatisfiable:
             return .unsatisfiable
         case .revalidate(let conditional):
-            // `decision` revalidates only a request without validators of its own: appended, they replace nothing.
-            request.headerFields.appendAll(conditional)
-            conditionalNames = conditional.map(\.name)
+            // `decision` revalidates only a request without validators of its own: appended, they replace nothing (and
+            // the values, the stored lines', are not checked again as a subscript's assignment would).
+            for field in conditional {
+                request.headerFields.append(field)
+                conditionalNames.append(field.name)
+            }
         case .fetch:
             break
         }
