@@ -94,6 +94,7 @@ def main():
               "store, uncached GET, telemetry disabled": "CurlTransport alone, GET 200",
               "store, passive read": "TechnicalCache lookup",
               "store, passive read, telemetry disabled": "TechnicalCache lookup",
+              "store, passive read through execute(_:), result()": "store, passive read",
               "store, active read (cache + 304), periodic sync": "CurlTransport alone, conditional GET → 304"}
     for readers in (64, 256):
         floors[f"{readers} concurrent active reads (cache + 304)"] = f"{readers} concurrent uncached GETs"
@@ -117,6 +118,9 @@ def main():
             print(f"- {size}: store uncached GET ÷ bare CurlTransport GET = {store / bare:.3f}× (target ≤ 1.10×)")
         if store and quiet:
             print(f"- {size}: default telemetry (no-op backends) ÷ disabled, uncached GET = {(store / quiet - 1) * 100:+.2f} % (target ≤ 2 %)")
+        executed = per_call(size, "store, passive read through execute(_:), result()")
+        if executed and passive:
+            print(f"- {size}: execute + result() ÷ the direct passive read = {executed / passive:.3f}× (target ≤ 2×)")
         if passive and quiet_passive:
             print(f"- {size}: default telemetry ÷ disabled, passive read = {(passive / quiet_passive - 1) * 100:+.2f} % (target ≤ 2 %)")
         active = per_call(size, "store, active read (cache + 304), periodic sync")

@@ -68,12 +68,42 @@ public final class RequestExecution: Sendable {
         var finalResponse: ODataResponse?
         var finalError: (any Error)?
         var waiters: [CheckedContinuation<ODataResponse?, any Error>] = []
-        var cancellation: (@Sendable () -> Void)?
+        /// The task doing the work, until the end (``attach(_:)``).
+        var task: Task<Void, Never>?
         var isCancelled = false
+        /// The store asked the work to stop (``stop()``) before a task was attached.
+        var isStopped = false
         /// The event stream, made when ``events`` is first asked for; until then the events are kept in
-        /// `history` (at most five), so that a caller who only awaits ``result()`` pays for no stream.
+        /// `history`, so that a caller who only awaits ``result()`` pays for no stream.
         var stream: RequestEvents?
-        var history: [RequestEvent] = []
+        var history = History()
+    }
+
+    /// The events reported before ``events`` was asked for, the first five inline (a store reports at most one of
+    /// each kind): an execution whose events nobody reads allocates nothing for them.
+    private struct History {
+        private var first: (RequestEvent?, RequestEvent?, RequestEvent?, RequestEvent?, RequestEvent?)
+        private var more: [RequestEvent] = []
+        private var count = 0
+
+        init() { first = (nil, nil, nil, nil, nil) }
+
+        mutating func append(_ event: RequestEvent) {
+            switch count {
+            case 0: first.0 = event
+            case 1: first.1 = event
+            case 2: first.2 = event
+            case 3: first.3 = event
+            case 4: first.4 = event
+            default: more.append(event)
+            }
+            count += 1
+        }
+
+        /// The events in order.
+        var events: [RequestEvent] {
+            [first.0, first.1, first.2, first.3, first.4].prefix(count).compactMap { $0 } + more
+        }
     }
 
     /// The request being executed.
@@ -96,8 +126,8 @@ public final class RequestExecution: Sendable {
     public var events: RequestEvents {
         state.withLock { state in
             if let stream = state.stream { return stream }
-            let stream = RequestEvents(buffer: RequestEvents.Buffer(events: state.history, finished: state.isFinished))
-            state.history = []
+            let stream = RequestEvents(buffer: RequestEvents.Buffer(events: state.history.events, finished: state.isFinished))
+            state.history = History()
             state.stream = stream
             return stream
         }
@@ -113,8 +143,12 @@ public final class RequestExecution: Sendable {
     /// Events after `finished` are ignored.
     /// - Parameter event: the event.
     package func report(_ event: RequestEvent) {
-        let (proceed, stream): (Bool, RequestEvents?) = state.withLock { state in
-            guard !state.isFinished else { return (false, nil) }
+        typealias Waiter = CheckedContinuation<ODataResponse?, any Error>
+        // The end takes out the waiters and their outcome in the same critical section as the status.
+        let (proceed, stream, waiters, outcome): (Bool, RequestEvents?, [Waiter], Result<ODataResponse?, any Error>?) = state.withLock { state in
+            guard !state.isFinished else { return (false, nil, [], nil) }
+            var waiters: [Waiter] = []
+            var outcome: Result<ODataResponse?, any Error>?
             switch event {
             case .started: state.status = .initialized
             case .cacheResponse, .serverResponse: state.status = .inProgress
@@ -125,12 +159,14 @@ public final class RequestExecution: Sendable {
                 if state.status != .failed { state.status = .completed }
                 state.isFinished = true
                 state.finalResponse = response
+                state.task = nil
+                if !state.waiters.isEmpty {
+                    swap(&waiters, &state.waiters)
+                    outcome = state.finalError.map { .failure($0) } ?? .success(response)
+                }
             }
-            if state.stream == nil {
-                if state.history.isEmpty { state.history.reserveCapacity(5) }
-                state.history.append(event)
-            }
-            return (true, state.stream)
+            if state.stream == nil { state.history.append(event) }
+            return (true, state.stream, waiters, outcome)
         }
         guard proceed else { return }
         switch event {
@@ -141,38 +177,45 @@ public final class RequestExecution: Sendable {
         case .finished(let response): listener?.requestFinished(self, response: response)
         }
         stream?.buffer.yield(event)
-        if case .finished = event {
-            stream?.buffer.finish()
-            let (waiters, error, response) = state.withLock { state in
-                defer { state.waiters = [] }
-                return (state.waiters, state.finalError, state.finalResponse)
-            }
-            for waiter in waiters {
-                if let error { waiter.resume(throwing: error) } else { waiter.resume(returning: response) }
-            }
+        guard case .finished = event else { return }
+        stream?.buffer.finish()
+        if let outcome {
+            for waiter in waiters { waiter.resume(with: outcome) }
         }
     }
 
-    /// Registers what ``cancel()`` does; stores call this before the work starts.
-    /// - Parameter handler: cancels the underlying work; called at most once.
-    package func setCancellationHandler(_ handler: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            if state.isCancelled { return true }
-            state.cancellation = handler
+    /// Hands the execution the task doing its work, so that ``cancel()`` and ``stop()`` reach it; stores call this
+    /// once, after starting the task. A task attached after either was asked for is cancelled at once.
+    /// - Parameter task: the task.
+    package func attach(_ task: Task<Void, Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            if state.isCancelled || state.isStopped { return true }
+            if !state.isFinished { state.task = task }
             return false
         }
-        if runNow { handler() }
+        if cancelNow { task.cancel() }
+    }
+
+    /// Stops the work without marking the execution cancelled (``isCancelled`` stays `false`): for a store that
+    /// closes, whose running executions then end with its own failure. Nothing happens after the end.
+    package func stop() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            guard !state.isFinished else { return nil }
+            state.isStopped = true
+            return state.task
+        }
+        task?.cancel()
     }
 
     /// Asks the store to stop the execution; it then ends with a failure (`CancellationError`).
     public func cancel() {
-        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+        let task = state.withLock { state -> Task<Void, Never>? in
             guard !state.isCancelled, !state.isFinished else { return nil }
             state.isCancelled = true
-            defer { state.cancellation = nil }
-            return state.cancellation
+            defer { state.task = nil }
+            return state.task
         }
-        handler?()
+        task?.cancel()
     }
 
     /// Waits for the end of the execution.

@@ -63,7 +63,8 @@ public final class OnlineODataStore: Sendable {
     private struct State {
         var isOpen = false
         var mode: StoreMode = .active
-        var running: [UInt64: @Sendable () -> Void] = [:]
+        /// The executions running in tasks of their own (``start(_:_:)``), until their task ends.
+        var running: [UInt64: RequestExecution] = [:]
         var nextExecution: UInt64 = 0
     }
 
@@ -150,12 +151,12 @@ public final class OnlineODataStore: Sendable {
 
     /// Closes the store: running requests end with a failure, the cache is closed.
     public func close() {
-        let cancels = state.withLock { state -> [@Sendable () -> Void] in
+        let running = state.withLock { state -> [RequestExecution] in
             state.isOpen = false
             defer { state.running = [:] }
             return Array(state.running.values)
         }
-        for cancel in cancels { cancel() }
+        for execution in running { execution.stop() }
         cache?.close()
         session.endSession()
     }
@@ -201,7 +202,9 @@ public final class OnlineODataStore: Sendable {
     @discardableResult
     public func execute(_ request: ODataRequest, listener: (any ODataRequestListener)? = nil) -> RequestExecution {
         let execution = RequestExecution(request: request, listener: listener)
-        start(execution) { store in _ = await store.run(single: request, reportingTo: execution, yieldsBeforeNetwork: true) }
+        // What ends before any suspension (a passive read, a request the plan refuses) needs no task.
+        guard case .network(let sent, let plan) = begin(single: request, reportingTo: execution) else { return execution }
+        start(execution) { store in _ = await store.finish(sent, plan: plan, reportingTo: execution, yieldsBeforeNetwork: true) }
         return execution
     }
 
@@ -250,22 +253,18 @@ public final class OnlineODataStore: Sendable {
     }
 
     /// Runs `body` in a task that starts at once on the calling thread (`Task.immediate`): the work up to
-    /// the first suspension — the whole of a passive read, the cache answer of an active one — costs no
-    /// thread hop.
+    /// the first suspension — the cache answer of an active read — costs no thread hop.
     func start(_ execution: RequestExecution, _ body: @escaping @Sendable (OnlineODataStore) async -> Void) {
-        let task = LockedValue<Task<Void, Never>?>(nil)
-        let cancel: @Sendable () -> Void = { task.withLock { $0 }?.cancel() }
         let id = state.withLock { state -> UInt64 in
             state.nextExecution &+= 1
-            state.running[state.nextExecution] = cancel
+            state.running[state.nextExecution] = execution
             return state.nextExecution
         }
         let started = Task.immediate { [self] in
             await body(self)
             _ = state.withLock { $0.running.removeValue(forKey: id) }
         }
-        task.withLock { $0 = started }
-        execution.setCancellationHandler(cancel)
+        execution.attach(started)
     }
 
     func plan(for kind: RequestKind) -> CallbackPlan {
@@ -291,42 +290,70 @@ public final class OnlineODataStore: Sendable {
         return .success(response)
     }
 
+    /// What is left of a request after ``begin(single:reportingTo:)``.
+    enum Start {
+        /// It ended (a passive read, a refused plan, a URL that cannot be built): the outcome, reported.
+        case finished(Result<ODataResponse?, any Error>)
+        /// It goes on to the cache's active read or the network: the request to send, and its plan.
+        case network(TransportRequest, CallbackPlan)
+    }
+
     /// Runs one request: reports its events to `execution` — `nil` for a ``response(for:listener:)`` call without a
     /// listener, whose events nobody can see — and returns its outcome, the one ``RequestExecution/result()`` gives.
-    ///
-    /// - Parameter yieldsBeforeNetwork: Started by ``execute(_:listener:)`` (at once, on the caller's thread):
-    ///   hand the thread back before the network, so that `execute` returns with the cache's answer already
-    ///   delivered and the round trip runs concurrently.
-    private func run(single request: ODataRequest, reportingTo execution: RequestExecution?,
-                     yieldsBeforeNetwork: Bool = false) async -> Result<ODataResponse?, any Error> {
+    private func run(single request: ODataRequest, reportingTo execution: RequestExecution?) async -> Result<ODataResponse?, any Error> {
+        switch begin(single: request, reportingTo: execution) {
+        case .finished(let outcome): return outcome
+        case .network(let sent, let plan): return await finish(sent, plan: plan, reportingTo: execution)
+        }
+    }
+
+    /// The part of a request that never suspends: `started`, the plan, the URL and header fields, and a passive
+    /// read whole (the lookup is all it does). ``execute(_:listener:)`` starts a task only for what is left.
+    private func begin(single request: ODataRequest, reportingTo execution: RequestExecution?) -> Start {
         execution?.report(.started)
         counters.withLock { $0.requests += 1 }
         let plan = plan(for: request.isCacheable ? .cachedRead : .other)
-        if case .failure(let reason) = plan { return fail(execution, ODataError(.invalidState, reason)) }
+        if case .failure(let reason) = plan { return .finished(fail(execution, ODataError(.invalidState, reason))) }
         let url: String
         do { url = try root + request.relativeURL() } catch {
             // An active read reports its cache answer before any failure (SPEC); a request that
             // cannot become a URL has none.
             if plan.readsCache && plan != .cacheOnly { execution?.report(.cacheResponse(nil)) }
-            return fail(execution, error)
+            return .finished(fail(execution, error))
         }
         var headers = options.defaultHeaderFields
         for field in request.headerFields { headers[fields: field.name] = request.headerFields[fields: field.name] }
         let sent = TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body)
+        if plan == .cacheOnly, let caching {
+            // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
+            let cacheResponse = caching.lookup(url).map { Self.response(from: $0, revalidated: false) }
+            execution?.report(.cacheResponse(cacheResponse))
+            execution?.report(.finished(cacheResponse))
+            return .finished(.success(cacheResponse))
+        }
+        return .network(sent, plan)
+    }
+
+    /// The rest of a request after ``begin(single:reportingTo:)``: an active read through the cache, or the network.
+    ///
+    /// - Parameter yieldsBeforeNetwork: Started by ``execute(_:listener:)`` (at once, on the caller's thread):
+    ///   hand the thread back before the network, so that `execute` returns with the cache's answer already
+    ///   delivered and the round trip runs concurrently.
+    private func finish(_ sent: TransportRequest, plan: CallbackPlan, reportingTo execution: RequestExecution?,
+                        yieldsBeforeNetwork: Bool = false) async -> Result<ODataResponse?, any Error> {
         let response: ODataResponse
         do {
             if plan.readsCache, let caching {
-                var cacheResponse: ODataResponse?
-                let outcome = try await caching.intercept(sent, mode: plan == .cacheOnly ? .passive : .active, cacheAnswer: { cached in
-                    // The cache's answer as an event: built only when someone can see it, or when it is the result.
-                    cacheResponse = execution != nil || plan == .cacheOnly ? cached.map { Self.response(from: $0, revalidated: false) } : nil
-                    execution?.report(.cacheResponse(cacheResponse))
+                let outcome = try await caching.intercept(sent, mode: .active, cacheAnswer: { cached in
+                    // The cache's answer as an event: built only when someone can see it.
+                    if let execution { execution.report(.cacheResponse(cached.map { Self.response(from: $0, revalidated: false) })) }
                 }, beforeNetwork: {
                     if yieldsBeforeNetwork { await Task.yield() }
                 })
                 switch outcome {
-                case .cacheOnly:
-                    // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
+                case .cacheOnly(let cached):
+                    // Not asked for (passive reads end in `begin`); as passive mode would answer.
+                    let cacheResponse = cached.map { Self.response(from: $0, revalidated: false) }
                     execution?.report(.finished(cacheResponse))
                     return .success(cacheResponse)
                 case .fresh(let entry):

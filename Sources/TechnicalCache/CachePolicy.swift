@@ -108,9 +108,16 @@ public enum CachePolicy {
             let seconds = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
             if now.timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
         }
+        // The stored lines renamed: their values were checked when they were stored and are not scanned again.
         var conditional = HTTPFields()
-        if let etag = stored.etag { conditional.append(HTTPField(name: .ifNoneMatch, value: etag)) }
-        if let lastModified = stored.lastModified { conditional.append(HTTPField(name: .ifModifiedSince, value: lastModified)) }
+        if var etag = stored.headers.first(where: { CacheEntry.sameName($0.name, .eTag) }) {
+            etag.name = .ifNoneMatch
+            conditional.append(etag)
+        }
+        if var lastModified = stored.headers.first(where: { CacheEntry.sameName($0.name, .lastModified) }) {
+            lastModified.name = .ifModifiedSince
+            conditional.append(lastModified)
+        }
         return conditional.isEmpty ? .fetch : .revalidate(conditionalHeaders: conditional)
     }
 
@@ -158,13 +165,14 @@ public enum CachePolicy {
     ///   - stored: The stored entry.
     /// - Returns: `false` when the 304 is about another representation: its body is not the answer.
     public static func notModified(_ headers: HTTPFields, confirms stored: CacheEntry) -> Bool {
-        func value(_ name: HTTPField.Name) -> String? { headers.first { $0.name == name }?.value }
+        func value(_ name: HTTPField.Name) -> String? { headers.first { CacheEntry.sameName($0.name, name) }?.value }
+        // The same text is the same validator (the usual 304, which echoes the stored one): nothing to trim.
         if let etag = value(.eTag) {
             guard let storedTag = stored.etag else { return false }
-            return opaqueTag(etag) == opaqueTag(storedTag)
+            return etag == storedTag || opaqueTag(etag) == opaqueTag(storedTag)
         }
         if let lastModified = value(.lastModified), let storedDate = stored.lastModified {
-            return trimmed(lastModified) == trimmed(storedDate)
+            return lastModified == storedDate || trimmed(lastModified) == trimmed(storedDate)
         }
         return true
     }

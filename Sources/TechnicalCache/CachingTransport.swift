@@ -194,8 +194,10 @@ public final class CachingTransport: HTTPTransport {
         case .unsatisfiable:
             return .unsatisfiable
         case .revalidate(let conditional):
+            // `decision` revalidates only a request without validators of its own: appended, they replace nothing (and
+            // the values, the stored lines', are not checked again as a subscript's assignment would).
             for field in conditional {
-                request.headerFields[field.name] = field.value
+                request.headerFields.append(field)
                 conditionalNames.append(field.name)
             }
         case .fetch:

@@ -65,14 +65,58 @@ final class RecordingListener: ODataRequestListener {
         await #expect(throws: ODataError.self) { try await waiter.value }
     }
 
-    @Test func cancelRunsTheHandlerOnceEvenWhenSetLate() {
-        let calls = LockedValue(0)
+    /// A task that sleeps until it is cancelled.
+    private func sleeper() -> Task<Void, Never> {
+        Task {
+            do { try await Task.sleep(for: .seconds(600)) } catch {}
+        }
+    }
+
+    @Test func cancelReachesATaskAttachedLate() async {
         let execution = RequestExecution(request: .get("Customers"), listener: nil)
         execution.cancel()
         execution.cancel()
-        execution.setCancellationHandler { calls.withLock { $0 += 1 } }
-        #expect(calls.withLock { $0 } == 1)
+        let task = sleeper()
+        execution.attach(task)
+        await task.value
+        #expect(task.isCancelled)
         #expect(execution.isCancelled)
+    }
+
+    @Test func cancelReachesTheAttachedTask() async {
+        let execution = RequestExecution(request: .get("Customers"), listener: nil)
+        let task = sleeper()
+        execution.attach(task)
+        execution.cancel()
+        await task.value
+        #expect(execution.isCancelled)
+    }
+
+    /// A store's `stop()` (at `close()`) cancels the work, before or after its task is attached, without marking the
+    /// execution cancelled; after the end it does nothing.
+    @Test func stopCancelsTheTaskButNotTheExecution() async {
+        let early = RequestExecution(request: .get("Customers"), listener: nil)
+        early.stop()
+        let first = sleeper()
+        early.attach(first)
+        await first.value
+        #expect(!early.isCancelled)
+        let late = RequestExecution(request: .get("Customers"), listener: nil)
+        let second = sleeper()
+        late.attach(second)
+        late.stop()
+        await second.value
+        #expect(!late.isCancelled)
+        let ended = RequestExecution(request: .get("Customers"), listener: nil)
+        ended.report(.started)
+        ended.report(.finished(nil))
+        let third = sleeper()
+        ended.attach(third)
+        ended.stop()
+        ended.cancel()
+        #expect(!third.isCancelled)
+        #expect(!ended.isCancelled)
+        third.cancel()
     }
 
     /// Events reported after the sequence was asked for reach a reader that waits for them, in order.

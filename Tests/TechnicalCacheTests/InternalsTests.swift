@@ -5,6 +5,27 @@ import Testing
 @testable import TechnicalCache
 
 @Suite struct InternalsTests {
+    /// A 304's merge (RFC 9111 §4.3.4): the stored lines of each name it brings go, except the framing headers and
+    /// credentials; the lines kept stay in order, the new ones follow in theirs — whether the 304 brings as many lines as
+    /// it replaces, fewer, or more.
+    @Test func aNotModifiedMergesItsHeadersInOrder() throws {
+        func name(_ text: String) throws -> HTTPField.Name { try #require(HTTPField.Name(text)) }
+        let stored: HTTPFields = [.server: "nginx", .date: "D1", .contentType: "application/json", .contentLength: "10",
+                                  .eTag: "\"a\"", try name("X-Twice"): "1", try name("X-Twice"): "2", try name("Accept-Ranges"): "bytes"]
+        func lines(_ headers: HTTPFields) -> [String] { headers.map { "\($0.name.canonicalName): \($0.value)" } }
+        var same = CacheEntry(status: 200, headers: stored, payload: Data())
+        same.refresh(with: [.server: "nginx", .date: "D2", .eTag: "\"a\"", .contentLength: "0"], at: Date())
+        #expect(lines(same.headers) == ["content-type: application/json", "content-length: 10", "x-twice: 1", "x-twice: 2",
+                                        "accept-ranges: bytes", "server: nginx", "date: D2", "etag: \"a\""])
+        var fewer = CacheEntry(status: 200, headers: stored, payload: Data())
+        fewer.refresh(with: [try name("X-Twice"): "3"], at: Date())
+        #expect(lines(fewer.headers) == ["server: nginx", "date: D1", "content-type: application/json", "content-length: 10",
+                                         "etag: \"a\"", "accept-ranges: bytes", "x-twice: 3"])
+        var more = CacheEntry(status: 200, headers: [.eTag: "\"a\""], payload: Data())
+        more.refresh(with: [.eTag: "\"a\"", .cacheControl: "max-age=60", .date: "D3", .contentType: "text/plain", .setCookie: "s=1"], at: Date())
+        #expect(lines(more.headers) == ["etag: \"a\"", "cache-control: max-age=60", "date: D3"])
+    }
+
     /// The precomputed-pad HMAC used for entry keys equals swift-crypto's HMAC-SHA256.
     @Test(arguments: [nil, "", "alice", "a partition with ünïcode"])
     func entryKeyIsHMACSHA256(partition: String?) {

@@ -73,6 +73,7 @@ func countInstructions(_ subjects: InstructionSubjects, iterations: Int) async t
             ("store, active read (cache + 304), periodic sync", { _ = try await subjects.periodicStore.response(for: cached) }),
             ("TechnicalCache lookup", { _ = try subjects.floorCache.entry(for: url) }),
             ("store, passive read", { _ = try await subjects.passiveStore.response(for: cached) }),
+            ("store, passive read through execute(_:), result()", { _ = try await subjects.passiveStore.execute(cached).result() }),
             ("store, passive read, telemetry disabled", { _ = try await subjects.quietPassiveStore.response(for: cached) }),
         ]
         for (label, body) in rows where selected(label) {
