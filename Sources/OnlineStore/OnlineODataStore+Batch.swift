@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
+import Logging
 public import ODataCore
 import ODataSession
+import ODataTelemetry
 import TechnicalCache
 
 extension OnlineODataStore {
@@ -78,13 +80,21 @@ extension OnlineODataStore {
             fail(execution, response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(reply.status)", statusCode: reply.status), response)
             return
         }
-        // An answer that does not split into its parts (`nil`) is not cached; the caller still gets it whole.
-        if plan.readsCache, let caching, let contentType = reply.headerFields[.contentType],
-           let decoded = try? MultipartBatch.decodeResponse(reply.body, contentType: contentType), decoded.parts.count == urls.count {
-            for (part, url) in zip(decoded.parts, urls) {
-                guard let url, case .response(let partResponse, _) = part else { continue }
-                await caching.update(status: partResponse.statusCode, headerFields: partResponse.headerFields, body: partResponse.payload,
-                                     for: TransportRequest(url: url), stored: nil, sentAt: sentAt)
+        // An answer that does not split into its parts is not cached (logged: the producer's batch is malformed);
+        // the caller still gets it whole.
+        if plan.readsCache, let caching, let contentType = reply.headerFields[.contentType] {
+            do {
+                let decoded = try MultipartBatch.decodeResponse(reply.body, contentType: contentType)
+                if decoded.parts.count == urls.count {
+                    for (part, url) in zip(decoded.parts, urls) {
+                        guard let url, case .response(let partResponse, _) = part else { continue }
+                        await caching.update(status: partResponse.statusCode, headerFields: partResponse.headerFields, body: partResponse.payload,
+                                             for: TransportRequest(url: url), stored: nil, sentAt: sentAt)
+                    }
+                }
+            } catch {
+                options.telemetry.logger.warning("batch answer does not split into its parts; its reads are not cached",
+                                                 metadata: ["error": .string(String(describing: error))])
             }
         }
         execution.report(.serverResponse(response))
