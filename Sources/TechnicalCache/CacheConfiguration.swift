@@ -134,6 +134,9 @@ public struct CacheStatistics: Sendable, Hashable {
     public var requests = 0
     /// Lookups that found an entry.
     public var hits = 0
+    /// The ``hits`` answered by an entry held decoded in memory (``CacheConfiguration/memoryBudget``): no read
+    /// of the disk's value, no decryption. The others read the stored value and opened it.
+    public var memoryHits = 0
     /// Lookups that found nothing (including integrity failures).
     public var misses = 0
     /// Entries stored.

@@ -17,7 +17,8 @@ extension ResponseCache {
         let cache = try openCache()
         let crypto = cache.crypto.withLock { $0 }
         if let hot = heldEntry(for: url, crypto: crypto, cache: cache),
-           let entry = deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache) {
+           let entry = deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache,
+                               fromMemory: true) {
             return entry
         }
         // A rekey keeps the index key: the LMDB key of a URL never changes while the cache is open.
@@ -91,13 +92,14 @@ extension ResponseCache {
         return (held.entry, held.key, transaction)
     }
 
-    /// A hit: the deferred refresh of the entry if one is held, the lookup recorded for the LRU order.
+    /// A hit: the deferred refresh of the entry if one is held, the lookup recorded for the LRU order;
+    /// `fromMemory` when the entry was held decoded (counted in ``CacheStatistics/memoryHits``).
     ///
     /// A refresh stops being held once the transaction that wrote it commits, so an entry read before that
     /// commit and checked for a held refresh after it would miss the refresh: when none is held and a commit
     /// came after `transaction` (noted before the read), this returns `nil` while `retrying`: read again.
     private func deliver(_ found: CacheEntry, url: String, key: [UInt8], generation: UInt64, transaction: UInt64, cache: OpenCache,
-                         retrying: Bool = true) -> CacheEntry? {
+                         fromMemory: Bool = false, retrying: Bool = true) -> CacheEntry? {
         var entry = found
         let now = Date()
         let touchKey = TouchKey(key)
@@ -109,7 +111,11 @@ extension ResponseCache {
         entry.lastUsedAt = now
         entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: key)
         cache.recordUse(of: touchKey, at: Int64(now.timeIntervalSince1970 * 1000))
-        counters.withLock { $0.requests += 1; $0.hits += 1 }
+        counters.withLock {
+            $0.requests += 1
+            $0.hits += 1
+            if fromMemory { $0.memoryHits += 1 }
+        }
         return entry
     }
 

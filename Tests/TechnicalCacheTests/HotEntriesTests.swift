@@ -30,6 +30,7 @@ import Testing
         let second = try #require(try cache.entry(for: "u"))
         #expect(first.payload == entry.payload && second.payload == entry.payload && second.headers == entry.headers)
         #expect(cache.statistics.hits == 2)
+        #expect(cache.statistics.memoryHits == 1, "the first read opened the disk's value, the second was held")
         // A held entry still carries what a 304's refresh needs to skip reading the disk again.
         #expect(second.sealedTag != nil && second.readAt?.key == first.readAt?.key)
     }
@@ -41,8 +42,10 @@ import Testing
         defer { cache.close() }
         try await cache.store(makeEntry(payload: "v1"), for: "u")
         #expect(try cache.entry(for: "u")?.payload == Data("v1".utf8))
+        let memoryHits = cache.statistics.memoryHits
         try await cache.store(makeEntry(payload: "v2"), for: "u")
         #expect(try cache.entry(for: "u")?.payload == Data("v2".utf8))
+        #expect(cache.statistics.memoryHits == memoryHits, "a replaced entry is read from the disk")
         #expect(try await cache.removeEntry(for: "u"))
         #expect(try cache.entry(for: "u") == nil)
         #expect(cache.hotUsage.count == 0)

@@ -28,6 +28,11 @@ func scalePayloadSize(_ index: Int) -> Int {
     return Int(512 * pow(128, unit))
 }
 
+/// What answered a lookup: an entry held decoded in memory (`CacheStatistics.memoryHits`), the disk's value
+/// (read and decrypted), or nothing (a miss: never stored or evicted). The tiers cost differently whatever N is;
+/// the mix's share of each moves with N (the tier holds the same bytes at every N).
+let lookupTiers = ["memory hit", "disk read", "miss"]
+
 /// The payload bands the lookups are split by (the payload sizes span 0.5–64 KiB: a lookup decrypts and copies it).
 let payloadBands: [(name: String, bytes: Range<Int>)] = [
     ("< 2 KiB", 0..<2048), ("2–8 KiB", 2048..<8192), ("8–32 KiB", 8192..<32_768), ("≥ 32 KiB", 32_768..<Int.max),
@@ -71,6 +76,8 @@ struct ScaleResult {
     var lookup: Samples
     /// The lookups by `payloadBands`.
     var lookupBands: [Samples]
+    /// The lookups by what answered them (`lookupTiers`): an entry held in memory, the disk's value, nothing.
+    var lookupTiers: [Samples]
     var store: Samples
     var refresh: Samples
     var longestPause: Double
@@ -169,6 +176,7 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
     // lookups, 10 % writes of a new version, 10 % a lookup answered by a 304 refresh (a write when it misses).
     var lookups: [Double] = []
     var lookupBytes: [Int] = []
+    var lookupTier: [Int] = []
     var writes: [Double] = []
     var refreshes: [Double] = []
     var hits = 0
@@ -183,12 +191,14 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
             writes.append(try await timedStore(index, version: versions[index, default: 0]))
             continue
         }
+        let memoryHits = cache.counts.memoryHits
         let start = now()
         let found = try cache.entry(for: url(index))
         let elapsed = now() - start
         longest = max(longest, elapsed)
         lookups.append(Double(elapsed))
         lookupBytes.append(scalePayloadSize(index))
+        lookupTier.append(found == nil ? 2 : cache.counts.memoryHits > memoryHits ? 0 : 1)
         if found != nil { hits += 1 }
         if kind == 1 {
             if let found {
@@ -212,7 +222,10 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
     }
     return ScaleResult(
         n: n, fillPerEntry: fillPerEntry, fillStore: Samples(name: "fill store", nanoseconds: fillTimes),
-        lookup: Samples(name: "lookup", nanoseconds: lookups), lookupBands: bands, store: Samples(name: "store", nanoseconds: writes),
+        lookup: Samples(name: "lookup", nanoseconds: lookups), lookupBands: bands,
+        lookupTiers: lookupTiers.indices.map { tier in
+            Samples(name: lookupTiers[tier], nanoseconds: zip(lookups, lookupTier).filter { $0.1 == tier }.map(\.0))
+        }, store: Samples(name: "store", nanoseconds: writes),
         refresh: Samples(name: "refresh", nanoseconds: refreshes), longestPause: Double(longest),
         evictionsPerStore: Double(evictionsSeen) / Double(max(stores, 1)), maxEvictionsInOneStore: maxEvictions,
         hitRate: Double(hits) / Double(max(lookups.count, 1)), peakRSS: peakResidentBytes(),
@@ -271,6 +284,20 @@ func printScaleDiagnostics(_ results: [ScaleResult]) {
     if let first = results.first, let last = results.last, last.n > first.n {
         print("Lookup p50 growth by band from N = \(first.n) to N = \(last.n): " + zip(first.lookupBands, last.lookupBands).enumerated().map { item in
             "\(payloadBands[item.offset].name) \(ratio(item.element.0.median, item.element.1.median))"
+        }.joined(separator: ", "))
+    }
+    printTable(title: "Lookups by what answered them: share, p50 / p99 / max, p99 ÷ p50", header: ["N"] + lookupTiers,
+               rows: results.map { result in
+        let total = Double(max(result.lookup.nanoseconds.count, 1))
+        return [String(result.n)] + result.lookupTiers.map { tier in
+            String(format: "%.1f %%, ", Double(tier.nanoseconds.count) * 100 / total)
+                + "\(formatDuration(tier.median)) / \(formatDuration(tier.percentile(99))) / \(formatDuration(tier.nanoseconds.last ?? .nan)), "
+                + ratio(tier.median, tier.percentile(99))
+        }
+    })
+    if let first = results.first, let last = results.last, last.n > first.n {
+        print("Lookup p50 growth by tier from N = \(first.n) to N = \(last.n): " + zip(first.lookupTiers, last.lookupTiers).map { pair in
+            "\(pair.0.name) \(pair.0.nanoseconds.isEmpty || pair.1.nanoseconds.isEmpty ? "—" : ratio(pair.0.median, pair.1.median))"
         }.joined(separator: ", "))
     }
     printTable(title: "The LMDB map and the kernel's dirty pages (4 KiB pages, whole machine) during the fill",
