@@ -35,7 +35,9 @@ extension LMDBEnvironment {
         /// Whether commits write their pages straight into a writable shared map (`MDB_WRITEMAP`) instead of
         /// `pwrite`-ing them. The default is `false`.
         ///
-        /// It saves the copy and the page-cache lookup of every written page. `data.mdb` then always has the
+        /// It saves the copy and the page-cache lookup of every written page; the map is opened without the
+        /// kernel's readahead (`MDB_NORDAHEAD`), which would otherwise read or zero-fill the pages around each
+        /// page a commit first touches. `data.mdb` then always has the
         /// map's size (a sparse file: its allocated blocks, not its size, are what is used), and with
         /// ``Durability/noSync`` a system crash may damage the file whatever the file system, because the
         /// kernel writes the map's pages back in any order. Every process that opens the environment must

@@ -127,7 +127,7 @@ public final class LMDBEnvironment: Sendable {
             case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
             case .noSync: flags |= UInt32(MDB_NOSYNC)
             }
-            if options.writeMap { flags |= UInt32(MDB_WRITEMAP) }
+            if options.writeMap { flags |= UInt32(MDB_WRITEMAP) | UInt32(MDB_NORDAHEAD) }
             try check(mdb_env_open(handle, path, flags, mode_t(options.fileMode)))
         } catch {
             mdb_env_close(handle)
