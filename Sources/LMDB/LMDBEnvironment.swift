@@ -28,6 +28,69 @@ import Darwin
 /// - ``openDatabase(named:create:)``
 /// - ``close()``
 public final class LMDBEnvironment: Sendable {
+    /// How much of a commit reaches the disk before `write` returns.
+    public enum Durability: Sendable, Hashable {
+        /// Data and meta pages are flushed (`fsync`) on every commit: nothing committed is lost, even on
+        /// a power failure. The slowest choice and the default.
+        case full
+        /// Data pages are flushed but the meta page is not (`MDB_NOMETASYNC`): a system crash may undo
+        /// the last committed transaction, but the database stays intact. A process crash loses nothing.
+        case noMetaSync
+        /// Nothing is flushed on commit (`MDB_NOSYNC`); call ``LMDBEnvironment/sync(force:)``
+        /// periodically. A process crash loses nothing (the data is in the page cache), but a system
+        /// crash may undo recent transactions, and on a file system that does not keep write order it
+        /// may corrupt the database.
+        case noSync
+    }
+
+    /// The settings an environment is opened with.
+    public struct Options: Sendable, Hashable {
+        /// The initial size of the memory map in bytes, rounded up to a page multiple.
+        /// The default is 16 MiB.
+        public var mapSize: Int
+        /// The largest size the map may grow to when a write finds it full. The default is 1 TiB (the
+        /// map is virtual address space; the file only grows as pages are used).
+        public var maxMapSize: Int
+        /// The number of named databases the environment may hold. The default is 8.
+        public var maxDatabases: Int
+        /// The number of concurrent read transactions. The default is 126 (LMDB's default).
+        public var maxReaders: Int
+        /// What a commit flushes to disk. The default is ``Durability/full``.
+        public var durability: Durability
+        /// Permissions of the files LMDB creates. The default is `0o600`.
+        public var fileMode: UInt32
+        /// Whether to create the directory (with mode `0o700`) when it does not exist. The default is `true`.
+        public var createDirectory: Bool
+
+        /// Creates options; every parameter has the default documented on its property.
+        ///
+        /// - Parameters:
+        ///   - mapSize: The initial map size in bytes.
+        ///   - maxMapSize: The largest map size in bytes.
+        ///   - maxDatabases: The number of named databases.
+        ///   - maxReaders: The number of concurrent readers.
+        ///   - durability: What a commit flushes to disk.
+        ///   - fileMode: The permissions of created files.
+        ///   - createDirectory: Whether to create a missing directory.
+        public init(
+            mapSize: Int = 16 << 20,
+            maxMapSize: Int = 1 << 40,
+            maxDatabases: Int = 8,
+            maxReaders: Int = 126,
+            durability: Durability = .full,
+            fileMode: UInt32 = 0o600,
+            createDirectory: Bool = true
+        ) {
+            self.mapSize = mapSize
+            self.maxMapSize = maxMapSize
+            self.maxDatabases = maxDatabases
+            self.maxReaders = maxReaders
+            self.durability = durability
+            self.fileMode = fileMode
+            self.createDirectory = createDirectory
+        }
+    }
+
     /// The directory of the environment.
     public let path: String
     /// The options the environment was opened with (the current map size may be larger).
@@ -97,28 +160,16 @@ public final class LMDBEnvironment: Sendable {
     ///   - options: Map size, limits and durability.
     /// - Throws: `LMDBError` when the directory cannot be created or LMDB refuses to open, for example
     ///   `.invalid` for a file that is not an LMDB file, or `.invalidArgument` for bad options.
-    public convenience init(path: String, options: Options = Options()) throws(LMDBError) {
+    public init(path: String, options: Options = Options()) throws(LMDBError) {
         guard options.mapSize > 0, options.maxMapSize >= options.mapSize, options.maxDatabases >= 0,
               options.maxReaders > 0, !path.isEmpty
         else { throw .invalidArgument }
         if options.createDirectory { try Self.makeDirectory(path) }
-        if options.writeMap {
-            // No other process's open or growth between reading the file's size and LMDB setting it.
-            let guardLock = Self.lockMapSize(path)
-            defer { Self.unlockMapSize(guardLock) }
-            try self.init(opening: path, options: options)
-        } else {
-            try self.init(opening: path, options: options)
-        }
-    }
-
-    private init(opening path: String, options: Options) throws(LMDBError) {
         var handle: OpaquePointer?
         try check(mdb_env_create(&handle))
         guard let handle else { throw .invalidArgument }
         do {
-            // With a writable map LMDB sets the file's size to the map's: never below what it is now (another process's map).
-            try check(mdb_env_set_mapsize(handle, options.writeMap ? max(options.mapSize, Self.dataFileSize(path)) : options.mapSize))
+            try check(mdb_env_set_mapsize(handle, options.mapSize))
             try check(mdb_env_set_maxdbs(handle, MDB_dbi(options.maxDatabases)))
             try check(mdb_env_set_maxreaders(handle, UInt32(options.maxReaders)))
             var flags = UInt32(MDB_NOTLS)
@@ -127,7 +178,6 @@ public final class LMDBEnvironment: Sendable {
             case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
             case .noSync: flags |= UInt32(MDB_NOSYNC)
             }
-            if options.writeMap { flags |= UInt32(MDB_WRITEMAP) | UInt32(MDB_NORDAHEAD) }
             try check(mdb_env_open(handle, path, flags, mode_t(options.fileMode)))
         } catch {
             mdb_env_close(handle)
@@ -138,6 +188,17 @@ public final class LMDBEnvironment: Sendable {
         self.options = options
         self.writer = DispatchQueue(label: "LMDB writer \(path)")
         writer.setSpecific(key: writerKey, value: 1)
+    }
+
+    /// Creates `path` and its missing parents with mode `0o700`.
+    static func makeDirectory(_ path: String) throws(LMDBError) {
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        guard errno == ENOENT else { throw LMDBError(code: errno) }
+        var parent = path
+        while parent.hasSuffix("/") { parent.removeLast() }
+        guard let slash = parent.lastIndex(of: "/"), slash != parent.startIndex else { throw LMDBError(code: ENOENT) }
+        try makeDirectory(String(parent[..<slash]))
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw LMDBError(code: errno) }
     }
 
     deinit {
@@ -324,10 +385,7 @@ public final class LMDBEnvironment: Sendable {
         let current = info.me_mapsize
         guard current < options.maxMapSize else { throw .mapFull }
         let next = min(max(current * 2, current + (1 << 20)), options.maxMapSize)
-        guard options.writeMap else { return try check(mdb_env_set_mapsize(env, next)) }
-        let guardLock = Self.lockMapSize(path)
-        defer { Self.unlockMapSize(guardLock) }
-        try check(mdb_env_set_mapsize(env, max(next, Self.dataFileSize(path))))
+        try check(mdb_env_set_mapsize(env, next))
     }
 
     /// Adopts a map size another process set (`MDB_MAP_RESIZED`).
@@ -335,13 +393,6 @@ public final class LMDBEnvironment: Sendable {
         lock.lockExclusive()
         defer { lock.unlock() }
         guard !closed.load(ordering: .acquiring) else { return }
-        guard options.writeMap else {
-            mdb_env_set_mapsize(env, 0)
-            return
-        }
-        // The file has the largest map any process set, at least the size the last commit recorded (0: that size).
-        let guardLock = Self.lockMapSize(path)
-        defer { Self.unlockMapSize(guardLock) }
-        mdb_env_set_mapsize(env, Self.dataFileSize(path))
+        mdb_env_set_mapsize(env, 0)
     }
 }

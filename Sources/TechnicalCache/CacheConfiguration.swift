@@ -6,9 +6,8 @@ public enum CacheDurability: Sendable, Hashable {
     case full
     /// Commits are not flushed (`MDB_NOSYNC`); the cache flushes when a write finds the last flush older
     /// than `interval`, and on close. A killed process loses nothing (the data is in the page cache);
-    /// a system crash or power failure may undo the writes since the last flush and may damage the file,
-    /// whatever the file system: commits write into a shared map (`MDB_WRITEMAP`) whose pages the kernel
-    /// writes back in any order (the cache can then be `reset()`).
+    /// a system crash or power failure may undo the writes since the last flush, and on a file system
+    /// that does not keep write order may damage the file (the cache can then be `reset()`).
     case periodic(interval: Duration)
 }
 

@@ -150,10 +150,7 @@ public final class ResponseCache: Sendable {
             maxDatabases: 5,
             durability: { if case .full = configuration.durability { return .full } else { return .noSync } }(),
             fileMode: 0o600,
-            createDirectory: false,
-            // Commits write into the map (no `pwrite` copy per page): at a million entries half the fill's time
-            // was the kernel's `pwrite` path over a file of many GiB (docs/notes/cache-scale.md, session 18).
-            writeMap: true)
+            createDirectory: false)
         let environment: LMDBEnvironment
         do {
             environment = try LMDBEnvironment(path: lock.directory, options: options)

@@ -404,47 +404,6 @@ import Glibc
         #expect(child.send("close") == "closed")
         _ = try checkBookkeeping(dir.cachePath)
     }
-
-    // MARK: The writable map
-
-    /// LMDB sets `data.mdb`'s size to its map's whenever a process maps it (`MDB_WRITEMAP`): a process with a smaller
-    /// budget (a smaller map) that opens the cache while another one writes must not cut the file down to its own map.
-    @Test func aProcessWithASmallerBudgetDoesNotCutTheFileOfAnother() async throws {
-        guard childRole == nil else { return }
-        let dir = TemporaryDirectory()
-        defer { dir.remove() }
-        let stopFile = dir.path + "/stop"
-        let large = Shared.limit * 64
-        let writer = try load(dir, worker: 1, operations: 1_000_000,
-                              extra: ["CACHE_TEST_LIMIT": "\(large)", "CACHE_TEST_MIX": "write", "CACHE_TEST_STOP_FILE": stopFile])
-        let progressed = writer.readLines { lines in lines.filter { $0.hasPrefix("PROGRESS ") }.count >= 2 }
-        try #require(progressed.filter { $0.hasPrefix("PROGRESS ") }.count >= 2, "the writer did not write: \(writer.stderrText)")
-        let dataFile = dir.cachePath + "/data.mdb"
-        let before = try #require(try FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? Int)
-        #expect(before >= 2 * large)
-
-        let small = try ResponseCache(directory: dir.cachePath, configuration: Shared.configuration())
-        try small.open(encryption: .key(Shared.key))
-        #expect(try FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? Int == before)
-        for (index, url) in Shared.urls.prefix(20).enumerated() {
-            let entry = Shared.entry(url: url, worker: 9, sequence: index, size: 1_000)
-            _ = try await small.store(entry, for: url)
-            if let read = try small.entry(for: url) { #expect(Shared.check(read, url: url) != nil) }
-        }
-        #expect(small.statistics.integrityFailures == 0)
-        small.close()
-
-        // The writer went on across the other process's open and close, and finishes cleanly.
-        #expect(FileManager.default.createFile(atPath: stopFile, contents: Data()))
-        let rest = writer.readLines { endsWithReport($0) }
-        writer.process.waitUntilExit()
-        let done = try #require(rest.last(where: { $0.hasPrefix("DONE ") }), "the writer did not finish: \(writer.stderrText)")
-        #expect(writer.process.terminationStatus == 0)
-        let counts = parseCounts(done)
-        for must in ["wrong", "errors", "overBudget", "integrityFailures"] { #expect(counts[must] == 0, "\(must): \(done)") }
-        #expect(try FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? Int == before)
-        _ = try checkBookkeeping(dir.cachePath)
-    }
 }
 
 /// Whether the last line read is a load child's final report.

@@ -42,7 +42,7 @@ struct SlowStore {
     var atSeconds: Double
     var nanoseconds: Double
     var evictions: Int
-    var fileBytes: FileBytes
+    var fileBytes: Int
     var dirtyPages: Int
     var writebackPages: Int
 }
@@ -60,17 +60,8 @@ func dirtyPages() -> (dirty: Int, writeback: Int) {
     return (dirty, writeback)
 }
 
-/// A file's size and the bytes allocated to it: with a writable map (`MDB_WRITEMAP`) LMDB sets `data.mdb`'s size to
-/// the map's, a sparse file, and only the allocated bytes say what is used.
-struct FileBytes {
-    var size = 0
-    var allocated = 0
-}
-
-func fileBytes(_ path: String) -> FileBytes {
-    var status = stat()
-    guard stat(path, &status) == 0 else { return FileBytes() }
-    return FileBytes(size: Int(status.st_size), allocated: Int(status.st_blocks) * 512)
+func fileBytes(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
 }
 
 struct ScaleResult {
@@ -93,11 +84,11 @@ struct ScaleResult {
     var budget: Int
     /// The load average (1, 5, 15 minutes) when the run ended: the machine may be shared.
     var load: String
-    /// The map LMDB was opened with (`ResponseCache`: 2 × the budget, rounded up to a MiB) and the data file's size and allocated bytes
+    /// The map LMDB was opened with (`ResponseCache`: 2 × the budget, rounded up to a MiB) and the data file's size
     /// after the fill and at the end: a file larger than the map means the map grew.
     var initialMap: Int
-    var fileAfterFill: FileBytes
-    var fileAtEnd: FileBytes
+    var fileAfterFill: Int
+    var fileAtEnd: Int
     var slowFillStores: [SlowStore]
     var maxDirtyPages: Int
     var memoryBudget: Int
@@ -283,18 +274,16 @@ func printScaleDiagnostics(_ results: [ScaleResult]) {
         }.joined(separator: ", "))
     }
     printTable(title: "The LMDB map and the kernel's dirty pages (4 KiB pages, whole machine) during the fill",
-               header: ["N", "map at open", "data file after fill (size / allocated)", "at end (size / allocated)", "map grew", "max nr_dirty (every 10k stores)", "fill stores > 5 ms"],
+               header: ["N", "map at open", "data file after fill", "at end", "map grew", "max nr_dirty (every 10k stores)", "fill stores > 5 ms"],
                rows: results.map { result in
-        [String(result.n), megabytes(result.initialMap),
-         "\(megabytes(result.fileAfterFill.size)) / \(megabytes(result.fileAfterFill.allocated))",
-         "\(megabytes(result.fileAtEnd.size)) / \(megabytes(result.fileAtEnd.allocated))",
-         result.fileAtEnd.size > result.initialMap ? "yes" : "no", String(result.maxDirtyPages), String(result.slowFillStores.count)]
+        [String(result.n), megabytes(result.initialMap), megabytes(result.fileAfterFill), megabytes(result.fileAtEnd),
+         result.fileAtEnd > result.initialMap ? "yes" : "no", String(result.maxDirtyPages), String(result.slowFillStores.count)]
     })
     let slow = results.flatMap { result in result.slowFillStores.map { (result.n, $0) } }.sorted { $0.1.nanoseconds > $1.1.nanoseconds }.prefix(12)
     guard !slow.isEmpty else { return }
     printTable(title: "The slowest fill stores (> 5 ms), with the kernel's state right after each",
-               header: ["N", "store #", "at", "took", "evictions", "data file allocated", "nr_dirty", "nr_writeback"], rows: slow.map { n, store in
+               header: ["N", "store #", "at", "took", "evictions", "data file", "nr_dirty", "nr_writeback"], rows: slow.map { n, store in
         [String(n), String(store.index), String(format: "%.1f s", store.atSeconds), formatDuration(store.nanoseconds), String(store.evictions),
-         megabytes(store.fileBytes.allocated), String(store.dirtyPages), String(store.writebackPages)]
+         megabytes(store.fileBytes), String(store.dirtyPages), String(store.writebackPages)]
     })
 }
