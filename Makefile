@@ -35,19 +35,19 @@ example: deps
 bench: deps
 	$(SWIFT) build -c release --product odata-fixture-server
 	$(SWIFT) build -c release --product odata-fleet-instance
-	cd Benchmarks && $(SWIFT) build -c release && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name'] not in ('OfflineSQLiteFloor', 'OfflineKeyInstructions')))"); do $(SWIFT) run -c release $$b; done
+	cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching && for b in $$($(SWIFT) package describe --type json | python3 -c "import json,sys; print(' '.join(t['name'] for t in json.load(sys.stdin)['targets'] if t['type']=='executable' and t['name'] not in ('OfflineSQLiteFloor', 'OfflineKeyInstructions')))"); do $(SWIFT) run -c release $$b; done
 
 # OnlineBenchmarks' uncached-GET rows in wall-clock time (issue 31 row 1: store ÷ bare CurlTransport GET at 1 KiB and
 # 64 KiB, default telemetry ÷ Telemetry.disabled), interleaved in one process, three runs one after another: for
 # re-running the wall-clock rows of docs/notes/cost.md on a quiet machine.
 bench-uncached: deps
-	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks && for run in 1 2 3; do ONLINE_BENCH_ONLY="=CurlTransport alone, GET 200 (floor of an uncached read)|=store, uncached GET|=store, uncached GET, telemetry disabled" $(SWIFT) run -c release OnlineBenchmarks; done
+	cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --product OnlineBenchmarks && for run in 1 2 3; do ONLINE_BENCH_ONLY="=CurlTransport alone, GET 200 (floor of an uncached read)|=store, uncached GET|=store, uncached GET, telemetry disabled" $(SWIFT) run -c release OnlineBenchmarks; done
 
 # CacheBenchmarks' scale part (issue 31 Done-when 3): three runs at 1k and 100k, then one at 1k / 100k / 1M (one at a
 # time: a 1M run holds ~8.8 GiB), each with the load average before and after; CACHE_SCALE_RUNS sets the 1M runs.
 CACHE_SCALE_RUNS ?= 1
 bench-cache-scale: deps
-	cd Benchmarks && $(SWIFT) build -c release --product CacheBenchmarks && for run in 1 2 3; do uptime; \
+	cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --product CacheBenchmarks && for run in 1 2 3; do uptime; \
 	  CACHE_SCALE=1000,100000 .build/release/CacheBenchmarks || exit 1; uptime; done; \
 	  for run in $$(seq $(CACHE_SCALE_RUNS)); do uptime; CACHE_SCALE=1000,100000,1000000 .build/release/CacheBenchmarks || exit 1; uptime; done
 
@@ -55,7 +55,7 @@ bench-cache-scale: deps
 # Redis nodes spread over them; needs root), three runs with the load average before and after each.
 bench-fleet-hosts: deps
 	$(SWIFT) build -c release --product odata-fleet-instance
-	cd Benchmarks && $(SWIFT) build -c release --product FleetBenchmarks && for run in 1 2 3; do uptime; \
+	cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --product FleetBenchmarks && for run in 1 2 3; do uptime; \
 	  FLEET_BENCH_SINGLE=0 FLEET_BENCH_LOOPBACK=0 .build/release/FleetBenchmarks || exit 1; uptime; done
 
 # OnlineBenchmarks' key rows in instructions (callgrind over BENCH_CALLS calls each, release): the bare CurlTransport
@@ -63,16 +63,16 @@ bench-fleet-hosts: deps
 # passive read, side by side with their floors. Counts do not depend on the machine's load. Needs valgrind.
 BENCH_CALLS ?= 200
 bench-instructions: deps
-	cd Benchmarks && $(SWIFT) build -c release --product OnlineBenchmarks
-	python3 scripts/bench-instructions.py "$$(cd Benchmarks && $(SWIFT) build -c release --show-bin-path)/OnlineBenchmarks" $(BENCH_CALLS)
+	cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --product OnlineBenchmarks
+	python3 scripts/bench-instructions.py "$$(cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --show-bin-path)/OnlineBenchmarks" $(BENCH_CALLS)
 
 # OfflineBenchmarks' key lookup in instructions (callgrind over BENCH_CALLS lookups each, release): through read(_:),
 # await execute(_:) and the typed DataService, over a store of OFFLINE_BENCH_N entities (default 100,000) that a
 # quick run of the benchmark downloads once into .build/offline-bench-keys-N and keeps. Needs valgrind.
 bench-instructions-offline: deps
 	$(SWIFT) build -c release --product odata-fixture-server
-	cd Benchmarks && for p in OfflineBenchmarks OfflineSQLiteFloor OfflineKeyInstructions; do $(SWIFT) build -c release --product $$p || exit 1; done
-	kept=.build/offline-bench-keys-$${OFFLINE_BENCH_N:-100000}; bin="$$(cd Benchmarks && $(SWIFT) build -c release --show-bin-path)"; \
+	cd Benchmarks && for p in OfflineBenchmarks OfflineSQLiteFloor OfflineKeyInstructions; do $(SWIFT) build -c release --disable-build-manifest-caching --product $$p || exit 1; done
+	kept=.build/offline-bench-keys-$${OFFLINE_BENCH_N:-100000}; bin="$$(cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --show-bin-path)"; \
 	  test -f $$kept/bench/store.db || OFFLINE_BENCH_KEEP=$$PWD/$$kept OFFLINE_BENCH_SQLITE=0 OFFLINE_BENCH_SMALL_PAGE=0 \
 	    OFFLINE_BENCH_REDOWNLOAD=0 OFFLINE_BENCH_UPLOAD=0 $$bin/OfflineBenchmarks > /dev/null || exit 1; \
 	  python3 scripts/bench-instructions.py --offline $$bin/OfflineKeyInstructions $$kept $(BENCH_CALLS)
