@@ -183,17 +183,29 @@ public struct CacheEntry: Sendable, Equatable {
     /// name as a string — most of a 304's cost to the store (callgrind). The usual 304 replaces as many lines as it
     /// brings, so the count stays.
     mutating func refresh(with newHeaders: HTTPFields, at date: Date) {
+        // Each line of the 304 is looked at once (its name's length, then whether it is merged), not once per stored
+        // line; the stored lines are read and compared by position, without copying a field to compare its name.
+        var replaced: [(length: Int, name: String)] = []
+        replaced.reserveCapacity(newHeaders.count)
+        for index in newHeaders.indices where Self.isMerged(newHeaders[index].name) {
+            let name = newHeaders[index].name.canonicalName
+            replaced.append((name.utf8.count, name))
+        }
         var merged = storedHeaders
         var count = 0
         func put(_ field: HTTPField) {
             if count < merged.count { merged[count] = field } else { merged.append(field) }
             count += 1
         }
-        for stored in storedHeaders where !(newHeaders.contains { Self.sameName($0.name, stored.name) } && Self.isMerged(stored.name)) {
-            put(stored)
+        for index in storedHeaders.indices {
+            let name = storedHeaders[index].name.canonicalName
+            let length = name.utf8.count
+            if replaced.contains(where: { $0.length == length && $0.name == name }) { continue }
+            // A line kept where it was is written over itself: skipped (the subscript would compare it).
+            if count == index { count += 1 } else { put(storedHeaders[index]) }
         }
-        for field in newHeaders where Self.isMerged(field.name) {
-            put(field)
+        for index in newHeaders.indices where Self.isMerged(newHeaders[index].name) {
+            put(newHeaders[index])
         }
         if count < merged.count { merged.removeSubrange(count...) }
         storedHeaders = merged
@@ -209,7 +221,16 @@ enum EntryCodec {
     static let version: UInt8 = 1
 
     static func encodeMeta(_ entry: CacheEntry) -> Data {
-        var meta = ByteWriter(capacity: 32 + entry.headers.count * 48)
+        var meta = ByteWriter(capacity: metaCapacity(entry))
+        writeMeta(entry, into: &meta)
+        return meta.data
+    }
+
+    /// About the bytes `writeMeta` writes for `entry` (a writer's initial capacity).
+    static func metaCapacity(_ entry: CacheEntry) -> Int { 32 + entry.headers.count * 48 }
+
+    /// Writes the metadata `encodeMeta` returns into `meta`, after what it holds.
+    static func writeMeta(_ entry: CacheEntry, into meta: inout ByteWriter) {
         meta.append(version)
         meta.append(UInt16(clamping: entry.status))
         meta.append(UInt64(bitPattern: Int64(entry.storedAt.timeIntervalSince1970 * 1000)))
@@ -218,7 +239,6 @@ enum EntryCodec {
             meta.appendString(field.name.rawName)
             meta.appendString(field.value)
         }
-        return meta.data
     }
 
     /// The metadata of `raw`; `nil` when it does not decode, including a header name that is not an HTTP
