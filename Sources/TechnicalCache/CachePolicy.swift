@@ -209,7 +209,7 @@ public enum CachePolicy {
     /// - Returns: `true` when present.
     public static func hasDirective(_ directive: String, in headers: HTTPFields) -> Bool {
         headers.contains { field in
-            guard field.name == .cacheControl else { return false }
+            guard CacheEntry.sameName(field.name, .cacheControl) else { return false }
             return field.value.split(separator: ",").contains { part in
                 let name = part.split(separator: "=", maxSplits: 1).first ?? part[...]
                 return CacheEntry.namesEqual(String(trimmed(name)), directive)

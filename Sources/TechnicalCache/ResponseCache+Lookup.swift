@@ -15,13 +15,14 @@ extension ResponseCache {
     /// - Throws: ``CacheError/notOpen`` when the cache is closed.
     public func entry(for url: String) throws -> CacheEntry? {
         let cache = try openCache()
-        let crypto = cache.crypto.withLock { $0 }
-        if let hot = heldEntry(for: url, crypto: crypto, cache: cache),
-           let entry = deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache) {
+        // The keys' generation only (not a copy of the keys) for an entry held in memory.
+        let generation = cache.crypto.withLock { $0.generation }
+        if let hot = heldEntry(for: url, generation: generation, cache: cache),
+           let entry = deliver(hot.entry, url: url, key: hot.key, generation: generation, transaction: hot.transaction, cache: cache) {
             return entry
         }
         // A rekey keeps the index key: the LMDB key of a URL never changes while the cache is open.
-        let key = crypto.entryKey(for: url, partition: configuration.partition)
+        let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         // Two reasons to read again, counted apart so that neither uses up the other's tries.
         var redelivered = 0
         var rekeyed = 0
@@ -76,9 +77,9 @@ extension ResponseCache {
     /// The entry held in memory for `url` (see `HotEntries`) when the disk still stores it: without a read
     /// when every commit since it was last checked is this process's own and left it alone, else after
     /// comparing the stored value's tag.
-    private func heldEntry(for url: String, crypto: CacheCrypto, cache: OpenCache) -> (entry: CacheEntry, key: [UInt8], transaction: UInt64)? {
+    private func heldEntry(for url: String, generation: UInt64, cache: OpenCache) -> (entry: CacheEntry, key: [UInt8], transaction: UInt64)? {
         let transaction = cache.environment.lastTransactionID
-        guard let (held, current) = cache.hot.held(for: url, generation: crypto.generation, transaction: transaction) else { return nil }
+        guard let (held, current) = cache.hot.held(for: url, generation: generation, transaction: transaction) else { return nil }
         if !current {
             // A read that fails is "not known to be stored": the lookup reads the disk, which reports it.
             let stored = try? cache.environment.read { txn in try cache.storedTag(forKey: held.key, txn) }
