@@ -12,9 +12,10 @@ while [ "$i" -le "$pairs" ]; do
     for side in before after; do
         binary=$before; [ "$side" = after ] && binary=$after
         echo "## $side run $i — $(uptime)"
-        ONLINE_BENCH_PART=concurrent "$binary" | grep -E '^\| (active|uncached)|concurrent active reads:' | tee /dev/stderr \
-            | sed -n -E "s/^- ([0-9]+) concurrent active reads: ([0-9.]+)×.*/$side \1 \2/p" >> "$results"
-    done 2>&1
+        ONLINE_BENCH_PART=concurrent "$binary" | grep -E '^\| (active|uncached)|concurrent active reads:' > "$results.run"
+        cat "$results.run"
+        sed -n -E "s/^- ([0-9]+) concurrent active reads: ([0-9.]+)×.*/$side \1 \2/p" "$results.run" >> "$results"
+    done
     i=$((i + 1))
 done
 echo "## end — $(uptime)"
@@ -24,4 +25,4 @@ for side in before after; do
             | awk '{ v[NR] = $1 } END { printf "median %s of", v[int((NR + 1) / 2)]; for (k = 1; k <= NR; k++) printf " %s", v[k] }')"
     done
 done
-rm -f "$results"
+rm -f "$results" "$results.run"
