@@ -18,7 +18,7 @@ extension ResponseCache {
         // The keys' generation only (not a copy of the keys) for an entry held in memory.
         let generation = cache.crypto.withLock { $0.generation }
         if let hot = heldEntry(for: url, generation: generation, cache: cache),
-           let entry = deliver(hot.entry, url: url, key: hot.key, generation: generation, transaction: hot.transaction, cache: cache) {
+           let entry = deliver(hot.held.entry, url: url, key: hot.held.key, generation: generation, transaction: hot.transaction, cache: cache) {
             return entry
         }
         // A rekey keeps the index key: the LMDB key of a URL never changes while the cache is open.
@@ -77,7 +77,9 @@ extension ResponseCache {
     /// The entry held in memory for `url` (see `HotEntries`) when the disk still stores it: without a read
     /// when every commit since it was last checked is this process's own and left it alone, else after
     /// comparing the stored value's tag.
-    private func heldEntry(for url: String, generation: UInt64, cache: OpenCache) -> (entry: CacheEntry, key: [UInt8], transaction: UInt64)? {
+    /// The held object itself is returned, not a copy of its entry: with a refresh held, `deliver` answers with that and
+    /// the held entry's parts (with many URLs, memory seldom in the CPU's cache) are not retained and released.
+    private func heldEntry(for url: String, generation: UInt64, cache: OpenCache) -> (held: HotEntries.Held, transaction: UInt64)? {
         let transaction = cache.environment.lastTransactionID
         guard let (held, current) = cache.hot.held(for: url, generation: generation, transaction: transaction) else { return nil }
         if !current {
@@ -89,7 +91,7 @@ extension ResponseCache {
             }
             cache.hot.confirm(url, tag: held.tag, at: transaction)
         }
-        return (held.entry, held.key, transaction)
+        return (held, transaction)
     }
 
     /// A hit: the deferred refresh of the entry if one is held, the lookup recorded for the LRU order.
@@ -99,13 +101,15 @@ extension ResponseCache {
     /// came after `transaction` (noted before the read), this returns `nil` while `retrying`: read again.
     private func deliver(_ found: CacheEntry, url: String, key: [UInt8], generation: UInt64, transaction: UInt64, cache: OpenCache,
                          retrying: Bool = true) -> CacheEntry? {
-        var entry = found
         let now = Date()
         let touchKey = TouchKey(key)
-        if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) {
-            entry = refreshed
+        var entry: CacheEntry
+        if let refreshed = cache.pendingRefresh(of: found, key: touchKey) {
+            entry = refreshed  // `found` is not copied
         } else if retrying, cache.environment.lastTransactionID != transaction {
             return nil
+        } else {
+            entry = found
         }
         entry.lastUsedAt = now
         entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: key)
