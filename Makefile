@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench bench-uncached bench-cache-scale bench-fleet-hosts bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-uncached bench-concurrent bench-cache-scale bench-fleet-hosts bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -42,6 +42,13 @@ bench: deps
 # re-running the wall-clock rows of docs/notes/cost.md on a quiet machine.
 bench-uncached: deps
 	cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --product OnlineBenchmarks && for run in 1 2 3; do ONLINE_BENCH_ONLY="=CurlTransport alone, GET 200 (floor of an uncached read)|=store, uncached GET|=store, uncached GET, telemetry disabled" $(SWIFT) run -c release OnlineBenchmarks; done
+
+# OnlineBenchmarks' concurrent part in wall-clock time (issue 31 row 1: 64 and 256 concurrent active ÷ uncached reads),
+# three runs one after another with the load average before each: for re-running the wall-clock rows of
+# docs/notes/cost.md on a quiet machine (two builds side by side: scripts/bench-concurrent-ab.sh).
+bench-concurrent: deps
+	cd Benchmarks && $(SWIFT) build -c release --disable-build-manifest-caching --product OnlineBenchmarks && for run in 1 2 3; do uptime; \
+	  ONLINE_BENCH_PART=concurrent .build/release/OnlineBenchmarks | grep -E '^\| (active|uncached)|concurrent active reads:' || exit 1; done; uptime
 
 # CacheBenchmarks' scale part (issue 31 Done-when 3): three runs at 1k and 100k, then one at 1k / 100k / 1M (one at a
 # time: a 1M run holds ~8.8 GiB), each with the load average before and after; CACHE_SCALE_RUNS sets the 1M runs.

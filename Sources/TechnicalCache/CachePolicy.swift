@@ -110,11 +110,14 @@ public enum CachePolicy {
         }
         // The stored lines renamed: their values were checked when they were stored and are not scanned again.
         var conditional = HTTPFields()
-        if var etag = stored.headers.first(where: { CacheEntry.sameName($0.name, .eTag) }) {
+        let storedHeaders = stored.headers
+        if let index = CacheEntry.firstIndex(of: .eTag, in: storedHeaders) {
+            var etag = storedHeaders[index]
             etag.name = .ifNoneMatch
             conditional.append(etag)
         }
-        if var lastModified = stored.headers.first(where: { CacheEntry.sameName($0.name, .lastModified) }) {
+        if let index = CacheEntry.firstIndex(of: .lastModified, in: storedHeaders) {
+            var lastModified = storedHeaders[index]
             lastModified.name = .ifModifiedSince
             conditional.append(lastModified)
         }
@@ -165,7 +168,7 @@ public enum CachePolicy {
     ///   - stored: The stored entry.
     /// - Returns: `false` when the 304 is about another representation: its body is not the answer.
     public static func notModified(_ headers: HTTPFields, confirms stored: CacheEntry) -> Bool {
-        func value(_ name: HTTPField.Name) -> String? { headers.first { CacheEntry.sameName($0.name, name) }?.value }
+        func value(_ name: HTTPField.Name) -> String? { CacheEntry.firstIndex(of: name, in: headers).map { headers[$0].value } }
         // The same text is the same validator (the usual 304, which echoes the stored one): nothing to trim.
         if let etag = value(.eTag) {
             guard let storedTag = stored.etag else { return false }
@@ -208,12 +211,16 @@ public enum CachePolicy {
     ///   - headers: The headers to look in.
     /// - Returns: `true` when present.
     public static func hasDirective(_ directive: String, in headers: HTTPFields) -> Bool {
-        headers.contains { field in
-            guard field.name == .cacheControl else { return false }
-            return field.value.split(separator: ",").contains { part in
+        // Only the `Cache-Control` lines are read (found by position, no other line copied).
+        var next = CacheEntry.firstIndex(of: .cacheControl, in: headers)
+        while let index = next {
+            let found = headers[index].value.split(separator: ",").contains { part in
                 let name = part.split(separator: "=", maxSplits: 1).first ?? part[...]
                 return CacheEntry.namesEqual(String(trimmed(name)), directive)
             }
+            if found { return true }
+            next = CacheEntry.firstIndex(of: .cacheControl, in: headers, from: index + 1)
         }
+        return false
     }
 }

@@ -184,7 +184,7 @@ public final class CachingTransport: HTTPTransport {
         if mode == .passive { return .cacheOnly(cached) }
         let cacheRequest = CacheRequest(method: request.method, headers: request.headerFields)
         var request = request
-        var conditionalNames: [HTTPField.Name] = []
+        var conditional = HTTPFields()
         switch CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active, maxAge: maxAge) {
         case .serveStored:
             if let cached {
@@ -193,13 +193,12 @@ public final class CachingTransport: HTTPTransport {
             }
         case .unsatisfiable:
             return .unsatisfiable
-        case .revalidate(let conditional):
+        case .revalidate(let fields):
             // `decision` revalidates only a request without validators of its own: appended, they replace nothing (and
-            // the values, the stored lines', are not checked again as a subscript's assignment would).
-            for field in conditional {
-                request.headerFields.append(field)
-                conditionalNames.append(field.name)
-            }
+            // the values, the stored lines', are not checked again as a subscript's assignment would). Kept, not their
+            // names copied into an array of their own, for the retry below.
+            conditional = fields
+            for field in fields { request.headerFields.append(field) }
         case .fetch:
             break
         }
@@ -207,9 +206,9 @@ public final class CachingTransport: HTTPTransport {
         var sentAt = Date()
         var reply = try await upstream.send(request)
         var confirming = Self.confirmation(of: reply, stored: cached)
-        if reply.status == 304, cached != nil, confirming == nil, !conditionalNames.isEmpty {
+        if reply.status == 304, cached != nil, confirming == nil, !conditional.isEmpty {
             // The 304 is about another representation than the copy held: ask for the body.
-            for name in conditionalNames { request.headerFields[name] = nil }
+            for field in conditional { request.headerFields[field.name] = nil }
             sentAt = Date()
             reply = try await upstream.send(request)
             confirming = Self.confirmation(of: reply, stored: cached)

@@ -15,14 +15,15 @@ extension ResponseCache {
     /// - Throws: ``CacheError/notOpen`` when the cache is closed.
     public func entry(for url: String) throws -> CacheEntry? {
         let cache = try openCache()
-        let crypto = cache.crypto.withLock { $0 }
-        if let hot = heldEntry(for: url, crypto: crypto, cache: cache),
-           let entry = deliver(hot.entry, url: url, key: hot.key, generation: crypto.generation, transaction: hot.transaction, cache: cache,
+        // The keys' generation only (not a copy of the keys) for an entry held in memory.
+        let generation = cache.crypto.withLock { $0.generation }
+        if let hot = heldEntry(for: url, generation: generation, cache: cache),
+           let entry = deliver(hot.held.entry, url: url, key: hot.held.key, generation: generation, transaction: hot.transaction, cache: cache,
                                fromMemory: true) {
             return entry
         }
         // A rekey keeps the index key: the LMDB key of a URL never changes while the cache is open.
-        let key = crypto.entryKey(for: url, partition: configuration.partition)
+        let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         // Two reasons to read again, counted apart so that neither uses up the other's tries.
         var redelivered = 0
         var rekeyed = 0
@@ -77,9 +78,11 @@ extension ResponseCache {
     /// The entry held in memory for `url` (see `HotEntries`) when the disk still stores it: without a read
     /// when every commit since it was last checked is this process's own and left it alone, else after
     /// comparing the stored value's tag.
-    private func heldEntry(for url: String, crypto: CacheCrypto, cache: OpenCache) -> (entry: CacheEntry, key: [UInt8], transaction: UInt64)? {
+    /// The held object itself is returned, not a copy of its entry: with a refresh held, `deliver` answers with that and
+    /// the held entry's parts (with many URLs, memory seldom in the CPU's cache) are not retained and released.
+    private func heldEntry(for url: String, generation: UInt64, cache: OpenCache) -> (held: HotEntries.Held, transaction: UInt64)? {
         let transaction = cache.environment.lastTransactionID
-        guard let (held, current) = cache.hot.held(for: url, generation: crypto.generation, transaction: transaction) else { return nil }
+        guard let (held, current) = cache.hot.held(for: url, generation: generation, transaction: transaction) else { return nil }
         if !current {
             // A read that fails is "not known to be stored": the lookup reads the disk, which reports it.
             let stored = try? cache.environment.read { txn in try cache.storedTag(forKey: held.key, txn) }
@@ -89,7 +92,7 @@ extension ResponseCache {
             }
             cache.hot.confirm(url, tag: held.tag, at: transaction)
         }
-        return (held.entry, held.key, transaction)
+        return (held, transaction)
     }
 
     /// A hit: the deferred refresh of the entry if one is held, the lookup recorded for the LRU order;
@@ -100,13 +103,15 @@ extension ResponseCache {
     /// came after `transaction` (noted before the read), this returns `nil` while `retrying`: read again.
     private func deliver(_ found: CacheEntry, url: String, key: [UInt8], generation: UInt64, transaction: UInt64, cache: OpenCache,
                          fromMemory: Bool = false, retrying: Bool = true) -> CacheEntry? {
-        var entry = found
         let now = Date()
         let touchKey = TouchKey(key)
-        if let refreshed = cache.pendingRefresh(of: entry, key: touchKey) {
-            entry = refreshed
+        var entry: CacheEntry
+        if let refreshed = cache.pendingRefresh(of: found, key: touchKey) {
+            entry = refreshed  // `found` is not copied
         } else if retrying, cache.environment.lastTransactionID != transaction {
             return nil
+        } else {
+            entry = found
         }
         entry.lastUsedAt = now
         entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: key)

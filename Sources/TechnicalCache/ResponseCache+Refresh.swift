@@ -97,12 +97,11 @@ extension ResponseCache {
             return .write(try prepareStore(entry, url: url, condition: condition))
         }
         let cache = try openCache()
-        let crypto = cache.crypto.withLock { $0 }
         let key: [UInt8]
-        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.generation == crypto.generation, readAt.url == url {
-            key = readAt.key  // the key the lookup hashed this URL to: no second HMAC
+        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.generation == cache.crypto.withLock({ $0.generation }), readAt.url == url {
+            key = readAt.key  // the key the lookup hashed this URL to: no second HMAC (nor a copy of the keys)
         } else {
-            key = crypto.entryKey(for: url, partition: configuration.partition)
+            key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         }
         let knownTag = entry.sealedTag
         let stillStored: Bool
@@ -138,12 +137,18 @@ extension ResponseCache {
             return .none
         }
         let touchKey = TouchKey(key)
+        let refresh = PendingRefresh(entry: entry, url: url, etag: validators.etag, lastModified: validators.lastModified)
         let count = cache.refreshes.withLock { refreshes in
-            if let held = refreshes[touchKey], held.matches(validators.etag, validators.lastModified),
-               held.entry.storedAt > entry.storedAt {
-                return refreshes.count  // a later refresh of the same representation is already held
+            // The URL's slot found with one hash and written in place (a URL read again and again has one held).
+            guard let index = refreshes.index(forKey: touchKey) else {
+                refreshes[touchKey] = refresh
+                return refreshes.count
             }
-            refreshes[touchKey] = PendingRefresh(entry: entry, url: url, etag: validators.etag, lastModified: validators.lastModified)
+            let held = refreshes.values[index]
+            // Unless a later refresh of the same representation is already held.
+            if !(held.matches(validators.etag, validators.lastModified) && held.entry.storedAt > entry.storedAt) {
+                refreshes.values[index] = refresh
+            }
             return refreshes.count
         }
         counters.withLock { $0.refreshes += 1 }

@@ -26,6 +26,33 @@ import Testing
         #expect(lines(more.headers) == ["etag: \"a\"", "cache-control: max-age=60", "date: D3"])
     }
 
+    /// A 304 merged into an entry a 304 refreshed before (what a lookup returns while a refresh is held) gives the same
+    /// lines as merged into the stored one: the same 304 again changes only the time; a changed value, fewer lines, or a
+    /// line of the same name before them go through the whole merge.
+    @Test func aNotModifiedMergedAgainGivesTheSameLines() throws {
+        func lines(_ headers: HTTPFields) -> [String] { headers.map { "\($0.name.rawName): \($0.value)" } }
+        let stored: HTTPFields = [.server: "nginx", .date: "D1", .contentType: "application/json", .eTag: "\"a\"", .lastModified: "L"]
+        let notModified: HTTPFields = [.server: "nginx", .date: "D2", .eTag: "\"a\"", .lastModified: "L"]
+        var once = CacheEntry(status: 200, headers: stored, payload: Data(), storedAt: Date(timeIntervalSince1970: 1))
+        once.refresh(with: notModified, at: Date(timeIntervalSince1970: 2))
+        let expected = ["Content-Type: application/json", "Server: nginx", "Date: D2", "ETag: \"a\"", "Last-Modified: L"]
+        #expect(lines(once.headers) == expected)
+        var twice = once
+        twice.refresh(with: notModified, at: Date(timeIntervalSince1970: 3))
+        #expect(lines(twice.headers) == expected)
+        #expect(twice.storedAt == Date(timeIntervalSince1970: 3))
+        var later = once
+        later.refresh(with: [.server: "nginx", .date: "D3", .eTag: "\"a\"", .lastModified: "L"], at: Date(timeIntervalSince1970: 4))
+        #expect(lines(later.headers) == ["Content-Type: application/json", "Server: nginx", "Date: D3", "ETag: \"a\"", "Last-Modified: L"])
+        var fewer = once
+        fewer.refresh(with: [.date: "D2", .eTag: "\"a\""], at: Date(timeIntervalSince1970: 5))
+        #expect(lines(fewer.headers) == ["Content-Type: application/json", "Server: nginx", "Last-Modified: L", "Date: D2", "ETag: \"a\""])
+        var duplicated = CacheEntry(status: 200, headers: [.date: "D0", .contentType: "application/json", .date: "D2", .eTag: "\"a\""],
+                                    payload: Data())
+        duplicated.refresh(with: [.date: "D2", .eTag: "\"a\""], at: Date())
+        #expect(lines(duplicated.headers) == ["Content-Type: application/json", "Date: D2", "ETag: \"a\""])
+    }
+
     /// The precomputed-pad HMAC used for entry keys equals swift-crypto's HMAC-SHA256.
     @Test(arguments: [nil, "", "alice", "a partition with ünïcode"])
     func entryKeyIsHMACSHA256(partition: String?) {

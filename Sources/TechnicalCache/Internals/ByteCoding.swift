@@ -14,6 +14,12 @@ struct ByteWriter {
     /// What was written.
     var data: Data { Data(bytes) }
 
+    /// What was written, as the array it grew in (no copy into a `Data`).
+    var array: [UInt8] { bytes }
+
+    /// The number of bytes written.
+    var count: Int { bytes.count }
+
     mutating func append(_ value: UInt8) { bytes.append(value) }
 
     mutating func append(_ value: UInt16) { appendBigEndian(value) }

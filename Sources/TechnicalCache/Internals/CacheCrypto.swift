@@ -83,15 +83,18 @@ struct CacheCrypto: @unchecked Sendable {
     /// instead (one AES-GCM operation per lookup); larger ones are sealed on their own, so that a big
     /// body is never copied into a second, combined buffer.
     func seal(_ entry: CacheEntry, key: [UInt8]) throws(CacheError) -> SealedEntry {
-        let meta = EntryCodec.encodeMeta(entry)
         if entry.payload.count <= SealedEntry.combinedLimit {
-            var plaintext = Data(capacity: entry.payload.count + meta.count + 4)
+            // Payload, metadata and the metadata's length written into one buffer, sealed from it (`Data`'s appends
+            // and its copy of the metadata cost more than the rest of the plaintext's making).
+            var plaintext = ByteWriter(capacity: entry.payload.count + EntryCodec.metaCapacity(entry) + 4)
             plaintext.append(entry.payload)
-            plaintext.append(meta)
-            withUnsafeBytes(of: UInt32(meta.count).bigEndian) { plaintext.append(contentsOf: $0) }
-            let box = try sealer.map { sealer throws(CacheError) in try sealer.seal(plaintext, authenticating: key) } ?? plaintext
+            let metaStart = plaintext.count
+            EntryCodec.writeMeta(entry, into: &plaintext)
+            plaintext.append(UInt32(plaintext.count - metaStart))
+            let box = try sealer.map { sealer throws(CacheError) in try sealer.seal(plaintext.array, authenticating: key) } ?? plaintext.data
             return SealedEntry(format: SealedEntry.combinedFormat, meta: Data(), payload: box)
         }
+        let meta = EntryCodec.encodeMeta(entry)
         guard let sealer else { return SealedEntry(format: SealedEntry.splitFormat, meta: meta, payload: entry.payload) }
         let payload = try sealer.seal(entry.payload, authenticating: key)
         let sealedMeta = try sealer.seal(meta, authenticating: key + payload.suffix(16))

@@ -28,7 +28,9 @@ extension OpenCache {
     /// The refreshed entry a lookup of `key` must return instead of `stored`, while its refresh is not
     /// written: the same representation (validators), refreshed no earlier than stored.
     func pendingRefresh(of stored: CacheEntry, key: TouchKey) -> CacheEntry? {
-        guard let pending = refreshes.withLock({ $0[key] }), pending.matches(stored.etag, stored.lastModified),
+        // The same sealed value the refresh was read from is the same representation: its validators need no scan.
+        guard let pending = refreshes.withLock({ $0[key] }),
+              (stored.sealedTag != nil && pending.entry.sealedTag == stored.sealedTag) || pending.matches(stored.etag, stored.lastModified),
               Self.milliseconds(pending.entry.storedAt) >= Self.milliseconds(stored.storedAt)
         else { return nil }
         var entry = pending.entry
