@@ -46,6 +46,29 @@ import Testing
         #expect(try sap.logged(method: "POST", path: "ProductSet").count == 1)
     }
 
+    /// Active reads of an entity mock-sap guards with an ETag: the first is a 200, each later one a conditional GET
+    /// that mock-sap answers with its own 304 — merged into the stored entry the first time, into the one an earlier
+    /// 304 refreshed (held in memory, not yet written) after that. Each answer is the stored copy, revalidated.
+    @Test func activeReadsAreRevalidatedByTheProducersOwn304s() async throws {
+        let sap = try MockSAP.start()
+        defer { sap.stop() }
+        let directory = try Directory()
+        let store = try OnlineODataStore(serviceRoot: sap.serviceRoot(MockSAP.gwsampleBasic), options: onlineOptions(directory))
+        try await store.open()
+        defer { store.close() }
+        // Business partners carry a weak ETag of their ChangedAt (products carry none).
+        let request = ODataRequest.get("BusinessPartnerSet('0100000000')")
+        let logged = try sap.logged(method: "GET", path: "BusinessPartnerSet").count
+        let first = try #require(try await store.execute(request).result())
+        #expect(first.statusCode == 200 && !first.isFromCache && first.etag != nil)
+        for round in 1...3 {
+            let again = try #require(try await store.execute(request).result())
+            #expect(again.isRevalidated && again.payload == first.payload && again.etag == first.etag, "round \(round)")
+            #expect(store.statistics.notModified == round, "mock-sap answered round \(round) with a 304")
+        }
+        #expect(try sap.logged(method: "GET", path: "BusinessPartnerSet").count == logged + 4, "every read asked mock-sap")
+    }
+
     // MARK: Offline store
 
     @Test(arguments: [OfflineODataUploadMode.oneByOne, .batch(maxRequestsPerBatch: 10)])
