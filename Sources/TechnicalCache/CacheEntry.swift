@@ -15,9 +15,14 @@ public struct CacheEntry: Sendable, Equatable {
     /// The response headers, without credentials.
     public var headers: HTTPFields {
         get { storedHeaders }
-        set { storedHeaders = Self.withoutCredentials(newValue) }
+        set {
+            storedHeaders = Self.withoutCredentials(newValue)
+            lines = Lines(of: storedHeaders)
+        }
     }
     private var storedHeaders: HTTPFields
+    /// Where the lines an active read uses are in ``headers``, found once when the lines are set (see ``Lines``).
+    private var lines: Lines
     /// The response body (may be empty).
     public var payload: Data
     /// When the response was stored or last refreshed by a 304; a writer that orders its writes
@@ -36,6 +41,43 @@ public struct CacheEntry: Sendable, Equatable {
     /// transaction ID, nothing was written since (by any process), so it is still the one stored; with the same
     /// URL and generation, the key need not be hashed again.
     var readAt: ReadAt?
+
+    /// The positions of the lines every active read of the entry uses, found in one pass when its lines are set (stored,
+    /// decoded, merged): its validators (read by the conditional request, the 304's check and the refresh's), its first
+    /// `Cache-Control` line, and how many of its last lines a 304 merged. With many URLs, an entry's lines are seldom in
+    /// the CPU's cache when it is read again: each scan by name touched every line (and retained its name).
+    struct Lines: Sendable {
+        var etag: Int16 = -1
+        var lastModified: Int16 = -1
+        var cacheControl: Int16 = -1
+        /// The count of the last lines that are the last 304's merged lines (no line before them has one of their
+        /// names); 0 when not known (an entry stored or decoded: its next 304 finds out).
+        var mergedTail: UInt16 = 0
+
+        init(of headers: HTTPFields) {
+            let etagName = HTTPField.Name.eTag.canonicalName
+            let lastModifiedName = HTTPField.Name.lastModified.canonicalName
+            let cacheControlName = HTTPField.Name.cacheControl.canonicalName
+            var index = 0
+            // `HTTPFields` holds fewer than `UInt16.max` lines; the positions looked for are within `Int16` in any
+            // response this cache stores (a line past that is found by a scan, as before).
+            while index < min(headers.endIndex, Int(Int16.max)) {
+                let name = headers[index].name.canonicalName
+                switch name.utf8.count {
+                case 4 where etag < 0 && name == etagName: etag = Int16(index)
+                case 13 where lastModified < 0 && name == lastModifiedName: lastModified = Int16(index)
+                case 13 where cacheControl < 0 && name == cacheControlName: cacheControl = Int16(index)
+                default: break
+                }
+                index += 1
+            }
+            if headers.endIndex > Int(Int16.max) {
+                etag = -2
+                lastModified = -2
+                cacheControl = -2
+            }
+        }
+    }
 
     /// Where a lookup read an entry (see ``readAt``).
     struct ReadAt: Sendable {
@@ -76,6 +118,7 @@ public struct CacheEntry: Sendable, Equatable {
     public init(status: Int, headers: HTTPFields, payload: Data, storedAt: Date = Date()) {
         self.status = status
         self.storedHeaders = Self.withoutCredentials(headers)
+        self.lines = Lines(of: storedHeaders)
         self.payload = payload
         self.storedAt = storedAt
         self.lastUsedAt = storedAt
@@ -86,6 +129,7 @@ public struct CacheEntry: Sendable, Equatable {
     init(status: Int, trustedHeaders: HTTPFields, payload: Data, storedAt: Date) {
         self.status = status
         self.storedHeaders = trustedHeaders
+        self.lines = Lines(of: trustedHeaders)
         self.payload = payload
         self.storedAt = storedAt
         self.lastUsedAt = storedAt
@@ -109,6 +153,37 @@ public struct CacheEntry: Sendable, Equatable {
 
     private func firstValue(_ name: HTTPField.Name) -> String? {
         Self.firstIndex(of: name, in: storedHeaders).map { storedHeaders[$0].value }
+    }
+
+    /// The first line at `position` (from ``Lines``): `nil` for none, a scan by `name` past `Int16`'s positions.
+    private func line(at position: Int16, named name: HTTPField.Name) -> HTTPField? {
+        if position >= 0 { return storedHeaders[Int(position)] }
+        if position == -1 { return nil }
+        return Self.firstIndex(of: name, in: storedHeaders).map { storedHeaders[$0] }
+    }
+
+    /// Whether the entry's `Cache-Control` lines carry `directive` (``CachePolicy/hasDirective(_:in:)``), read from the
+    /// first of them: an entry without one answers at once.
+    func hasDirective(_ directive: String) -> Bool {
+        guard lines.cacheControl != -1 else { return false }
+        return CachePolicy.hasDirective(directive, in: storedHeaders, from: max(Int(lines.cacheControl), 0))
+    }
+
+    /// Whether the entry has a validator to revalidate with (an `ETag` or a `Last-Modified` line).
+    var hasValidators: Bool { lines.etag != -1 || lines.lastModified != -1 }
+
+    /// Appends the conditional lines of a revalidation to `fields`: the stored `ETag` line as `If-None-Match` and the
+    /// `Last-Modified` line as `If-Modified-Since` (RFC 9110 §13.1.2, §13.1.3), the stored lines renamed — their values
+    /// were checked when they were stored and are not scanned again.
+    func appendConditionalLines(to fields: inout HTTPFields) {
+        if var etag = line(at: lines.etag, named: .eTag) {
+            etag.name = .ifNoneMatch
+            fields.append(etag)
+        }
+        if var lastModified = line(at: lines.lastModified, named: .lastModified) {
+            lastModified.name = .ifModifiedSince
+            fields.append(lastModified)
+        }
     }
 
     /// The position of the first line named `name` in `headers`, read by position with the names' lengths compared
@@ -145,9 +220,9 @@ public struct CacheEntry: Sendable, Equatable {
     }
 
     /// The `ETag` header: the validator sent back as `If-None-Match`.
-    public var etag: String? { firstValue(.eTag) }
+    public var etag: String? { line(at: lines.etag, named: .eTag)?.value }
     /// The `Last-Modified` header: the validator sent back as `If-Modified-Since`.
-    public var lastModified: String? { firstValue(.lastModified) }
+    public var lastModified: String? { line(at: lines.lastModified, named: .lastModified)?.value }
 
     static func withoutCredentials(_ headers: HTTPFields) -> HTTPFields {
         guard headers.contains(where: isCredential) else { return headers }
@@ -197,6 +272,25 @@ public struct CacheEntry: Sendable, Equatable {
     /// name as a string — most of a 304's cost to the store (callgrind). The usual 304 replaces as many lines as it
     /// brings, so the count stays.
     mutating func refresh(with newHeaders: HTTPFields, at date: Date) {
+        storedAt = date
+        // The usual 304 of an entry refreshed before (a held refresh is what a lookup returns): its merged lines are the
+        // stored entry's last ones — the previous 304's, whose names no line before them has (`Lines.mergedTail`) —, the
+        // same names as sent and values in the same order. The merge would build the very same lines: only the time is set,
+        // and only those last lines are read.
+        if lines.mergedTail > 0 {
+            var position = storedHeaders.count - Int(lines.mergedTail)
+            var same = true
+            for index in newHeaders.indices where Self.isMerged(newHeaders[index].name) {
+                guard position < storedHeaders.count, storedHeaders[position].name.rawName == newHeaders[index].name.rawName,
+                      storedHeaders[position].value == newHeaders[index].value
+                else {
+                    same = false
+                    break
+                }
+                position += 1
+            }
+            if same && position == storedHeaders.count { return }
+        }
         // Each line of the 304 is looked at once (its name's length, then whether it is merged), not once per stored
         // line; the stored lines are read and compared by position, without copying a field to compare its name.
         var replaced: [(length: Int, name: String, index: Int)] = []
@@ -210,15 +304,15 @@ public struct CacheEntry: Sendable, Equatable {
             let length = stored[index].name.canonicalName.utf8.count
             return replaced.contains { $0.length == length && $0.name == stored[index].name.canonicalName }
         }
-        storedAt = date
-        // The usual 304 of an entry refreshed before (a held refresh is what a lookup returns): its lines already close
-        // the stored ones, in their order, and no line before them has their names — the merge would build the very same
-        // lines again. Then nothing is copied or written (with many URLs, the lines' memory is seldom in the CPU's cache).
+        // Not known to be the last merge's lines (an entry stored or decoded), they may still be: its lines already close
+        // the stored ones, in their order, and no line before them has their names. Then nothing is copied or written, and
+        // the next 304 reads only those lines.
         var kept = 0
         while kept < stored.count, !isReplaced(kept) { kept += 1 }
         if stored.count - kept == replaced.count,
            replaced.indices.allSatisfy({ stored[kept + $0].name.rawName == newHeaders[replaced[$0].index].name.rawName
                                             && stored[kept + $0].value == newHeaders[replaced[$0].index].value }) {
+            lines.mergedTail = UInt16(replaced.count)
             return
         }
         var merged = stored
@@ -236,6 +330,8 @@ public struct CacheEntry: Sendable, Equatable {
         }
         if count < merged.count { merged.removeSubrange(count...) }
         storedHeaders = merged
+        lines = Lines(of: merged)
+        lines.mergedTail = UInt16(replaced.count)
     }
 }
 
