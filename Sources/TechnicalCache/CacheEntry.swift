@@ -277,19 +277,31 @@ public struct CacheEntry: Sendable, Equatable {
         // stored entry's last ones — the previous 304's, whose names no line before them has (`Lines.mergedTail`) —, the
         // same names as sent and values in the same order. The merge would build the very same lines: only the time is set,
         // and only those last lines are read.
+        // With the same names but a value changed (a new `Date`), the merge would keep the lines before them and put the
+        // 304's after them, where they are: the changed lines are written in place.
         if lines.mergedTail > 0 {
-            var position = storedHeaders.count - Int(lines.mergedTail)
-            var same = true
+            let start = storedHeaders.count - Int(lines.mergedTail)
+            var position = start
+            var sameNames = true
+            var sameValues = true
             for index in newHeaders.indices where Self.isMerged(newHeaders[index].name) {
-                guard position < storedHeaders.count, storedHeaders[position].name.rawName == newHeaders[index].name.rawName,
-                      storedHeaders[position].value == newHeaders[index].value
-                else {
-                    same = false
+                guard position < storedHeaders.count, storedHeaders[position].name.rawName == newHeaders[index].name.rawName else {
+                    sameNames = false
                     break
                 }
+                if sameValues && storedHeaders[position].value != newHeaders[index].value { sameValues = false }
                 position += 1
             }
-            if same && position == storedHeaders.count { return }
+            if sameNames && position == storedHeaders.count {
+                if !sameValues {
+                    position = start
+                    for index in newHeaders.indices where Self.isMerged(newHeaders[index].name) {
+                        storedHeaders[position] = newHeaders[index]  // an unchanged line is compared and left alone
+                        position += 1
+                    }
+                }
+                return
+            }
         }
         // Each line of the 304 is looked at once (its name's length, then whether it is merged), not once per stored
         // line; the stored lines are read and compared by position, without copying a field to compare its name.
