@@ -176,6 +176,9 @@ public struct CacheEntry: Sendable, Equatable {
     /// `Last-Modified` line as `If-Modified-Since` (RFC 9110 §13.1.2, §13.1.3), the stored lines renamed — their values
     /// were checked when they were stored and are not scanned again.
     func appendConditionalLines(to fields: inout HTTPFields) {
+        // Room for both at once: the caller's fields are usually shared (the request as the caller made it), and the first
+        // append copies them — into room for one more line only, the second append would copy them again.
+        if lines.etag != -1 && lines.lastModified != -1 { fields.reserveCapacity(fields.count + 2) }
         if var etag = line(at: lines.etag, named: .eTag) {
             etag.name = .ifNoneMatch
             fields.append(etag)
