@@ -153,8 +153,9 @@ extension ResponseCache {
                 refreshes[touchKey] = refresh
                 return refreshes.count
             }
-            // Unless a later refresh of the same representation is already held (read in place, not copied out).
-            if !(refreshes.values[index].matches(validators.etag, validators.lastModified) && refreshes.values[index].entry.storedAt > entry.storedAt) {
+            let held = refreshes.values[index]
+            // Unless a later refresh of the same representation is already held.
+            if !(held.matches(validators.etag, validators.lastModified) && held.entry.storedAt > entry.storedAt) {
                 refreshes.values[index] = refresh
             }
             return refreshes.count

@@ -28,17 +28,12 @@ extension OpenCache {
     /// The refreshed entry a lookup of `key` must return instead of `stored`, while its refresh is not
     /// written: the same representation (validators), refreshed no earlier than stored.
     func pendingRefresh(of stored: CacheEntry, key: TouchKey) -> CacheEntry? {
-        // The same sealed value the refresh was read from is the same representation: its validators need no compare.
-        // Read in place: only the refreshed entry is copied out.
-        let held: CacheEntry? = refreshes.withLock { refreshes in
-            guard let index = refreshes.index(forKey: key),
-                  (stored.sealedTag != nil && refreshes.values[index].entry.sealedTag == stored.sealedTag)
-                    || refreshes.values[index].matches(stored.etag, stored.lastModified),
-                  Self.milliseconds(refreshes.values[index].entry.storedAt) >= Self.milliseconds(stored.storedAt)
-            else { return nil }
-            return refreshes.values[index].entry
-        }
-        guard var entry = held else { return nil }
+        // The same sealed value the refresh was read from is the same representation: its validators need no scan.
+        guard let pending = refreshes.withLock({ $0[key] }),
+              (stored.sealedTag != nil && pending.entry.sealedTag == stored.sealedTag) || pending.matches(stored.etag, stored.lastModified),
+              Self.milliseconds(pending.entry.storedAt) >= Self.milliseconds(stored.storedAt)
+        else { return nil }
+        var entry = pending.entry
         entry.size = stored.size
         entry.sealedTag = stored.sealedTag
         return entry
