@@ -170,7 +170,11 @@ public struct CacheEntry: Sendable, Equatable {
     }
 
     /// Whether the entry has a validator to revalidate with (an `ETag` or a `Last-Modified` line).
-    var hasValidators: Bool { lines.etag != -1 || lines.lastModified != -1 }
+    var hasValidators: Bool {
+        if lines.etag >= 0 || lines.lastModified >= 0 { return true }
+        if lines.etag == -1 && lines.lastModified == -1 { return false }
+        return etag != nil || lastModified != nil  // past `Int16`'s positions: found by a scan
+    }
 
     /// Appends the conditional lines of a revalidation to `fields`: the stored `ETag` line as `If-None-Match` and the
     /// `Last-Modified` line as `If-Modified-Since` (RFC 9110 §13.1.2, §13.1.3), the stored lines renamed — their values

@@ -93,6 +93,16 @@ import Testing
         entry.headers = [.server: "nginx"]
         #expect(!entry.hasValidators && !entry.hasDirective("no-store"))
         #expect(CachePolicy.decision(for: CacheRequest(method: "GET"), stored: entry, mode: .active) == .fetch)
+        // Lines past `Int16`'s positions are found by a scan.
+        var many = HTTPFields()
+        many.reserveCapacity(Int(Int16.max) + 2)
+        for _ in 0...Int(Int16.max) { many.append(HTTPField(name: .server, value: "s")) }
+        var large = CacheEntry(status: 200, headers: many, payload: Data())
+        #expect(!large.hasValidators && large.etag == nil && !large.hasDirective("no-store"))
+        many.append(HTTPField(name: .eTag, value: "\"z\""))
+        large.headers = many
+        #expect(large.hasValidators && large.etag == "\"z\"" && large.lastModified == nil)
+        #expect(CachePolicy.decision(for: CacheRequest(method: "GET"), stored: large, mode: .active) == .revalidate(conditionalHeaders: [.ifNoneMatch: "\"z\""]))
     }
 
     /// The precomputed-pad HMAC used for entry keys equals swift-crypto's HMAC-SHA256.
