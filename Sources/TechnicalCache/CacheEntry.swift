@@ -15,9 +15,14 @@ public struct CacheEntry: Sendable, Equatable {
     /// The response headers, without credentials.
     public var headers: HTTPFields {
         get { storedHeaders }
-        set { storedHeaders = Self.withoutCredentials(newValue) }
+        set {
+            storedHeaders = Self.withoutCredentials(newValue)
+            lines = Lines(of: storedHeaders)
+        }
     }
     private var storedHeaders: HTTPFields
+    /// Where the lines an active read uses are in ``headers``, found once when the lines are set (see ``Lines``).
+    private var lines: Lines
     /// The response body (may be empty).
     public var payload: Data
     /// When the response was stored or last refreshed by a 304; a writer that orders its writes
@@ -36,6 +41,43 @@ public struct CacheEntry: Sendable, Equatable {
     /// transaction ID, nothing was written since (by any process), so it is still the one stored; with the same
     /// URL and generation, the key need not be hashed again.
     var readAt: ReadAt?
+
+    /// The positions of the lines every active read of the entry uses, found in one pass when its lines are set (stored,
+    /// decoded, merged): its validators (read by the conditional request, the 304's check and the refresh's), its first
+    /// `Cache-Control` line, and how many of its last lines a 304 merged. With many URLs, an entry's lines are seldom in
+    /// the CPU's cache when it is read again: each scan by name touched every line (and retained its name).
+    struct Lines: Sendable {
+        var etag: Int16 = -1
+        var lastModified: Int16 = -1
+        var cacheControl: Int16 = -1
+        /// The count of the last lines that are the last 304's merged lines (no line before them has one of their
+        /// names); 0 when not known (an entry stored or decoded: its next 304 finds out).
+        var mergedTail: UInt16 = 0
+
+        init(of headers: HTTPFields) {
+            let etagName = HTTPField.Name.eTag.canonicalName
+            let lastModifiedName = HTTPField.Name.lastModified.canonicalName
+            let cacheControlName = HTTPField.Name.cacheControl.canonicalName
+            var index = 0
+            // `HTTPFields` holds fewer than `UInt16.max` lines; the positions looked for are within `Int16` in any
+            // response this cache stores (a line past that is found by a scan, as before).
+            while index < min(headers.endIndex, Int(Int16.max)) {
+                let name = headers[index].name.canonicalName
+                switch name.utf8.count {
+                case 4 where etag < 0 && name == etagName: etag = Int16(index)
+                case 13 where lastModified < 0 && name == lastModifiedName: lastModified = Int16(index)
+                case 13 where cacheControl < 0 && name == cacheControlName: cacheControl = Int16(index)
+                default: break
+                }
+                index += 1
+            }
+            if headers.endIndex > Int(Int16.max) {
+                etag = -2
+                lastModified = -2
+                cacheControl = -2
+            }
+        }
+    }
 
     /// Where a lookup read an entry (see ``readAt``).
     struct ReadAt: Sendable {
@@ -76,6 +118,7 @@ public struct CacheEntry: Sendable, Equatable {
     public init(status: Int, headers: HTTPFields, payload: Data, storedAt: Date = Date()) {
         self.status = status
         self.storedHeaders = Self.withoutCredentials(headers)
+        self.lines = Lines(of: storedHeaders)
         self.payload = payload
         self.storedAt = storedAt
         self.lastUsedAt = storedAt
@@ -86,6 +129,7 @@ public struct CacheEntry: Sendable, Equatable {
     init(status: Int, trustedHeaders: HTTPFields, payload: Data, storedAt: Date) {
         self.status = status
         self.storedHeaders = trustedHeaders
+        self.lines = Lines(of: trustedHeaders)
         self.payload = payload
         self.storedAt = storedAt
         self.lastUsedAt = storedAt
@@ -109,6 +153,44 @@ public struct CacheEntry: Sendable, Equatable {
 
     private func firstValue(_ name: HTTPField.Name) -> String? {
         Self.firstIndex(of: name, in: storedHeaders).map { storedHeaders[$0].value }
+    }
+
+    /// The first line at `position` (from ``Lines``): `nil` for none, a scan by `name` past `Int16`'s positions.
+    private func line(at position: Int16, named name: HTTPField.Name) -> HTTPField? {
+        if position >= 0 { return storedHeaders[Int(position)] }
+        if position == -1 { return nil }
+        return Self.firstIndex(of: name, in: storedHeaders).map { storedHeaders[$0] }
+    }
+
+    /// Whether the entry's `Cache-Control` lines carry `directive` (``CachePolicy/hasDirective(_:in:)``), read from the
+    /// first of them: an entry without one answers at once.
+    func hasDirective(_ directive: String) -> Bool {
+        guard lines.cacheControl != -1 else { return false }
+        return CachePolicy.hasDirective(directive, in: storedHeaders, from: max(Int(lines.cacheControl), 0))
+    }
+
+    /// Whether the entry has a validator to revalidate with (an `ETag` or a `Last-Modified` line).
+    var hasValidators: Bool {
+        if lines.etag >= 0 || lines.lastModified >= 0 { return true }
+        if lines.etag == -1 && lines.lastModified == -1 { return false }
+        return etag != nil || lastModified != nil  // past `Int16`'s positions: found by a scan
+    }
+
+    /// Appends the conditional lines of a revalidation to `fields`: the stored `ETag` line as `If-None-Match` and the
+    /// `Last-Modified` line as `If-Modified-Since` (RFC 9110 §13.1.2, §13.1.3), the stored lines renamed — their values
+    /// were checked when they were stored and are not scanned again.
+    func appendConditionalLines(to fields: inout HTTPFields) {
+        // Room for both at once: the caller's fields are usually shared (the request as the caller made it), and the first
+        // append copies them — into room for one more line only, the second append would copy them again.
+        if lines.etag != -1 && lines.lastModified != -1 { fields.reserveCapacity(fields.count + 2) }
+        if var etag = line(at: lines.etag, named: .eTag) {
+            etag.name = .ifNoneMatch
+            fields.append(etag)
+        }
+        if var lastModified = line(at: lines.lastModified, named: .lastModified) {
+            lastModified.name = .ifModifiedSince
+            fields.append(lastModified)
+        }
     }
 
     /// The position of the first line named `name` in `headers`, read by position with the names' lengths compared
@@ -145,9 +227,9 @@ public struct CacheEntry: Sendable, Equatable {
     }
 
     /// The `ETag` header: the validator sent back as `If-None-Match`.
-    public var etag: String? { firstValue(.eTag) }
+    public var etag: String? { line(at: lines.etag, named: .eTag)?.value }
     /// The `Last-Modified` header: the validator sent back as `If-Modified-Since`.
-    public var lastModified: String? { firstValue(.lastModified) }
+    public var lastModified: String? { line(at: lines.lastModified, named: .lastModified)?.value }
 
     static func withoutCredentials(_ headers: HTTPFields) -> HTTPFields {
         guard headers.contains(where: isCredential) else { return headers }
@@ -197,6 +279,37 @@ public struct CacheEntry: Sendable, Equatable {
     /// name as a string — most of a 304's cost to the store (callgrind). The usual 304 replaces as many lines as it
     /// brings, so the count stays.
     mutating func refresh(with newHeaders: HTTPFields, at date: Date) {
+        storedAt = date
+        // The usual 304 of an entry refreshed before (a held refresh is what a lookup returns): its merged lines are the
+        // stored entry's last ones — the previous 304's, whose names no line before them has (`Lines.mergedTail`) —, the
+        // same names as sent and values in the same order. The merge would build the very same lines: only the time is set,
+        // and only those last lines are read.
+        // With the same names but a value changed (a new `Date`), the merge would keep the lines before them and put the
+        // 304's after them, where they are: the changed lines are written in place.
+        if lines.mergedTail > 0 {
+            let start = storedHeaders.count - Int(lines.mergedTail)
+            var position = start
+            var sameNames = true
+            var sameValues = true
+            for index in newHeaders.indices where Self.isMerged(newHeaders[index].name) {
+                guard position < storedHeaders.count, storedHeaders[position].name.rawName == newHeaders[index].name.rawName else {
+                    sameNames = false
+                    break
+                }
+                if sameValues && storedHeaders[position].value != newHeaders[index].value { sameValues = false }
+                position += 1
+            }
+            if sameNames && position == storedHeaders.count {
+                if !sameValues {
+                    position = start
+                    for index in newHeaders.indices where Self.isMerged(newHeaders[index].name) {
+                        storedHeaders[position] = newHeaders[index]  // an unchanged line is compared and left alone
+                        position += 1
+                    }
+                }
+                return
+            }
+        }
         // Each line of the 304 is looked at once (its name's length, then whether it is merged), not once per stored
         // line; the stored lines are read and compared by position, without copying a field to compare its name.
         var replaced: [(length: Int, name: String, index: Int)] = []
@@ -210,15 +323,15 @@ public struct CacheEntry: Sendable, Equatable {
             let length = stored[index].name.canonicalName.utf8.count
             return replaced.contains { $0.length == length && $0.name == stored[index].name.canonicalName }
         }
-        storedAt = date
-        // The usual 304 of an entry refreshed before (a held refresh is what a lookup returns): its lines already close
-        // the stored ones, in their order, and no line before them has their names — the merge would build the very same
-        // lines again. Then nothing is copied or written (with many URLs, the lines' memory is seldom in the CPU's cache).
+        // Not known to be the last merge's lines (an entry stored or decoded), they may still be: its lines already close
+        // the stored ones, in their order, and no line before them has their names. Then nothing is copied or written, and
+        // the next 304 reads only those lines.
         var kept = 0
         while kept < stored.count, !isReplaced(kept) { kept += 1 }
         if stored.count - kept == replaced.count,
            replaced.indices.allSatisfy({ stored[kept + $0].name.rawName == newHeaders[replaced[$0].index].name.rawName
                                             && stored[kept + $0].value == newHeaders[replaced[$0].index].value }) {
+            lines.mergedTail = UInt16(replaced.count)
             return
         }
         var merged = stored
@@ -236,88 +349,7 @@ public struct CacheEntry: Sendable, Equatable {
         }
         if count < merged.count { merged.removeSubrange(count...) }
         storedHeaders = merged
-    }
-}
-
-/// The plaintext layout of an entry's metadata:
-/// `version, UInt16 status, UInt64 storedAt (ms), UInt32 header count, (UInt32-prefixed name, value)…`.
-/// The payload is sealed on its own (see `SealedEntry`), so large bodies are never copied into a
-/// combined plaintext.
-enum EntryCodec {
-    static let version: UInt8 = 1
-
-    static func encodeMeta(_ entry: CacheEntry) -> Data {
-        var meta = ByteWriter(capacity: metaCapacity(entry))
-        writeMeta(entry, into: &meta)
-        return meta.data
-    }
-
-    /// About the bytes `writeMeta` writes for `entry` (a writer's initial capacity).
-    static func metaCapacity(_ entry: CacheEntry) -> Int { 32 + entry.headers.count * 48 }
-
-    /// Writes the metadata `encodeMeta` returns into `meta`, after what it holds.
-    static func writeMeta(_ entry: CacheEntry, into meta: inout ByteWriter) {
-        meta.append(version)
-        meta.append(UInt16(clamping: entry.status))
-        meta.append(UInt64(bitPattern: Int64(entry.storedAt.timeIntervalSince1970 * 1000)))
-        meta.append(UInt32(entry.headers.count))
-        for field in entry.headers {
-            meta.appendString(field.name.rawName)
-            meta.appendString(field.value)
-        }
-    }
-
-    /// The metadata of `raw`; `nil` when it does not decode, including a header name that is not an HTTP
-    /// field name or more headers than `HTTPFields` holds (a damaged or foreign value): the callers treat
-    /// it as damaged.
-    static func decodeMeta(_ raw: UnsafeRawBufferPointer) -> (status: Int, storedAt: Date, headers: HTTPFields)? {
-        var reader = RawReader(raw)
-        guard reader.uint8() == version, let status = reader.uint16(), let stored = reader.uint64(),
-              let headerCount = reader.uint32(), Int(headerCount) <= raw.count / 8,
-              headerCount < UInt16.max  // more than `HTTPFields` holds
-        else { return nil }
-        var headers = HTTPFields()
-        headers.reserveCapacity(Int(headerCount))
-        for _ in 0..<headerCount {
-            guard let rawName = reader.string(), let name = HTTPField.Name(rawName), let value = reader.string() else { return nil }
-            headers.append(HTTPField(name: name, value: value))
-        }
-        guard reader.isAtEnd else { return nil }
-        return (Int(status), Date(timeIntervalSince1970: Double(Int64(bitPattern: stored)) / 1000), headers)
-    }
-}
-
-/// Reads big-endian integers and length-prefixed UTF-8 strings from raw memory, `nil` past the end.
-struct RawReader {
-    let buffer: UnsafeRawBufferPointer
-    var offset = 0
-
-    init(_ buffer: UnsafeRawBufferPointer) {
-        self.buffer = buffer
-    }
-
-    var isAtEnd: Bool { offset == buffer.count }
-
-    mutating func uint8() -> UInt8? {
-        guard offset < buffer.count else { return nil }
-        defer { offset += 1 }
-        return buffer[offset]
-    }
-
-    private mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
-        let size = MemoryLayout<T>.size
-        guard buffer.count - offset >= size else { return nil }
-        defer { offset += size }
-        return T(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: T.self))
-    }
-
-    mutating func uint16() -> UInt16? { integer(UInt16.self) }
-    mutating func uint32() -> UInt32? { integer(UInt32.self) }
-    mutating func uint64() -> UInt64? { integer(UInt64.self) }
-
-    mutating func string() -> String? {
-        guard let count = uint32().map(Int.init), buffer.count - offset >= count else { return nil }
-        defer { offset += count }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)]), as: UTF8.self)
+        lines = Lines(of: merged)
+        lines.mergedTail = UInt16(replaced.count)
     }
 }

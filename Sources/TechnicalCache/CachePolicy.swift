@@ -91,6 +91,29 @@ public enum CachePolicy {
     ///   - now: The time to measure the entry's age at. The default is now.
     /// - Returns: The decision.
     public static func decision(for request: CacheRequest, stored: CacheEntry?, mode: CacheMode, maxAge: Duration? = nil, now: Date = Date()) -> CacheDecision {
+        switch strategy(for: request, stored: stored, mode: mode, maxAge: maxAge, now: now) {
+        case .serveStored: return .serveStored
+        case .unsatisfiable: return .unsatisfiable
+        case .fetch: return .fetch
+        case .revalidate:
+            var conditional = HTTPFields()
+            stored?.appendConditionalLines(to: &conditional)
+            return .revalidate(conditionalHeaders: conditional)
+        }
+    }
+
+    /// ``decision(for:stored:mode:maxAge:now:)`` without building the conditional lines: ``CachingTransport`` appends
+    /// them to its request straight from the entry (``CacheEntry/appendConditionalLines(to:)``).
+    enum Strategy {
+        case serveStored
+        /// Revalidate with the stored entry's validators (it has at least one).
+        case revalidate
+        case fetch
+        case unsatisfiable
+    }
+
+    /// The rules of ``decision(for:stored:mode:maxAge:now:)``.
+    static func strategy(for request: CacheRequest, stored: CacheEntry?, mode: CacheMode, maxAge: Duration?, now: @autoclosure () -> Date) -> Strategy {
         guard isCacheable(request) else {
             return mode == .passive ? .unsatisfiable : .fetch
         }
@@ -106,22 +129,9 @@ public enum CachePolicy {
         }
         if let maxAge, !hasDirective("no-cache", in: request.headers) {
             let seconds = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
-            if now.timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
+            if now().timeIntervalSince(stored.storedAt) < seconds { return .serveStored }
         }
-        // The stored lines renamed: their values were checked when they were stored and are not scanned again.
-        var conditional = HTTPFields()
-        let storedHeaders = stored.headers
-        if let index = CacheEntry.firstIndex(of: .eTag, in: storedHeaders) {
-            var etag = storedHeaders[index]
-            etag.name = .ifNoneMatch
-            conditional.append(etag)
-        }
-        if let index = CacheEntry.firstIndex(of: .lastModified, in: storedHeaders) {
-            var lastModified = storedHeaders[index]
-            lastModified.name = .ifModifiedSince
-            conditional.append(lastModified)
-        }
-        return conditional.isEmpty ? .fetch : .revalidate(conditionalHeaders: conditional)
+        return stored.hasValidators ? .revalidate : .fetch
     }
 
     /// Decides what the server's answer does to the stored entry.
@@ -211,8 +221,13 @@ public enum CachePolicy {
     ///   - headers: The headers to look in.
     /// - Returns: `true` when present.
     public static func hasDirective(_ directive: String, in headers: HTTPFields) -> Bool {
+        hasDirective(directive, in: headers, from: 0)
+    }
+
+    /// ``hasDirective(_:in:)`` reading the lines from `start` (no `Cache-Control` line before it).
+    static func hasDirective(_ directive: String, in headers: HTTPFields, from start: Int) -> Bool {
         // Only the `Cache-Control` lines are read (found by position, no other line copied).
-        var next = CacheEntry.firstIndex(of: .cacheControl, in: headers)
+        var next = CacheEntry.firstIndex(of: .cacheControl, in: headers, from: start)
         while let index = next {
             let found = headers[index].value.split(separator: ",").contains { part in
                 let name = part.split(separator: "=", maxSplits: 1).first ?? part[...]

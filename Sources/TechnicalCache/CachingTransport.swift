@@ -184,8 +184,8 @@ public final class CachingTransport: HTTPTransport {
         if mode == .passive { return .cacheOnly(cached) }
         let cacheRequest = CacheRequest(method: request.method, headers: request.headerFields)
         var request = request
-        var conditional = HTTPFields()
-        switch CachePolicy.decision(for: cacheRequest, stored: cached, mode: .active, maxAge: maxAge) {
+        var conditional = false
+        switch CachePolicy.strategy(for: cacheRequest, stored: cached, mode: .active, maxAge: maxAge, now: Date()) {
         case .serveStored:
             if let cached {
                 listener?.cacheServedFresh(url: url)
@@ -193,12 +193,11 @@ public final class CachingTransport: HTTPTransport {
             }
         case .unsatisfiable:
             return .unsatisfiable
-        case .revalidate(let fields):
-            // `decision` revalidates only a request without validators of its own: appended, they replace nothing (and
-            // the values, the stored lines', are not checked again as a subscript's assignment would). Kept, not their
-            // names copied into an array of their own, for the retry below.
-            conditional = fields
-            for field in fields { request.headerFields.append(field) }
+        case .revalidate:
+            // Revalidated only without validators of the request's own: the stored lines appended (renamed) replace
+            // nothing, and their values are not checked again as a subscript's assignment would.
+            cached?.appendConditionalLines(to: &request.headerFields)
+            conditional = true
         case .fetch:
             break
         }
@@ -206,9 +205,11 @@ public final class CachingTransport: HTTPTransport {
         var sentAt = Date()
         var reply = try await upstream.send(request)
         var confirming = Self.confirmation(of: reply, stored: cached)
-        if reply.status == 304, cached != nil, confirming == nil, !conditional.isEmpty {
-            // The 304 is about another representation than the copy held: ask for the body.
-            for field in conditional { request.headerFields[field.name] = nil }
+        if reply.status == 304, cached != nil, confirming == nil, conditional {
+            // The 304 is about another representation than the copy held: ask for the body (the request had no
+            // conditional lines of its own).
+            request.headerFields[.ifNoneMatch] = nil
+            request.headerFields[.ifModifiedSince] = nil
             sentAt = Date()
             reply = try await upstream.send(request)
             confirming = Self.confirmation(of: reply, stored: cached)

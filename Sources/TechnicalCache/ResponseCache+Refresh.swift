@@ -93,7 +93,7 @@ extension ResponseCache {
         let condition = StoreCondition.storedValidators(etag: validators.etag, lastModified: validators.lastModified)
         // To the millisecond, as it is written: a held refresh and the written one answer alike.
         entry.refresh(with: headers, at: Date(timeIntervalSince1970: Double(OpenCache.milliseconds(max(date, entry.storedAt))) / 1000))
-        if CachePolicy.hasDirective("no-store", in: entry.headers) {
+        if entry.hasDirective("no-store") {
             return .write(try prepareStore(entry, url: url, condition: condition))
         }
         let cache = try openCache()
@@ -105,9 +105,18 @@ extension ResponseCache {
         }
         let knownTag = entry.sealedTag
         let stillStored: Bool
-        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == key,
-           readAt.transaction == cache.environment.lastTransactionID {
+        let transaction = cache.environment.lastTransactionID
+        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == key, readAt.transaction == transaction {
             stillStored = true  // nothing was committed (by any process) since the lookup that read it: no read needed
+        } else if let held = cache.hot.current(for: url, key: key, at: transaction) {
+            // Every commit since is known (`HotEntries`: this process's own, which left the URL's value alone, or checked
+            // since): the stored value is the held one, with its tag — the value the caller read, or one whose validators
+            // are known (the background write of an earlier refresh of this entry, for example). No read.
+            if let knownTag, held.tag == knownTag {
+                stillStored = true
+            } else {
+                stillStored = held.entry.etag == validators.etag && held.entry.lastModified == validators.lastModified
+            }
         } else {
             do {
                 stillStored = try cache.environment.read { txn in

@@ -53,6 +53,58 @@ import Testing
         #expect(lines(duplicated.headers) == ["Content-Type: application/json", "Date: D2", "ETag: \"a\""])
     }
 
+    /// An entry finds its validator and `Cache-Control` lines, and the last 304's merged lines, once when its lines are set:
+    /// after every 304 of a run (the same again, a changed value, other names, fewer, more, duplicates, a `no-store`
+    /// arriving) its lines are those the whole merge gives an entry that knows nothing of the last one, and its validators,
+    /// its `no-store` and its conditional lines are those a scan of its lines finds.
+    @Test func anEntrysLinePositionsFollowEveryMerge() throws {
+        func name(_ text: String) throws -> HTTPField.Name { try #require(HTTPField.Name(text)) }
+        func lines(_ headers: HTTPFields) -> [String] { headers.map { "\($0.name.rawName): \($0.value)" } }
+        let runs: [HTTPFields] = [
+            [.server: "nginx", .date: "D1", .eTag: "\"a\"", .lastModified: "L"],
+            [.server: "nginx", .date: "D1", .eTag: "\"a\"", .lastModified: "L"],
+            [.server: "nginx", .date: "D2", .eTag: "\"a\"", .lastModified: "L"],
+            [.server: "nginx", .date: "D3", .eTag: "W/\"a\"", .lastModified: "L", .contentLength: "0"],
+            [.date: "D4", .eTag: "\"a\""],
+            [.date: "D4", .eTag: "\"a\"", try name("X-Twice"): "1", try name("X-Twice"): "2"],
+            [.date: "D5", .eTag: "\"a\"", try name("X-Twice"): "1", try name("X-Twice"): "3"],
+            [.date: "D5", .cacheControl: "max-age=0, no-store", .eTag: "\"b\""],
+            [.date: "D6", .cacheControl: "max-age=60", .eTag: "\"b\""],
+            [.lastModified: "M"],
+        ]
+        var entry = CacheEntry(status: 200, headers: [.contentType: "application/json", .date: "D0", .eTag: "\"a\"", .contentLength: "2"],
+                               payload: Data())
+        for (step, notModified) in runs.enumerated() {
+            var reference = CacheEntry(status: 200, headers: entry.headers, payload: Data())
+            reference.refresh(with: notModified, at: Date(timeIntervalSince1970: Double(step)))
+            entry.refresh(with: notModified, at: Date(timeIntervalSince1970: Double(step)))
+            #expect(lines(entry.headers) == lines(reference.headers), "304 \(step)")
+            #expect(entry.storedAt == Date(timeIntervalSince1970: Double(step)))
+            #expect(entry.etag == entry.headerValue(named: "ETag") && entry.lastModified == entry.headerValue(named: "Last-Modified"))
+            #expect(entry.hasDirective("no-store") == CachePolicy.hasDirective("no-store", in: entry.headers), "304 \(step)")
+            var conditional = HTTPFields()
+            entry.appendConditionalLines(to: &conditional)
+            #expect(conditional[.ifNoneMatch] == entry.etag && conditional[.ifModifiedSince] == entry.lastModified && conditional.count <= 2)
+        }
+        #expect(lines(entry.headers).last == "Last-Modified: M")
+        // Lines set through `headers` are found again (and what the last 304 merged is forgotten).
+        entry.headers = [.cacheControl: "no-store", .lastModified: "N"]
+        #expect(entry.etag == nil && entry.lastModified == "N" && entry.hasDirective("no-store") && entry.hasValidators)
+        entry.headers = [.server: "nginx"]
+        #expect(!entry.hasValidators && !entry.hasDirective("no-store"))
+        #expect(CachePolicy.decision(for: CacheRequest(method: "GET"), stored: entry, mode: .active) == .fetch)
+        // Lines past `Int16`'s positions are found by a scan.
+        var many = HTTPFields()
+        many.reserveCapacity(Int(Int16.max) + 2)
+        for _ in 0...Int(Int16.max) { many.append(HTTPField(name: .server, value: "s")) }
+        var large = CacheEntry(status: 200, headers: many, payload: Data())
+        #expect(!large.hasValidators && large.etag == nil && !large.hasDirective("no-store"))
+        many.append(HTTPField(name: .eTag, value: "\"z\""))
+        large.headers = many
+        #expect(large.hasValidators && large.etag == "\"z\"" && large.lastModified == nil)
+        #expect(CachePolicy.decision(for: CacheRequest(method: "GET"), stored: large, mode: .active) == .revalidate(conditionalHeaders: [.ifNoneMatch: "\"z\""]))
+    }
+
     /// The precomputed-pad HMAC used for entry keys equals swift-crypto's HMAC-SHA256.
     @Test(arguments: [nil, "", "alice", "a partition with ünïcode"])
     func entryKeyIsHMACSHA256(partition: String?) {

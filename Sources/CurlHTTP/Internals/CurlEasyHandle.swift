@@ -219,21 +219,20 @@ final class CurlEasyHandle {
 
     private func setHeaders(_ request: TransportRequest) throws(CurlError) {
         let list = HeaderList()
+        var hasExpect = false
+        var hasContentType = false
         for field in request.headerFields {
             // > If you provide a header with no contents on the right side of the colon, the header is removed;
             // > to send a header without contents, use a semicolon: "Header;".
-            if field.value.isEmpty {
-                try list.append("\(field.name.rawName);")
-            } else {
-                try list.append("\(field.name.rawName): \(field.value)")
-            }
+            try list.append(name: field.name.rawName, separator: field.value.isEmpty ? ";" : ": ", value: field.value)
+            if field.name == .expect { hasExpect = true } else if field.name == .contentType { hasContentType = true }
         }
         // libcurl adds `Expect: 100-continue` to larger bodies and waits up to a second for the answer;
         // an empty `Expect:` removes it. It also labels POST bodies as form data unless told otherwise.
-        if request.headerFields[.expect] == nil {
+        if !hasExpect {
             try list.append("Expect:")
         }
-        if request.headerFields[.contentType] == nil {
+        if !hasContentType {
             try list.append("Content-Type:")
         }
         try set(CURLOPT_HTTPHEADER, pointer: list.pointer.map { UnsafeRawPointer($0) })

@@ -119,6 +119,16 @@ final class HotEntries: Sendable {
         }
     }
 
+    /// The entry held for `url` under `key` when it is known, without reading the disk, to be the one stored when the last
+    /// commit is `transaction` (as a lookup of a held entry knows it): the stored value then carries its tag. Not a use.
+    func current(for url: String, key: [UInt8], at transaction: UInt64) -> Held? {
+        guard budget > 0 else { return nil }
+        return state.withLock { state in
+            guard let slot = state.held[url], slot.held.key == key, state.isCurrent(slot, at: transaction) else { return nil }
+            return slot.held
+        }
+    }
+
     /// Records that the stored value for `url` still carried the held tag at `transaction`.
     func confirm(_ url: String, tag: CacheEntry.SealedTag, at transaction: UInt64) {
         state.withLock { state in
