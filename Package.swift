@@ -131,7 +131,7 @@ let package = Package(
         // For users' tests: a scripted, recording HTTPTransport and either store opened on it in a temporary directory.
         .target(
             name: "ODataTesting",
-            dependencies: ["ODataCore", "CurlHTTP", "OnlineStore", "OfflineStore", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]
+            dependencies: ["ODataCore", "ODataSession", "CurlHTTP", "OnlineStore", "OfflineStore", "TechnicalCache", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
 
         // The fixture producer: a non-product library for tests plus its executable.

@@ -1,3 +1,5 @@
+public import ODataCore
+
 /// An error of `CurlTransport`: what kind of failure it was, libcurl's `CURLcode` and its error-buffer text.
 ///
 /// Match a kind with its static member, as with an enum case:
@@ -20,11 +22,15 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     public let curlCode: Int
     /// libcurl's error-buffer text (`CURLOPT_ERRORBUFFER`), or this module's explanation of what was wrong.
     public let message: String
+    /// Whether any byte of the request went out before the failure (libcurl's `CURLINFO_REQUEST_SIZE`): `false`
+    /// proves the back end never got it, even for a timeout or a closed connection. `true` when unknown.
+    public let requestSent: Bool
 
     private init(_ kind: Kind) {
         self.kind = kind
         self.curlCode = 0
         self.message = ""
+        self.requestSent = true
     }
 
     /// Creates an error of the same kind as `kind`.
@@ -33,10 +39,12 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     ///   - kind: The kind, one of the static members (`.timedOut`).
     ///   - curlCode: The `CURLcode`, or 0 when the error did not come from libcurl; the default is 0.
     ///   - message: The error-buffer text or an explanation.
-    public init(kind: CurlError, curlCode: Int = 0, message: String) {
+    ///   - requestSent: Whether any byte of the request went out; the default `true` is what an unknown is taken as.
+    public init(kind: CurlError, curlCode: Int = 0, message: String, requestSent: Bool = true) {
         self.kind = kind.kind
         self.curlCode = curlCode
         self.message = message
+        self.requestSent = requestSent
     }
 
     /// The connection could not be made (refused, unreachable, proxy failed).
@@ -97,5 +105,18 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// - Returns: Whether `error` is a `CurlError` of that kind.
     public static func ~= (pattern: CurlError, error: any Error) -> Bool {
         (error as? CurlError) == pattern
+    }
+}
+
+extension CurlError: NoAnswerError {
+    /// ``connectFailed``, ``couldNotResolveHost`` and ``tls`` never reached the back end; ``timedOut`` and
+    /// ``connectionClosed`` got no answer and reached it only if ``requestSent``; every other kind is not about
+    /// reaching the back end (`nil`).
+    public var noAnswer: NoAnswer? {
+        switch kind {
+        case .connectFailed, .couldNotResolveHost, .tls: return .requestNotSent
+        case .timedOut, .connectionClosed: return requestSent ? .requestMayHaveArrived : .requestNotSent
+        default: return nil
+        }
     }
 }

@@ -1,3 +1,5 @@
+import ODataCore
+
 /// An error of a ``ServiceSession``: a request it did not send, or one the back end refused for a reason
 /// of the session. It names no token, cookie or credential.
 ///
@@ -84,5 +86,14 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     /// - Returns: `true` when `error` is a `SessionError` of the same kind.
     public static func ~= (pattern: SessionError, error: any Error) -> Bool {
         (error as? SessionError) == pattern
+    }
+}
+
+extension SessionError: NoAnswerError {
+    /// A CSRF token fetch that got no answer (its ``underlying`` error says so) never sent the request itself:
+    /// ``NoAnswer/requestNotSent``. Every other session error came from an answer (`nil`).
+    public var noAnswer: NoAnswer? {
+        guard kind == .csrfTokenFetchFailed, let underlying, NoAnswer.of(underlying) != nil else { return nil }
+        return .requestNotSent
     }
 }

@@ -17,7 +17,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         case notOpen, storeLocked, serviceRootMismatch, wrongKey, encryptionMismatch, invalidParameters
         case invalidDefiningQuery, downloadFailed, invalidMetadata, invalidRequest, entityNotFound, entityExists
         case unsupported, storage, userSwitchUploadFailed, pendingRequestsOfAnotherUser, unsupportedStoreFormat
-        case migrationFailed, invalidNextLink
+        case migrationFailed, invalidNextLink, backEndUnreachable
 
         /// The numeric code SAP's offline store uses for this kind.
         var number: Int {
@@ -40,6 +40,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
             case .unsupportedStoreFormat: return -10016
             case .migrationFailed: return -10017
             case .invalidNextLink: return -10018
+            case .backEndUnreachable: return -10019
             case .userSwitchUploadFailed: return -10425
             }
         }
@@ -59,6 +60,9 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     /// The page (from 1, counted from where the read began) whose next link could not be read, for
     /// ``invalidNextLink``; else nil.
     public let page: Int?
+    /// What an upload stopped by ``backEndUnreachable`` did: sent, succeeded, failed, and how many requests are
+    /// still queued; else nil.
+    public let uploadResult: OfflineODataUploadResult?
 
     private init(_ kind: Kind) {
         self.kind = kind
@@ -68,6 +72,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         self.httpStatus = nil
         self.entitySet = nil
         self.page = nil
+        self.uploadResult = nil
     }
 
     /// Creates an error of the same kind as `kind`.
@@ -80,8 +85,10 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     ///   - httpStatus: The back end's HTTP status, when the error is its answer.
     ///   - entitySet: The entity set a download was reading, for ``invalidNextLink``.
     ///   - page: The page whose next link could not be read, for ``invalidNextLink``.
+    ///   - uploadResult: What a stopped upload did, for ``backEndUnreachable``.
     public init(_ kind: OfflineODataError, _ message: String, underlying: (any Error & Sendable)? = nil,
-                previousUser: String? = nil, httpStatus: Int? = nil, entitySet: String? = nil, page: Int? = nil) {
+                previousUser: String? = nil, httpStatus: Int? = nil, entitySet: String? = nil, page: Int? = nil,
+                uploadResult: OfflineODataUploadResult? = nil) {
         self.kind = kind.kind
         self.message = message
         self.underlying = underlying
@@ -89,6 +96,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         self.httpStatus = httpStatus
         self.entitySet = entitySet
         self.page = page
+        self.uploadResult = uploadResult
     }
 
     /// The store is not open (or already closed). SAP number -10001.
@@ -136,6 +144,12 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     /// link that is no URL): the download fails rather than end the set early, and applies nothing.
     /// ``entitySet`` and ``page`` say where. SAP number -10018.
     public static let invalidNextLink = OfflineODataError(.invalidNextLink)
+    /// The back end could not be reached: no answer came (refused, reset before a status line, no name, TLS, a
+    /// timeout, a session step that got no answer) and the retry policy gave up. An upload stops there: what settled
+    /// before is committed, the rest stays queued as it was (``uploadResult`` says how many), nothing goes to the
+    /// ErrorArchive for the outage. A download applies nothing of the defining query it was reading (an initial
+    /// download stays resumable). ``underlying`` is the transport's error. Not an SAP number: -10019.
+    public static let backEndUnreachable = OfflineODataError(.backEndUnreachable)
 
     /// The numeric code SAP's offline store uses for this kind of error, for example -10425 for
     /// ``userSwitchUploadFailed``.

@@ -90,14 +90,29 @@ public struct OfflineODataParameters: Sendable {
     /// takes it). The authenticator is the current user's; a previous user's requests (``forceUploadOnUserSwitch``) go in a
     /// session of their own with ``credentials`` of that user.
     public var session: SessionOptions = SessionOptions()
-    /// How often an upload re-sends a request after a transport failure, 408, 429 or 5xx before it
-    /// reports the failure. Without ``enableRepeatableRequests``, a request that is not idempotent
-    /// (`POST`, `PATCH`, `MERGE`) is re-sent only after a failure that proves the back end never got
-    /// it (connection refused, a host name that does not resolve); otherwise its report and its
-    /// ErrorArchive entry say the back end may have executed it. The default is `3`.
-    public var uploadRetries: Int = 3
-    /// The pause before the first re-send; it doubles for each further one. The default is 100 ms.
-    public var uploadRetryDelay: Duration = .milliseconds(100)
+    /// When the upload and the download send a request again (``ODataSession/RetryPolicy``): after no answer, `408`,
+    /// `429` or a `5xx`, with exponential backoff and full jitter, honouring `Retry-After` on `429` and `503`, within a
+    /// time budget. Without ``enableRepeatableRequests``, a request that is not idempotent (`POST`, `PATCH`, `MERGE`)
+    /// is re-sent only after a failure that proves the back end never got it (connection refused, a host name that
+    /// does not resolve); otherwise its report and its ErrorArchive entry say the back end may have executed it.
+    /// When the policy gives up on a request that got no answer at all, the upload stops and the request stays
+    /// queued (``OfflineODataError/backEndUnreachable``). The default is `RetryPolicy()`: 4 sends, 100 ms doubling up
+    /// to 10 s, within 30 s.
+    public var retryPolicy = RetryPolicy()
+    /// The clock retries and ``OfflineSynchronizer`` wait on. The default is the system's; tests give ODataTesting's
+    /// `TestClock`, so that nothing sleeps.
+    public var clock: any RetryClock = SystemRetryClock()
+    /// How often an upload re-sends a request: ``retryPolicy``'s `maxAttempts` less one. The default is `3`.
+    public var uploadRetries: Int {
+        get { retryPolicy.maxAttempts - 1 }
+        set { retryPolicy.maxAttempts = newValue + 1 }
+    }
+    /// The longest pause before the first re-send: ``retryPolicy``'s `baseDelay` (it doubles for each further one).
+    /// The default is 100 ms.
+    public var uploadRetryDelay: Duration {
+        get { retryPolicy.baseDelay }
+        set { retryPolicy.baseDelay = newValue }
+    }
     /// How an upload sends the queued requests: one HTTP request each, or consecutive requests
     /// together in `$batch` bodies. The default is ``OfflineODataUploadMode/oneByOne``: it works
     /// with every back end (some refuse or limit `$batch`), and a request's failure or retry touches
@@ -162,7 +177,7 @@ public struct OfflineODataParameters: Sendable {
         guard !storePath.isEmpty else {
             throw OfflineODataError(.invalidParameters, "storePath is empty (the default needs HOME or XDG_DATA_HOME): give the directory that holds stores")
         }
-        guard uploadRetries >= 0 else { throw OfflineODataError(.invalidParameters, "uploadRetries must not be negative, got \(uploadRetries)") }
+        if let problem = retryPolicy.problem { throw OfflineODataError(.invalidParameters, "retryPolicy: \(problem)") }
         if case .batch(let limit) = uploadMode, limit < 1 {
             throw OfflineODataError(.invalidParameters, "maxRequestsPerBatch must be at least 1, got \(limit)")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataSession
 import Testing
 @testable import OfflineStore
 
@@ -22,6 +23,12 @@ struct UploadMachineTests {
 
     static let refused = UploadAnswer.failure(.transport(neverReached: true, description: "connection refused"))
     static let lost = UploadAnswer.failure(.transport(neverReached: false, description: "connection closed"))
+    static let malformed = UploadAnswer.failure(.unusable("malformed response"))
+
+    /// A policy of `retries` re-sends, 10 ms doubling without jitter, no budget to speak of.
+    static func policy(retries: Int) -> RetryPolicy {
+        RetryPolicy(maxAttempts: retries + 1, baseDelay: .milliseconds(10), maxDelay: .seconds(3600), budget: .seconds(3600), jitter: false)
+    }
 
     /// Runs a machine to its end: `answers[id]` are the successive answers to request `id` (the last one repeats),
     /// `keyChanged` the creates whose commit renames later requests, `cancelAt` the action index at which the
@@ -43,8 +50,8 @@ struct UploadMachineTests {
 
     static func run(_ queue: [QueuedRequest], batch: Int? = nil, retries: Int = 3, repeatable: Bool = false,
                     answers: [Int64: [UploadAnswer]] = [:], batchWhole: [UploadAnswer] = [], keyChanged: Set<Int64> = [],
-                    failedCreates: [String: Int64] = [:], cancelBeforeSend: Int? = nil) -> Run {
-        var configuration = UploadMachine.Configuration(batchLimit: batch, retries: retries, retryDelay: .milliseconds(10), repeatable: repeatable)
+                    failedCreates: [String: Int64] = [:], cancelBeforeSend: Int? = nil, stoppingBatchesFrom: Int64? = nil) -> Run {
+        var configuration = UploadMachine.Configuration(batchLimit: batch, retry: policy(retries: retries), repeatable: repeatable)
         configuration.keyMadeLocally = { $0.body == "{}" }
         var machine = UploadMachine(configuration: configuration, failedCreates: failedCreates)
         var queue = queue
@@ -84,7 +91,9 @@ struct UploadMachineTests {
                 }
                 run.trace.append("batch " + group.map { String($0.id) }.joined(separator: ","))
                 batchCount += 1
-                if batchCount <= batchWhole.count {
+                if let from = stoppingBatchesFrom, group.contains(where: { $0.id >= from }) {
+                    machine.batchAnswered(.whole(batchWhole.first ?? refused))
+                } else if stoppingBatchesFrom == nil, batchCount <= batchWhole.count {
                     machine.batchAnswered(.whole(batchWhole[batchCount - 1]))
                 } else {
                     machine.batchAnswered(.parts(Dictionary(uniqueKeysWithValues: group.map { ($0.id, answer($0.id)) })))
@@ -115,6 +124,9 @@ struct UploadMachineTests {
                 run.end = action
             case .stopped:
                 run.trace.append("stopped")
+                run.end = action
+            case .unreachable(let result, _):
+                run.trace.append("unreachable sent \(result.sent) ok \(result.succeeded) failed \(result.failed.count)")
                 run.end = action
             }
         }
@@ -162,10 +174,66 @@ struct UploadMachineTests {
         #expect(run.domains == [.oData])
     }
 
+    // MARK: An unreachable back end
+
+    /// The back end stops answering at request `from` (no answer, whatever the retries): what settled before is
+    /// committed, the upload ends unreachable, nothing of the rest is archived, the rest is never sent — one by one
+    /// and in `$batch`es. A failure that proves nothing reached the back end, or one of a request that may be sent
+    /// twice, keeps the request queued.
+    @Test(arguments: [(nil, 1, false), (nil, 3, false), (nil, 3, true), (2, 3, false), (2, 1, true), (10, 1, false)] as [(Int?, Int64, Bool)])
+    func anUnreachableBackEndStopsTheUploadAndKeepsTheRestQueued(batch: Int?, from: Int64, lostNotRefused: Bool) {
+        let queue = (1...5).map { Self.request(Int64($0), "PATCH", "Customers('\($0)')") }
+        let noAnswer = lostNotRefused ? Self.lost : Self.refused
+        let answers = Dictionary(uniqueKeysWithValues: (from...5).map { ($0, [noAnswer]) })
+        // In `$batch` mode the group holding request `from` gets no answer as a whole.
+        let run = Self.run(queue, batch: batch, repeatable: lostNotRefused, answers: answers,
+                           batchWhole: [noAnswer], stoppingBatchesFrom: from)
+        #expect(run.committed.map { if case .accepted(let entry, _, _, _) = $0 { entry.id } else { -1 } } == Array(1..<from), "\(run.trace)")
+        #expect(run.failures.isEmpty)
+        #expect(run.trace.last == "unreachable sent \(from - 1) ok \(from - 1) failed 0", "\(run.trace)")
+        #expect(run.sends.keys.allSatisfy { $0 <= from + Int64(batch ?? 1) - 1 }, "nothing after the stop is sent: \(run.sends)")
+    }
+
+    /// A `PATCH` whose connection died after it went out, without repeatable requests: archived as possibly executed
+    /// (it must not be sent twice), then the upload stops with the later requests unsent and queued.
+    @Test(arguments: [nil, 10] as [Int?])
+    func aLostNonIdempotentRequestIsArchivedThenTheUploadStops(batch: Int?) {
+        let queue = [Self.request(1, "PATCH", "Customers('A')"), Self.request(2, "PATCH", "Customers('A')"), Self.request(3, "PUT", "Customers('B')")]
+        let run = Self.run(queue, batch: batch, answers: [1: [Self.lost]], batchWhole: [])
+        #expect(run.sends[1] == 1, "not re-sent: \(run.trace)")
+        #expect(run.domains == [.transport])
+        #expect(run.failures.first?.message.contains("may have executed") == true)
+        #expect(run.sends[2] == nil && run.sends[3] == nil)
+        #expect(run.trace.last == "unreachable sent 1 ok 0 failed 1", "\(run.trace)")
+    }
+
+    /// `Retry-After` on `429` and `503` (delta-seconds) is the re-send's wait, beyond the backoff's cap; one past
+    /// the budget is not waited for: the answer is archived as the back end gave it.
+    @Test(arguments: [(429, "2", Duration?.some(.seconds(2))), (503, "7", .seconds(7)), (503, "120", nil), (500, "2", .milliseconds(10))])
+    func retryAfterIsTheWaitWithinTheBudget(status: Int, retryAfter: String, wait: Duration?) {
+        var configuration = UploadMachine.Configuration(batchLimit: nil, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(10),
+                                                        maxDelay: .seconds(1), budget: .seconds(60), jitter: false), repeatable: true)
+        configuration.keyMadeLocally = { _ in false }
+        var machine = UploadMachine(configuration: configuration)
+        _ = machine.next()
+        machine.queueRead([Self.request(1, "PATCH", "Customers('A')")])
+        guard case .send = machine.next() else { Issue.record("no send"); return }
+        machine.answered(.reply(UploadReply(status: status, etag: nil, body: Data(), retryAfter: retryAfter)))
+        let next = machine.next()
+        if let wait {
+            #expect(next == .send(Self.request(1, "PATCH", "Customers('A')"), after: wait))
+        } else {
+            guard case .commit(let outcomes) = next, case .failed(_, let failure, .oData) = outcomes.first else {
+                Issue.record("not archived: \(String(describing: next))"); return
+            }
+            #expect(failure.statusCode == status)
+        }
+    }
+
     // MARK: Failure domains
 
     @Test(arguments: [
-        (UploadMachineTests.status(400), UploadFailureDomain.oData, Optional(400)), (UploadMachineTests.status(412), .oData, 412), (UploadMachineTests.lost, .transport, nil), (UploadMachineTests.refused, .transport, nil),
+        (UploadMachineTests.status(400), UploadFailureDomain.oData, Optional(400)), (UploadMachineTests.status(412), .oData, 412), (UploadMachineTests.malformed, .transport, nil),
         (UploadAnswer.failure(.session(retryable: false, statusCode: 403, description: "rejected")), .session, 403),
         (UploadAnswer.failure(.unreadableBatchAnswer("no part")), .transport, nil),
     ])
@@ -179,7 +247,7 @@ struct UploadMachineTests {
     // MARK: Dependent requests
 
     /// Every later request on an entity whose create failed fails too, unsent, in the Dependency domain.
-    @Test(arguments: [UploadMachineTests.status(400), UploadMachineTests.lost, UploadAnswer.failure(.session(retryable: false, statusCode: 403, description: "x"))])
+    @Test(arguments: [UploadMachineTests.status(400), UploadMachineTests.malformed, UploadAnswer.failure(.session(retryable: false, statusCode: 403, description: "x"))])
     func requestsOnAFailedCreateFailUnsent(createAnswer: UploadAnswer) {
         let queue = [Self.request(1, "POST", "Orders(-1)"), Self.request(2, "PATCH", "Orders(-1)"), Self.request(3, "PATCH", "Orders(7)"),
                      Self.request(4, "DELETE", "Orders(-1)")]
@@ -302,7 +370,7 @@ struct UploadMachineTests {
     @Test(arguments: [2, 3])
     func aStopWithAnswersReceivedAppliesThemAndResumes(members: Int) {
         let queue = (1...Int64(members)).map { Self.request($0, "PATCH", "Customers('\($0)')") } + [Self.request(9, "PATCH", "Customers('Z')")]
-        var machine = UploadMachine(configuration: .init(batchLimit: members, retries: 0, retryDelay: .zero, repeatable: true))
+        var machine = UploadMachine(configuration: .init(batchLimit: members, retry: .never, repeatable: true))
         #expect(machine.next() == .readQueue(after: 0))
         machine.queueRead(queue)
         guard case .sendBatch(let group, nil) = machine.next() else { Issue.record("no batch"); return }

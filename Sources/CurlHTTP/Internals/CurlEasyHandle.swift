@@ -473,7 +473,9 @@ final class CurlEasyHandle {
         }
         guard result == CURLE_OK else {
             let text = String(cString: errorBuffer)
-            return .failure(CurlError(code: result, errorBuffer: text))
+            var requestBytes = 0
+            _ = CCurl_easy_getinfo_long(raw, CURLINFO_REQUEST_SIZE, &requestBytes)
+            return .failure(CurlError(code: result, errorBuffer: text, requestSent: requestBytes > 0))
         }
         if let sink = responseSink, (200..<300).contains(status) {
             do {

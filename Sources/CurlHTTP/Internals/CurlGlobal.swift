@@ -22,7 +22,7 @@ enum CurlGlobal {
 extension CurlError {
     /// The error for a failed transfer: its kind from the `CURLcode`, and the error-buffer text or, when that is
     /// empty, `curl_easy_strerror`.
-    init(code: CURLcode, errorBuffer: String) {
+    init(code: CURLcode, errorBuffer: String, requestSent: Bool = true) {
         var text = errorBuffer.isEmpty ? String(cString: curl_easy_strerror(code)) : errorBuffer
         if code == CURLE_SEND_FAIL_REWIND {
             // Only a request that must not be sent twice has a body libcurl cannot rewind
@@ -30,7 +30,7 @@ extension CurlError {
             text = "the request went out, and libcurl would have had to send it again (the reused connection closed "
                 + "before any answer, or a redirect); it was not sent again, and the server may have executed it"
         }
-        self.init(kind: CurlError.kind(of: code), curlCode: Int(code.rawValue), message: text)
+        self.init(kind: CurlError.kind(of: code), curlCode: Int(code.rawValue), message: text, requestSent: requestSent)
     }
 
     /// The classification of a `CURLcode`.

@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataSession
 
 extension OfflineODataProvider {
     /// Whether a download's `GET` asks the back end to track changes.
@@ -49,18 +50,20 @@ extension OfflineODataProvider {
     func fetch(_ url: String, accept: String = "application/json", changeTracking: ChangeTracking, missingIsNil: Bool = false) async throws -> Data? {
         var response: TransportResponse
         do {
+            let transport = RetryingTransport(base: try transport(), policy: parameters.retryPolicy, clock: parameters.clock)
             var headers = backEndHeaders(accept: accept)
             if changeTracking != .none { headers[HTTPField.Name("Prefer")!] = "odata.track-changes" }
-            response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
+            response = try await transport.send(TransportRequest(method: "GET", url: url, headerFields: headers))
             if changeTracking == .preferred && (response.status == 400 || response.status == 501) {
                 // Change tracking is a preference (RFC 7240), yet some producers (mock-sap, for a set
                 // without a change timestamp) refuse the request: ask again without it; the set is then
                 // downloaded in full each time, as for a producer that ignores the preference.
                 headers[HTTPField.Name("Prefer")!] = nil
-                response = try await transport().send(TransportRequest(method: "GET", url: url, headerFields: headers))
+                response = try await transport.send(TransportRequest(method: "GET", url: url, headerFields: headers))
             }
         } catch {
-            throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)", underlying: error)
+            if error is CancellationError { throw error }
+            throw Self.downloadError("GET \(url)", error)
         }
         if changeTracking == .delta && response.status == 410 { throw DeltaExpired() }
         if missingIsNil && (response.status == 404 || response.status == 410) { return nil }
@@ -76,6 +79,17 @@ extension OfflineODataProvider {
     func absolute(_ link: String) throws -> String {
         if link.hasPrefix("http://") || link.hasPrefix("https://") { return link }
         return try ODataRequest.join(serviceRoot: serviceRoot, relative: link)
+    }
+}
+
+extension OfflineODataProvider {
+    /// The error of a back-end read that got no usable answer: ``OfflineODataError/backEndUnreachable`` when no answer
+    /// came (``ODataCore/NoAnswer``), else ``OfflineODataError/downloadFailed``.
+    static func downloadError(_ what: String, _ error: any Error) -> OfflineODataError {
+        if NoAnswer.of(error) != nil {
+            return OfflineODataError(.backEndUnreachable, "\(what): the back end could not be reached: \(error)", underlying: error)
+        }
+        return OfflineODataError(.downloadFailed, "\(what) failed: \(error)", underlying: error)
     }
 }
 

@@ -49,7 +49,7 @@ extension OfflineODataProvider {
             request.responseBodySink = spool
             let response: TransportResponse
             do { response = try await transport().send(request) } catch {
-                throw OfflineODataError(.downloadFailed, "GET \(url) failed: \(error)", underlying: error)
+                throw Self.downloadError("GET \(url)", error)
             }
             if response.status == 204 && !item.property.isEmpty { continue }  // a null stream property
             guard response.status == 200 else {

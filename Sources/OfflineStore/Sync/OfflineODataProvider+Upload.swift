@@ -16,6 +16,9 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     public var succeeded: Int
     /// Requests that failed (also in the `ErrorArchive`), in queue order.
     public var failed: [OfflineODataFailedRequest]
+    /// Requests still queued when the upload ended: those it did not settle because the back end could not be
+    /// reached (``OfflineODataError/backEndUnreachable``), or queued while it ran after it had read the queue.
+    public var stillQueued: Int
 
     /// Creates a result.
     ///
@@ -23,10 +26,12 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     ///   - sent: Requests sent.
     ///   - succeeded: Requests accepted.
     ///   - failed: Requests that failed.
-    public init(sent: Int = 0, succeeded: Int = 0, failed: [OfflineODataFailedRequest] = []) {
+    ///   - stillQueued: Requests still queued at the end.
+    public init(sent: Int = 0, succeeded: Int = 0, failed: [OfflineODataFailedRequest] = [], stillQueued: Int = 0) {
         self.sent = sent
         self.succeeded = succeeded
         self.failed = failed
+        self.stillQueued = stillQueued
     }
 }
 
@@ -48,20 +53,28 @@ extension OfflineODataProvider {
     /// Sends every queued request to the back end in order: one by one, or with
     /// ``OfflineODataUploadMode/batch(maxRequestsPerBatch:)`` consecutive requests in `$batch`
     /// bodies, each request its own change set; every outcome goes through the same steps in
-    /// both modes (see ``OfflineODataParameters/uploadMode``). A failing request
+    /// both modes (see ``OfflineODataParameters/uploadMode``). A request the back end answers with an error
     /// never stops the upload: it is reported once to the delegate, written to the `ErrorArchive`,
     /// and its entity goes into error state (a failed delete makes the entity visible again with
     /// `isDeleteError`). A request on an entity whose create failed is not sent and fails too.
     /// When a create succeeds, the server's key replaces the temporary key in the store and in
-    /// every later queued request. A failure that may be re-sent (transport, 408, 429, 5xx) is
-    /// re-sent up to ``OfflineODataParameters/uploadRetries`` times; without
+    /// every later queued request. A failure that may be re-sent (no answer, 408, 429, 5xx) is
+    /// re-sent as ``OfflineODataParameters/retryPolicy`` says; without
     /// ``OfflineODataParameters/enableRepeatableRequests``, a request that is not idempotent
     /// (`POST`, `PATCH`, `MERGE`) only when the failure proves the back end never got it, else its
     /// report says the back end may have executed it.
     ///
+    /// A back end that cannot be reached stops the upload: when the policy gives up on a request that got no
+    /// answer at all (refused, reset before a status line, no name, TLS, a timeout, a CSRF token fetch that got no
+    /// answer), what settled before it is committed and reported, and it and every later request stay queued as
+    /// they were — no ErrorArchive entry, no error state, no delegate failure, the same repeatability IDs. A
+    /// request that may have reached the back end and must not be sent twice (not idempotent, repeatable requests
+    /// off) is archived as possibly executed first.
+    ///
     /// - Returns: How many requests were sent, accepted and failed.
-    /// - Throws: `OfflineODataError.notOpen`, `.invalidRequest` when an upload already runs,
-    ///   `.storage` when the store cannot be written (the request then stays queued).
+    /// - Throws: ``OfflineODataError/backEndUnreachable`` (with ``OfflineODataError/uploadResult``: what was done,
+    ///   and how many requests are still queued), `OfflineODataError.notOpen`, `.invalidRequest` when an upload
+    ///   already runs, `.storage` when the store cannot be written (the request then stays queued).
     public func upload() async throws -> OfflineODataUploadResult {
         let store = try openStore()
         guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }
@@ -79,10 +92,13 @@ extension OfflineODataProvider {
         let model = self.model
         let configuration = UploadMachine.Configuration(
             batchLimit: { if case .batch(let limit) = parameters.uploadMode { limit } else { nil } }(),
-            retries: parameters.uploadRetries, retryDelay: parameters.uploadRetryDelay,
+            retry: parameters.retryPolicy,
             repeatable: parameters.enableRepeatableRequests,
             keyMadeLocally: { entry in Self.keyMadeLocally(entry, model: model) })
         var machine = UploadMachine(configuration: configuration, failedCreates: try Self.failedCreates(in: store))
+        let clock = parameters.clock
+        // The last failure without an answer, for the error that stops the upload.
+        var lastNoAnswer: (any Error & Sendable)?
         while let action = machine.next() {
             switch action {
             case .readQueue(let after):
@@ -93,7 +109,8 @@ extension OfflineODataProvider {
                 let spool = entry.isMedia ? try mediaUploadBody(entry, store: store) : nil
                 request.bodySource = spool
                 do {
-                    machine.answered(try await sendOnce(request))
+                    let answer = try await sendOnce(request, noAnswer: &lastNoAnswer)
+                    machine.answered(answer, at: clock.now)
                 } catch {
                     machine.cancel()  // stopped by the caller: the request stays queued, with its repeatability headers
                 }
@@ -101,7 +118,8 @@ extension OfflineODataProvider {
             case .sendBatch(let group, let delay):
                 guard await pause(delay) else { machine.cancel(); continue }
                 do {
-                    machine.batchAnswered(try await sendBatch(group))
+                    let answer = try await sendBatch(group, noAnswer: &lastNoAnswer)
+                    machine.batchAnswered(answer, at: clock.now)
                 } catch {
                     machine.cancel()
                 }
@@ -113,15 +131,23 @@ extension OfflineODataProvider {
                 return result
             case .stopped:
                 throw CancellationError()
+            case .unreachable(var result, let description):
+                result.stillQueued = try store.queuedRequests().count
+                reportUploaded(result)
+                throw OfflineODataError(
+                    .backEndUnreachable,
+                    "the back end could not be reached (\(description)): the upload stopped with \(result.stillQueued) requests still queued "
+                        + "(\(result.sent) sent, \(result.succeeded) succeeded, \(result.failed.count) failed)",
+                    underlying: lastNoAnswer, uploadResult: result)
             }
         }
         return machine.currentResult
     }
 
-    /// Waits before a re-send. - Returns: `false` when the caller stopped the upload.
+    /// Waits before a re-send, on the parameters' clock. - Returns: `false` when the caller stopped the upload.
     private func pause(_ delay: Duration?) async -> Bool {
         if let delay {
-            do { try await Task.sleep(for: delay) } catch { return false }
+            do { try await parameters.clock.sleep(for: delay) } catch { return false }
         }
         return !Task.isCancelled
     }
@@ -199,28 +225,29 @@ extension OfflineODataProvider {
     ///
     /// - Returns: The answer, or the failure classified for the machine's rules.
     /// - Throws: `CancellationError` when the caller stopped the upload.
-    private func sendOnce(_ request: TransportRequest) async throws -> UploadAnswer {
+    private func sendOnce(_ request: TransportRequest, noAnswer: inout (any Error & Sendable)?) async throws -> UploadAnswer {
         do {
-            let response = try await transport().send(request)
-            return .reply(UploadReply(status: response.status, etag: response.headerFields[.eTag], body: response.body))
+            return .reply(UploadReply(try await transport().send(request)))
         } catch {
             if error is CancellationError || Task.isCancelled { throw CancellationError() }
-            return .failure(Self.classify(error))
+            return .failure(Self.classify(error, noAnswer: &noAnswer))
         }
     }
 
-    /// A transport or session error as the machine sees it: a `CurlError` of kind `connectFailed`
-    /// (`CURLE_COULDNT_CONNECT`), `couldNotResolveHost` (`CURLE_COULDNT_RESOLVE_HOST`/`_PROXY`) or `tls` (a
-    /// handshake refused: an unverifiable or expired certificate, a client certificate refused) proves the back end
-    /// never got the request; any other may come after it was executed.
-    static func classify(_ error: any Error) -> UploadSendFailure {
+    /// A transport or session error as the machine sees it. A failure without an answer (``ODataCore/NoAnswer``: for
+    /// `CurlError`, `connectFailed`, `couldNotResolveHost`, `tls`, `timedOut`, `connectionClosed`; a CSRF token
+    /// fetch that got no answer) is `.transport`, never reached when it proves the back end never got the request;
+    /// it is kept in `noAnswer` for the error that stops the upload. A session's refusal is `.session`; anything else
+    /// (a malformed or over-large answer) `.unusable`.
+    static func classify(_ error: any Error, noAnswer: inout (any Error & Sendable)?) -> UploadSendFailure {
+        if let how = NoAnswer.of(error) {
+            noAnswer = error
+            return .transport(neverReached: how == .requestNotSent, description: "\(error)")
+        }
         if let error = error as? SessionError {
             return .session(retryable: error.isRetryable, statusCode: error.statusCode, description: "\(error)")
         }
-        if let error = error as? CurlError {
-            return .transport(neverReached: error == .connectFailed || error == .couldNotResolveHost || error == .tls, description: "\(error)")
-        }
-        return .transport(neverReached: false, description: "\(error)")
+        return .unusable("\(error)")
     }
 
     /// Sends queued requests in one `$batch` POST, each in its own change set (Content-ID = request
@@ -228,7 +255,7 @@ extension OfflineODataProvider {
     /// a `$batch` with no usable answer as a whole (transport error, error status) is returned whole:
     /// the machine re-sends it by the rules of a single request (a `$batch` holding a request that is
     /// not idempotent counts as one), or gives its failure to every request in it.
-    private func sendBatch(_ group: [QueuedRequest]) async throws -> UploadMachine.BatchAnswer {
+    private func sendBatch(_ group: [QueuedRequest], noAnswer: inout (any Error & Sendable)?) async throws -> UploadMachine.BatchAnswer {
         spanEvent("$batch", ["odata.batch.parts": .int64(Int64(group.count)), "odata.request_id.first": .int64(group[0].id)])
         var parts: [BatchRequest.Part] = []
         for entry in group {
@@ -263,10 +290,10 @@ extension OfflineODataProvider {
             response = try await transport().send(request)
         } catch {
             if error is CancellationError || Task.isCancelled { throw CancellationError() }
-            return .whole(.failure(Self.classify(error)))
+            return .whole(.failure(Self.classify(error, noAnswer: &noAnswer)))
         }
         guard (200..<300).contains(response.status) else {
-            return .whole(.reply(UploadReply(status: response.status, etag: response.headerFields[.eTag], body: response.body)))
+            return .whole(.reply(UploadReply(response)))
         }
         let decoded: BatchResponse
         do {
@@ -299,5 +326,13 @@ extension OfflineODataProvider {
             result[entry.affectedEntityReference] = entry.requestID
         }
         return result
+    }
+}
+
+extension UploadReply {
+    /// The parts of a transport's answer the upload's rules read.
+    init(_ response: TransportResponse) {
+        self.init(status: response.status, etag: response.headerFields[.eTag], body: response.body,
+                  retryAfter: response.headerFields[.retryAfter])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataSession
 
 /// The upload's rules that need no state: idempotence, re-sends, `$batch` groups, a create's answer.
 extension UploadMachine {
@@ -16,18 +17,21 @@ extension UploadMachine {
         repeatable || methods.allSatisfy(isIdempotent)
     }
 
-    /// Whether a failure may be re-sent: a transport failure, 408, 429 or 5xx, or a token the session could not
-    /// fetch. Without `repeatable`, a request that is not idempotent (a `$batch` holding one) is re-sent only when
-    /// the failure proves the back end never got it.
-    static func retryable(_ answer: UploadAnswer, methods: [String], repeatable: Bool) -> Bool {
+    /// Whether a failure may be re-sent: a status the policy retries (by default 408, 429 and 5xx), no answer or an
+    /// unusable one (when the policy retries those), or a token the session could not fetch. Without `repeatable`,
+    /// a request that is not idempotent (a `$batch` holding one) is re-sent only when the failure proves the back end
+    /// never got it. When and whether the policy's attempts and budget allow it is ``RetryPolicy/decision(after:attempts:sinceFirstFailure:now:random:)``'s word.
+    static func retryable(_ answer: UploadAnswer, methods: [String], repeatable: Bool, policy: RetryPolicy) -> Bool {
         let safe = repeatable || methods.allSatisfy(isIdempotent)
         switch answer {
         case .reply(let reply):
-            return safe && (reply.status == 408 || reply.status == 429 || (500..<600).contains(reply.status))
+            return safe && policy.retryableStatuses.contains(reply.status)
         case .failure(.session(let retryable, _, _)):
             return retryable  // the request was not sent
         case .failure(.transport(let neverReached, _)):
-            return neverReached || safe
+            return policy.retriesWithoutAnswer && (neverReached || safe)
+        case .failure(.unusable):
+            return policy.retriesWithoutAnswer && safe
         case .failure(.unreadableBatchAnswer):
             return false
         }

@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataSession
 
 /// One HTTP answer to an uploaded request (or to a `$batch` part): what the upload's rules look at.
 struct UploadReply: Sendable, Hashable {
@@ -9,6 +10,8 @@ struct UploadReply: Sendable, Hashable {
     var etag: String?
     /// The body.
     var body: Data
+    /// The `Retry-After` header, if any (read by the retry policy on `429` and `503`).
+    var retryAfter: String? = nil
 }
 
 /// Why a request (or a `$batch`) got no HTTP answer.
@@ -16,9 +19,13 @@ enum UploadSendFailure: Sendable, Hashable {
     /// The session did not send it (a CSRF token it could not fetch, or one the back end keeps rejecting):
     /// never executed. `retryable` is the session's word on whether a later try may succeed.
     case session(retryable: Bool, statusCode: Int?, description: String)
-    /// The transport failed. `neverReached` when the failure proves the back end never got the request
-    /// (connection refused, a name that does not resolve); otherwise it may have executed it.
+    /// No answer came (``ODataCore/NoAnswer``): the back end could not be reached. `neverReached` when the failure
+    /// proves the back end never got the request (connection refused, a name that does not resolve, a session step
+    /// that got no answer); otherwise it may have executed it. Once the retry policy gives up, the upload stops here.
     case transport(neverReached: Bool, description: String)
+    /// Something came back that gives no answer to use (a malformed or over-large response, an unusable request):
+    /// archived like an error answer.
+    case unusable(String)
     /// A `$batch` answer that gives no readable outcome for the request.
     case unreadableBatchAnswer(String)
 }
@@ -39,7 +46,7 @@ enum UploadFailureDomain: String, Sendable, Hashable, CaseIterable {
     case dependency = "Dependency"
     /// The session refused to send it.
     case session = "Session"
-    /// No answer came.
+    /// No usable answer came.
     case transport = "Transport"
 }
 
@@ -54,14 +61,14 @@ struct UploadMachine {
     struct Configuration {
         /// Requests per `$batch`; `nil` sends one by one.
         var batchLimit: Int?
-        /// How often one request (or `$batch`) is re-sent.
-        var retries: Int
-        /// The pause before the first re-send; it doubles for each further one.
-        var retryDelay: Duration
+        /// When one request (or `$batch`) is re-sent, and after how long.
+        var retry: RetryPolicy
         /// Whether requests carry `Repeatability-*` headers (a re-send is then never executed twice).
         var repeatable: Bool
         /// Whether a create's key was made up locally, so only the back end's answer can tell the real one.
         var keyMadeLocally: @Sendable (QueuedRequest) -> Bool = { _ in true }
+        /// The seed of the retry policy's jitter.
+        var seed: UInt64 = UInt64.random(in: 0...UInt64.max)
     }
 
     /// A settled request's store change, applied in a ``Action/commit(_:)`` transaction.
@@ -91,6 +98,10 @@ struct UploadMachine {
         case finish(OfflineODataUploadResult)
         /// The caller stopped the upload: what was answered is committed, the rest stays queued.
         case stopped
+        /// The back end could not be reached (the retry policy gave up on a request without an answer): what
+        /// settled before is committed, that request and every later one stay queued as they were. The result so
+        /// far, and what the last try got.
+        case unreachable(OfflineODataUploadResult, String)
     }
 
     /// What a `$batch` brought back.
@@ -110,10 +121,10 @@ struct UploadMachine {
         case sending(QueuedRequest, attempt: Int)
         /// A `$batch` is out.
         case sendingBatch([QueuedRequest], attempt: Int)
-        /// A re-send is due.
-        case resending(QueuedRequest, attempt: Int)
-        /// A `$batch` re-send is due.
-        case resendingBatch([QueuedRequest], attempt: Int)
+        /// A re-send is due, after the policy's wait.
+        case resending(QueuedRequest, attempt: Int, after: Duration)
+        /// A `$batch` re-send is due, after the policy's wait.
+        case resendingBatch([QueuedRequest], attempt: Int, after: Duration)
         /// A commit is out; a create's commit may change later requests (read the queue again).
         case committing(create: Bool)
         /// Done.
@@ -138,6 +149,11 @@ struct UploadMachine {
     private var cancelled = false
     /// Requests whose failure was not re-sent only because they are not idempotent.
     private var notResent: Set<Int64> = []
+    /// When the request (or `$batch`) now being sent first failed, for the retry policy's budget.
+    private var firstFailure: Date?
+    /// Why the upload stops because the back end cannot be reached, once what settled is committed.
+    private var unreachable: String?
+    private var generator: SeededRandom
 
     /// - Parameters:
     ///   - configuration: The rules' settings.
@@ -145,6 +161,7 @@ struct UploadMachine {
     init(configuration: Configuration, failedCreates: [String: Int64] = [:]) {
         self.configuration = configuration
         self.failedCreates = failedCreates
+        self.generator = SeededRandom(seed: configuration.seed)
     }
 
     /// The result so far.
@@ -161,29 +178,81 @@ struct UploadMachine {
         state = .stepping
     }
 
-    /// The answer to the last ``Action/send(_:after:)``.
-    mutating func answered(_ answer: UploadAnswer) {
+    /// The answer to the last ``Action/send(_:after:)``, got at `now` (for the retry policy's budget and `Retry-After`).
+    mutating func answered(_ answer: UploadAnswer, at now: Date = Date()) {
         guard case .sending(let entry, let attempt) = state else { return }
-        if attempt < configuration.retries, Self.retryable(answer, methods: [entry.method], repeatable: configuration.repeatable) {
-            state = .resending(entry, attempt: attempt + 1)
+        if let wait = retryWait(answer, methods: [entry.method], attempt: attempt, now: now) {
+            state = .resending(entry, attempt: attempt + 1, after: wait)
             return
         }
+        firstFailure = nil
         if notResendable(answer, methods: [entry.method]) { notResent.insert(entry.id) }
         state = .stepping
+        if stopsUpload(answer, methods: [entry.method]) {
+            stop(at: [entry], answer)
+            return
+        }
         settle(entry, answer)
+        if case .failure(.transport(_, let description)) = answer { unreachable = description }
     }
 
-    /// The answer to the last ``Action/sendBatch(_:after:)``.
-    mutating func batchAnswered(_ answer: BatchAnswer) {
+    /// The policy's wait before re-sending after `answer`, or `nil` when it is not re-sent: the failure may not be
+    /// re-sent (``retryable(_:methods:repeatable:policy:)``), or the policy gave up.
+    private mutating func retryWait(_ answer: UploadAnswer, methods: [String], attempt: Int, now: Date) -> Duration? {
+        let policy = configuration.retry
+        guard Self.retryable(answer, methods: methods, repeatable: configuration.repeatable, policy: policy) else { return nil }
+        let failure: RetryPolicy.Failure
+        switch answer {
+        case .reply(let reply): failure = RetryPolicy.Failure(status: reply.status, retryAfter: reply.retryAfter)
+        case .failure(.session(_, let status?, _)): failure = RetryPolicy.Failure(status: status)
+        case .failure: failure = .noAnswer
+        }
+        let first = firstFailure ?? now
+        firstFailure = first
+        let random = Double(generator.next() >> 11) / Double(1 << 53)
+        let elapsed = Duration.nanoseconds(Int64(max(0, now.timeIntervalSince(first)) * 1e9))
+        guard case .retry(let wait) = policy.decision(after: failure, attempts: attempt + 1, sinceFirstFailure: elapsed, now: now, random: random)
+        else { return nil }
+        return wait
+    }
+
+    /// Whether a request (a `$batch` of `methods`) that got `answer` and will not be re-sent stops the upload and
+    /// stays queued: no answer came, and sending it again later is safe (it never reached the back end, or it is
+    /// idempotent, or repeatable requests are on). One that may have reached the back end and must not be sent
+    /// twice is archived ("may have executed") before the upload stops.
+    private func stopsUpload(_ answer: UploadAnswer, methods: [String]) -> Bool {
+        guard case .failure(.transport(let neverReached, _)) = answer else { return false }
+        return neverReached || configuration.repeatable || methods.allSatisfy(Self.isIdempotent)
+    }
+
+    /// Stops the upload at `entries` (counted as sent when stepped on): they stay queued.
+    private mutating func stop(at entries: [QueuedRequest], _ answer: UploadAnswer) {
+        guard case .failure(.transport(_, let description)) = answer else { return }
+        result.sent -= 1
+        settled -= 1
+        for entry in entries { notResent.remove(entry.id) }
+        unreachable = description
+    }
+
+    /// The answer to the last ``Action/sendBatch(_:after:)``, got at `now`.
+    mutating func batchAnswered(_ answer: BatchAnswer, at now: Date = Date()) {
         guard case .sendingBatch(let group, let attempt) = state, let first = group.first else { return }
         switch answer {
         case .whole(let whole):
             let methods = group.map(\.method)
-            if attempt < configuration.retries, Self.retryable(whole, methods: methods, repeatable: configuration.repeatable) {
-                state = .resendingBatch(group, attempt: attempt + 1)
+            if let wait = retryWait(whole, methods: methods, attempt: attempt, now: now) {
+                state = .resendingBatch(group, attempt: attempt + 1, after: wait)
                 return
             }
+            firstFailure = nil
             if notResendable(whole, methods: methods) { notResent.formUnion(group.map(\.id)) }
+            if stopsUpload(whole, methods: methods) {
+                state = .stepping
+                stop(at: group, whole)
+                return
+            }
+            // Archived as possibly executed, each in its turn; then the upload stops.
+            if case .failure(.transport(_, let description)) = whole { unreachable = description }
             for entry in group { prefetched[entry.id] = whole }
         case .parts(let parts):
             for entry in group {
@@ -198,7 +267,8 @@ struct UploadMachine {
     /// Whether a failure that would be re-sent is not, because of the rule for requests that are not idempotent:
     /// its report says the back end may have executed it.
     private func notResendable(_ answer: UploadAnswer, methods: [String]) -> Bool {
-        Self.retryable(answer, methods: methods, repeatable: true) && !Self.retryable(answer, methods: methods, repeatable: configuration.repeatable)
+        Self.retryable(answer, methods: methods, repeatable: true, policy: configuration.retry)
+            && !Self.retryable(answer, methods: methods, repeatable: configuration.repeatable, policy: configuration.retry)
     }
 
     /// The last ``Action/commit(_:)`` is written; `keyChanged` when a create's key replaced the temporary one
@@ -229,19 +299,15 @@ struct UploadMachine {
             return .readQueue(after: 0)
         case .sending, .sendingBatch, .committing, .finished:
             return nil
-        case .resending(let entry, let attempt):
+        case .resending(let entry, let attempt, let wait):
             state = .sending(entry, attempt: attempt)
-            return .send(entry, after: delay(attempt))
-        case .resendingBatch(let group, let attempt):
+            return .send(entry, after: wait)
+        case .resendingBatch(let group, let attempt, let wait):
             state = .sendingBatch(group, attempt: attempt)
-            return .sendBatch(group, after: delay(attempt))
+            return .sendBatch(group, after: wait)
         case .stepping:
             return step()
         }
-    }
-
-    private func delay(_ attempt: Int) -> Duration {
-        configuration.retryDelay * (1 << min(attempt - 1, 30))
     }
 
     private mutating func step() -> Action? {
@@ -250,6 +316,10 @@ struct UploadMachine {
             if cancelled && prefetched.isEmpty {
                 state = .finished
                 return .stopped
+            }
+            if let unreachable, prefetched.isEmpty {
+                state = .finished
+                return .unreachable(result, unreachable)
             }
             if index >= snapshot.count || (reread && prefetched.isEmpty) {
                 if snapshot.isEmpty {
@@ -308,7 +378,7 @@ struct UploadMachine {
         switch answer {
         case .failure(.session(_, let status, let description)):
             fail(entry, statusCode: status, serviceError: nil, message: "session error: \(description)", domain: .session)
-        case .failure(.transport(_, let description)), .failure(.unreadableBatchAnswer(let description)):
+        case .failure(.transport(_, let description)), .failure(.unusable(let description)), .failure(.unreadableBatchAnswer(let description)):
             fail(entry, statusCode: nil, serviceError: nil, message: "transport error: \(description)" + caveat, domain: .transport)
         case .reply(let reply) where (200..<300).contains(reply.status):
             if entry.isCreate {
