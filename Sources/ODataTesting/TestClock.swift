@@ -17,6 +17,9 @@ public import ODataSession
 /// #expect(wait == .seconds(2))             // what Retry-After asked for
 /// clock.advance(by: wait)
 /// ```
+///
+/// A clock made with `advancesBySleeping: true` needs no one to move it: each sleep moves the time by what it asked
+/// for and returns at once (``sleeps`` still lists them) — for tests that only check the waits.
 public final class TestClock: RetryClock, Sendable {
     private struct Sleeper {
         var deadline: Date
@@ -34,12 +37,17 @@ public final class TestClock: RetryClock, Sendable {
     }
 
     private let state: LockedValue<State>
+    private let advancesBySleeping: Bool
 
     /// Creates a clock.
     ///
-    /// - Parameter now: The time it starts at; the default is 2027-01-15 08:00:00 UTC.
-    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+    /// - Parameters:
+    ///   - now: The time it starts at; the default is 2027-01-15 08:00:00 UTC.
+    ///   - advancesBySleeping: Whether a sleep moves the time by its duration and returns at once; the default
+    ///     `false` waits for ``advance(by:)``.
+    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), advancesBySleeping: Bool = false) {
         state = LockedValue(State(now: now))
+        self.advancesBySleeping = advancesBySleeping
     }
 
     /// The clock's current time.
@@ -70,6 +78,10 @@ public final class TestClock: RetryClock, Sendable {
                         state.told += 1
                     }
                     if state.cancelled.remove(id) != nil { return (.failure(CancellationError()), watcher) }
+                    if advancesBySleeping {
+                        state.now = state.now.addingTimeInterval(Self.seconds(duration))
+                        return (.success(()), watcher)
+                    }
                     let deadline = state.now.addingTimeInterval(Self.seconds(duration))
                     if deadline <= state.now { return (.success(()), watcher) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)

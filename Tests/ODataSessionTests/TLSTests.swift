@@ -218,7 +218,8 @@ import Testing
 
     /// An upload refused in the handshake: the store downloaded with the right settings and is opened again with
     /// settings the server refuses (no client certificate for the mutual-TLS endpoint; the system's CAs only for the
-    /// private CA's). The queued request fails with the TLS error in its report, and the producer never gets it.
+    /// private CA's). The back end cannot be reached: the upload stops with the TLS error, the request stays queued
+    /// (nothing archived), and the producer never gets it.
     @Test func offlineUploadRefusalsNameTheTLSError() async throws {
         try await withProxy { server, proxy, directory in
             let cases: [(TLSProxy.Endpoint, Client, Client, String)] = [
@@ -239,11 +240,11 @@ import Testing
                 parameters.transportConfiguration = Self.configuration(refused, proxy.certificates)
                 let reopened = try await offlineStore(proxy, endpoint, parameters)
                 try await reopened.open()
-                let result = try await reopened.upload()
-                let failure = try #require(result.failed.first, "\(endpoint)")
-                #expect(failure.statusCode == nil)
+                let failure = try await #require(throws: OfflineODataError.self) { try await reopened.upload() }
+                #expect(failure == .backEndUnreachable && failure.uploadResult?.stillQueued == 1, "\(endpoint): \(failure)")
                 #expect(failure.message.contains("CurlError.tls") && failure.message.contains(text), "\(endpoint): \(failure.message)")
                 #expect(!failure.message.contains(proxy.certificates.clientKeyPassphrase))
+                #expect(try ODataPayload.decodeEntitySet(try await reopened.execute(.get("ErrorArchive")).payload).entities.isEmpty)
                 await reopened.close()
             }
             #expect(server.counters.requests(method: "PATCH", path: "Customers") == 0)

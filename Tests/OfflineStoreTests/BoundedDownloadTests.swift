@@ -106,7 +106,7 @@ import Testing
         // A download that fails half way (the third page of Order_Details) changes nothing and leaves no rows.
         try server.mutate { data in _ = try data.update(in: "Orders", key: ["OrderID": 10251], changes: ["ShipCity": "Remote City"]) }
         server.expireDeltaTokens()
-        let failure = try server.faults.add(FaultRule(.fail(status: 500, code: "Broken", message: "broken"), method: "GET", path: "Order_Details", firstMatch: 3, times: 1))
+        let failure = try server.faults.add(FaultRule(.fail(status: 500, code: "Broken", message: "broken"), method: "GET", path: "Order_Details", firstMatch: 3))
         await #expect(throws: OfflineODataError.self) { try await provider.download() }
         _ = server.faults.remove(failure)
         #expect(try Self.stagedRows(store) == 0)

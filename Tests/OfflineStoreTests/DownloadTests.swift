@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import ODataCore
 import ODataFixtures
+import ODataSession
 import Testing
 
 @testable import OfflineStore
@@ -52,8 +53,9 @@ import Testing
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        // The fourth page of Orders fails.
-        let fault = try server.faults.add(FaultRule(.fail(status: 503, code: "Busy", message: "try later"), method: "GET", path: "Orders", firstMatch: 4, times: 1))
+        // The fourth page of Orders fails, and so does every re-send of it (the retry policy's three).
+        let fault = try server.faults.add(FaultRule(.fail(status: 503, code: "Busy", message: "try later"), method: "GET", path: "Orders", firstMatch: 4))
+        let sends = RetryPolicy().maxAttempts
         let provider = try await Northwind.provider(server, directory)
         await #expect(throws: OfflineODataError.self) { try await provider.open() }
         #expect(await provider.currentState == .closed)
@@ -68,13 +70,13 @@ import Testing
         #expect(try store.recordCount(in: "Customers") == 91)
         store.close()
         #expect(try OfflineODataProvider.storedServiceRoot(parameters: Northwind.parameters(directory)) == nil)
-        #expect(server.counters.requests(method: "GET", path: "Orders") == 4)
+        #expect(server.counters.requests(method: "GET", path: "Orders") == 3 + sends)
 
         // The next open goes on at the failed page: no page is read twice, and the store is the producer's.
         let delegate = RecordingDelegate()
         let resumed = try await Northwind.provider(server, directory, delegate: delegate)
         try await resumed.open()
-        #expect(server.counters.requests(method: "GET", path: "Orders") == 4 + 6)
+        #expect(server.counters.requests(method: "GET", path: "Orders") == 3 + sends + 6)
         #expect(server.counters.requests(method: "GET", path: "Customers") == 1)
         #expect(server.counters.requests(method: "GET", path: "$metadata") == 1)
         for set in ["Customers", "Orders", "Order_Details", "Products", "Employees", "Shippers", "Categories", "Suppliers"] {
@@ -135,7 +137,7 @@ import Testing
         let server = try await FixtureServer.start()
         defer { Task { await server.stop() } }
         let directory = try TemporaryDirectory()
-        let fault = try server.faults.add(FaultRule(.fail(status: 503, code: "Busy", message: "try later"), method: "GET", path: "Orders", firstMatch: 2, times: 1))
+        let fault = try server.faults.add(FaultRule(.fail(status: 503, code: "Busy", message: "try later"), method: "GET", path: "Orders", firstMatch: 2))
         let provider = try await Northwind.provider(server, directory)
         await #expect(throws: OfflineODataError.self) { try await provider.open() }
         _ = server.faults.remove(fault)

@@ -23,10 +23,18 @@ final class TemporaryDirectory: Sendable {
     }
 }
 
-/// Records a provider's state changes and download progress.
+/// Records a provider's state changes, download progress and failed requests.
 final class RecordingDelegate: OfflineODataDelegate {
     let states = LockedValue<[OfflineODataStoreState]>([])
     let progress = LockedValue<[OfflineODataDownloadProgress]>([])
+    let failures = LockedValue<[OfflineODataFailedRequest]>([])
+
+    /// The requests the delegate was told failed.
+    var failedRequests: [OfflineODataFailedRequest] { failures.withLock { $0 } }
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+        failures.withLock { $0.append(failure) }
+    }
 
     func offlineODataProvider(_ provider: OfflineODataProvider, didChangeState state: OfflineODataStoreState) {
         states.withLock { $0.append(state) }
