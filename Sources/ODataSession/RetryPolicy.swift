@@ -138,9 +138,9 @@ public struct RetryPolicy: Sendable, Hashable {
     /// - Returns: The wait.
     public func backoff(beforeRetry retry: Int, random: Double) -> Duration {
         let doublings = Double(min(max(retry - 1, 0), 40))
-        let upper = min(Self.seconds(maxDelay), Self.seconds(baseDelay) * pow(2, doublings))
+        let upper = min(maxDelay.timeInterval, baseDelay.timeInterval * pow(2, doublings))
         let share = jitter ? min(max(random, 0), 1) : 1
-        return .nanoseconds(Int64((upper * share * 1e9).rounded()))
+        return Duration(timeInterval: upper * share)
     }
 
     /// The wait a `Retry-After` value asks for: delta-seconds, or an HTTP-date (IMF-fixdate, RFC 850 or asctime,
@@ -161,8 +161,7 @@ public struct RetryPolicy: Sendable, Hashable {
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = format
             if let date = formatter.date(from: text) {
-                let seconds = max(0, date.timeIntervalSince(now))
-                return .nanoseconds(Int64(seconds * 1e9))
+                return Duration(timeInterval: date.timeIntervalSince(now))
             }
         }
         return nil
@@ -171,14 +170,9 @@ public struct RetryPolicy: Sendable, Hashable {
     /// IMF-fixdate, RFC 850 and asctime.
     private static let httpDateFormats = ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"]
 
-    /// A duration in seconds.
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     /// A duration for a person: `250 ms`, `2.0 s`.
     static func describe(_ duration: Duration) -> String {
-        let value = seconds(duration)
+        let value = duration.timeInterval
         return value < 1 ? "\(Int((value * 1000).rounded())) ms" : "\((value * 10).rounded() / 10) s"
     }
 }

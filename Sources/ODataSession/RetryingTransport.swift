@@ -58,7 +58,7 @@ public struct RetryingTransport: HTTPTransport {
             let now = clock.now
             let first = firstFailure ?? now
             firstFailure = first
-            let elapsed = Duration.nanoseconds(Int64(max(0, now.timeIntervalSince(first)) * 1e9))
+            let elapsed = Duration(timeInterval: now.timeIntervalSince(first))
             switch policy.decision(after: failure, attempts: attempts, sinceFirstFailure: elapsed, now: now, random: Double.random(in: 0..<1)) {
             case .retry(let wait): try await clock.sleep(for: wait)
             case .giveUp: return try outcome.get()

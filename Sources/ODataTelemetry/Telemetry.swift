@@ -90,6 +90,9 @@ public enum MetricName {
     public static let queueLength = "odata_offline_queue_length"
     /// Entries in the offline store's ErrorArchive.
     public static let errorArchiveSize = "odata_offline_error_archive_size"
+    /// The offline synchronizer's state: 1 for the current one (`state` = idle, syncing, waiting, needs_attention,
+    /// stopped), 0 for the others.
+    public static let syncState = "odata_offline_sync_state"
 }
 
 extension Telemetry {

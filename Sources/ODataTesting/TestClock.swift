@@ -79,10 +79,10 @@ public final class TestClock: RetryClock, Sendable {
                     }
                     if state.cancelled.remove(id) != nil { return (.failure(CancellationError()), watcher) }
                     if advancesBySleeping {
-                        state.now = state.now.addingTimeInterval(Self.seconds(duration))
+                        state.now = state.now.addingTimeInterval(duration.timeInterval)
                         return (.success(()), watcher)
                     }
-                    let deadline = state.now.addingTimeInterval(Self.seconds(duration))
+                    let deadline = state.now.addingTimeInterval(duration.timeInterval)
                     if deadline <= state.now { return (.success(()), watcher) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
                     return (nil, watcher)
@@ -105,7 +105,7 @@ public final class TestClock: RetryClock, Sendable {
     /// - Parameter duration: How far.
     public func advance(by duration: Duration) {
         let due = state.withLock { state -> [Sleeper] in
-            state.now = state.now.addingTimeInterval(Self.seconds(duration))
+            state.now = state.now.addingTimeInterval(duration.timeInterval)
             let now = state.now
             let ids = state.sleepers.filter { $0.value.deadline <= now }.keys
             return ids.compactMap { state.sleepers.removeValue(forKey: $0) }
@@ -131,7 +131,4 @@ public final class TestClock: RetryClock, Sendable {
         }
     }
 
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        TimeInterval(duration.components.seconds) + TimeInterval(duration.components.attoseconds) / 1e18
-    }
 }

@@ -17,7 +17,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         case notOpen, storeLocked, serviceRootMismatch, wrongKey, encryptionMismatch, invalidParameters
         case invalidDefiningQuery, downloadFailed, invalidMetadata, invalidRequest, entityNotFound, entityExists
         case unsupported, storage, userSwitchUploadFailed, pendingRequestsOfAnotherUser, unsupportedStoreFormat
-        case migrationFailed, invalidNextLink, backEndUnreachable
+        case migrationFailed, invalidNextLink, backEndUnreachable, authenticationFailed
 
         /// The numeric code SAP's offline store uses for this kind.
         var number: Int {
@@ -41,6 +41,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
             case .migrationFailed: return -10017
             case .invalidNextLink: return -10018
             case .backEndUnreachable: return -10019
+            case .authenticationFailed: return -10020
             case .userSwitchUploadFailed: return -10425
             }
         }
@@ -150,6 +151,10 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     /// ErrorArchive for the outage. A download applies nothing of the defining query it was reading (an initial
     /// download stays resumable). ``underlying`` is the transport's error. Not an SAP number: -10019.
     public static let backEndUnreachable = OfflineODataError(.backEndUnreachable)
+    /// The back end refused the credentials (`401`, after the session renewed them where it can): an upload stops at
+    /// the request it refused, which stays queued with every later one (``uploadResult``), for a person to fix the
+    /// credentials; nothing is archived for it. Not an SAP number: -10020.
+    public static let authenticationFailed = OfflineODataError(.authenticationFailed)
 
     /// The numeric code SAP's offline store uses for this kind of error, for example -10425 for
     /// ``userSwitchUploadFailed``.

@@ -69,8 +69,27 @@ extension OfflineODataProvider {
     }
 
     /// Keeps the counters a local change wrote (the newest, should changes end out of order).
+    /// Tells the queue's observers, which every local change calls after it committed.
     func noteCounters(_ written: StoreCounters) {
         if written.nextRequestID > counters.nextRequestID { counters = written }
+        for handler in queueObservers.withLock({ Array($0.handlers.values) }) { handler() }
+    }
+
+    /// Calls `handler` after each local change that queued a request, until ``removeQueueObserver(_:)``.
+    ///
+    /// - Parameter handler: Called on the provider's executor after the change committed; it must not block.
+    /// - Returns: The token that removes it.
+    nonisolated func addQueueObserver(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
+        queueObservers.withLock { observers in
+            observers.next += 1
+            observers.handlers[observers.next] = handler
+            return observers.next
+        }
+    }
+
+    /// Stops calling the handler `token` names.
+    nonisolated func removeQueueObserver(_ token: UInt64) {
+        _ = queueObservers.withLock { $0.handlers.removeValue(forKey: token) }
     }
 
     /// The headers every queued request carries; with repeatable requests a

@@ -57,6 +57,8 @@ public actor OfflineODataProvider {
     private var previousUserSession: ServiceSession?
     /// The open store and its model, for reads that do not enter the actor.
     nonisolated let readSnapshot = ReadSnapshot()
+    /// Who is told when a local change was queued (``OfflineSynchronizer``), by token.
+    nonisolated let queueObservers = LockedValue<(next: UInt64, handlers: [UInt64: @Sendable () -> Void])>((0, [:]))
 
     /// Creates a provider; nothing is opened or sent until ``open()``.
     ///

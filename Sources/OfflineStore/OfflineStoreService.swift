@@ -17,6 +17,10 @@ public import ServiceLifecycle
 /// ``OfflineODataParameters/enableRepeatableRequests`` so that the back end recognises the second send
 /// (`Repeatability-Request-ID`) and every request is executed exactly once.
 ///
+/// With a ``OfflineSyncConfiguration`` the service runs an ``OfflineSynchronizer`` (``synchronizer``) from open to
+/// shutdown: it uploads and downloads by itself, and its state is ``OfflineSynchronizer/states()``. At graceful
+/// shutdown it is stopped first (a sync it runs is cancelled: the upload leaves what it did not settle queued).
+///
 /// Start uploads and downloads through ``upload()`` and ``download(definingQueries:)``: the service
 /// knows these and can cancel them at shutdown. One started on the provider directly is waited for,
 /// but cannot be cancelled by the service; when it outlasts the deadline the service keeps waiting,
@@ -29,6 +33,8 @@ public final class OfflineStoreService: Service, Sendable {
     public let drainDeadline: Duration
     /// Where the service logs opening, draining and closing.
     public let logger: Logger
+    /// The synchronizer the service runs while the store is open, when it was given a configuration.
+    public let synchronizer: OfflineSynchronizer?
 
     private struct State {
         var operations: [UInt64: @Sendable () -> Void] = [:]
@@ -45,10 +51,13 @@ public final class OfflineStoreService: Service, Sendable {
     ///   - drainDeadline: how long a running upload or download may still run at graceful shutdown;
     ///     the default is 10 s.
     ///   - logger: the logger; the default is the provider's (``OfflineODataParameters/telemetry``).
-    public init(provider: OfflineODataProvider, drainDeadline: Duration = .seconds(10), logger: Logger? = nil) {
+    ///   - synchronization: when to sync by itself (``OfflineSynchronizer``); the default `nil` syncs only when asked.
+    public init(provider: OfflineODataProvider, drainDeadline: Duration = .seconds(10), logger: Logger? = nil,
+                synchronization: OfflineSyncConfiguration? = nil) {
         self.provider = provider
         self.drainDeadline = drainDeadline
         self.logger = logger ?? provider.parameters.telemetry.logger
+        self.synchronizer = synchronization.map { OfflineSynchronizer(provider: provider, configuration: $0) }
     }
 
     /// Uploads the queued requests (``OfflineODataProvider/upload()``) in a task the service can cancel
@@ -91,6 +100,7 @@ public final class OfflineStoreService: Service, Sendable {
     public func run() async throws {
         try await provider.open()
         logger.info("offline store open", metadata: ["odata.service_root": "\(provider.serviceRoot)"])
+        let syncing = synchronizer.map { synchronizer in Task { await synchronizer.run() } }
         let graceful: Bool
         do {
             try await gracefulShutdown()
@@ -99,6 +109,10 @@ public final class OfflineStoreService: Service, Sendable {
             graceful = false
         }
         state.withLock { $0.shuttingDown = true }
+        if let syncing {
+            syncing.cancel()
+            await syncing.value
+        }
         if graceful {
             let clock = ContinuousClock()
             let end = clock.now.advanced(by: drainDeadline)

@@ -125,8 +125,9 @@ struct UploadMachineTests {
             case .stopped:
                 run.trace.append("stopped")
                 run.end = action
-            case .unreachable(let result, _):
-                run.trace.append("unreachable sent \(result.sent) ok \(result.succeeded) failed \(result.failed.count)")
+            case .halted(let result, let halt):
+                let kind = if case .unreachable = halt { "unreachable" } else { "unauthorized" }
+                run.trace.append("\(kind) sent \(result.sent) ok \(result.succeeded) failed \(result.failed.count)")
                 run.end = action
             }
         }
@@ -192,6 +193,17 @@ struct UploadMachineTests {
         #expect(run.failures.isEmpty)
         #expect(run.trace.last == "unreachable sent \(from - 1) ok \(from - 1) failed 0", "\(run.trace)")
         #expect(run.sends.keys.allSatisfy { $0 <= from + Int64(batch ?? 1) - 1 }, "nothing after the stop is sent: \(run.sends)")
+    }
+
+    /// A `401` (the credentials refused after the session's renewal) stops the upload at that request: none of it or
+    /// after it is archived or sent — one by one and in `$batch`es.
+    @Test(arguments: [nil, 10] as [Int?])
+    func refusedCredentialsStopTheUpload(batch: Int?) {
+        let queue = [Self.request(1, "PUT", "Customers('A')"), Self.request(2, "PATCH", "Customers('A')"), Self.request(3, "PUT", "Customers('B')")]
+        let run = Self.run(queue, batch: batch, answers: [2: [Self.status(401)]], batchWhole: batch == nil ? [] : [Self.status(401)])
+        #expect(run.failures.isEmpty, "\(run.trace)")
+        #expect(run.sends[3] == nil)
+        #expect(run.trace.last == "unauthorized sent 1 ok 1 failed 0", "\(run.trace)")
     }
 
     /// A `PATCH` whose connection died after it went out, without repeatable requests: archived as possibly executed

@@ -131,14 +131,19 @@ extension OfflineODataProvider {
                 return result
             case .stopped:
                 throw CancellationError()
-            case .unreachable(var result, let description):
+            case .halted(var result, let halt):
                 result.stillQueued = try store.queuedRequests().count
                 reportUploaded(result)
-                throw OfflineODataError(
-                    .backEndUnreachable,
-                    "the back end could not be reached (\(description)): the upload stopped with \(result.stillQueued) requests still queued "
-                        + "(\(result.sent) sent, \(result.succeeded) succeeded, \(result.failed.count) failed)",
-                    underlying: lastNoAnswer, uploadResult: result)
+                let done = "the upload stopped with \(result.stillQueued) requests still queued "
+                    + "(\(result.sent) sent, \(result.succeeded) succeeded, \(result.failed.count) failed)"
+                switch halt {
+                case .unreachable(let description):
+                    throw OfflineODataError(.backEndUnreachable, "the back end could not be reached (\(description)): " + done,
+                                            underlying: lastNoAnswer, uploadResult: result)
+                case .unauthorized(let description):
+                    throw OfflineODataError(.authenticationFailed, "the back end refused the credentials (\(description)): " + done,
+                                            httpStatus: 401, uploadResult: result)
+                }
             }
         }
         return machine.currentResult

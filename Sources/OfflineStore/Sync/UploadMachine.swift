@@ -98,10 +98,19 @@ struct UploadMachine {
         case finish(OfflineODataUploadResult)
         /// The caller stopped the upload: what was answered is committed, the rest stays queued.
         case stopped
-        /// The back end could not be reached (the retry policy gave up on a request without an answer): what
-        /// settled before is committed, that request and every later one stay queued as they were. The result so
-        /// far, and what the last try got.
-        case unreachable(OfflineODataUploadResult, String)
+        /// The upload cannot go on (``Halt``): what settled before is committed, the request it stopped at and
+        /// every later one stay queued as they were. The result so far, and why.
+        case halted(OfflineODataUploadResult, Halt)
+    }
+
+    /// Why an upload stops with requests still queued.
+    enum Halt: Sendable, Hashable {
+        /// The back end could not be reached: the retry policy gave up on a request without an answer; what the
+        /// last try got.
+        case unreachable(String)
+        /// The back end refused the credentials (`401`, after the session's renewal): no later request can succeed
+        /// until a person fixes them, so none is sent or archived.
+        case unauthorized(String)
     }
 
     /// What a `$batch` brought back.
@@ -151,8 +160,8 @@ struct UploadMachine {
     private var notResent: Set<Int64> = []
     /// When the request (or `$batch`) now being sent first failed, for the retry policy's budget.
     private var firstFailure: Date?
-    /// Why the upload stops because the back end cannot be reached, once what settled is committed.
-    private var unreachable: String?
+    /// Why the upload stops, once what settled is committed.
+    private var halt: Halt?
     private var generator: SeededRandom
 
     /// - Parameters:
@@ -188,12 +197,12 @@ struct UploadMachine {
         firstFailure = nil
         if notResendable(answer, methods: [entry.method]) { notResent.insert(entry.id) }
         state = .stepping
-        if stopsUpload(answer, methods: [entry.method]) {
-            stop(at: [entry], answer)
+        if let halt = halting(answer, methods: [entry.method]) {
+            stop(at: [entry], halt)
             return
         }
         settle(entry, answer)
-        if case .failure(.transport(_, let description)) = answer { unreachable = description }
+        if case .failure(.transport(_, let description)) = answer { halt = .unreachable(description) }
     }
 
     /// The policy's wait before re-sending after `answer`, or `nil` when it is not re-sent: the failure may not be
@@ -210,28 +219,35 @@ struct UploadMachine {
         let first = firstFailure ?? now
         firstFailure = first
         let random = Double(generator.next() >> 11) / Double(1 << 53)
-        let elapsed = Duration.nanoseconds(Int64(max(0, now.timeIntervalSince(first)) * 1e9))
+        let elapsed = Duration(timeInterval: now.timeIntervalSince(first))
         guard case .retry(let wait) = policy.decision(after: failure, attempts: attempt + 1, sinceFirstFailure: elapsed, now: now, random: random)
         else { return nil }
         return wait
     }
 
     /// Whether a request (a `$batch` of `methods`) that got `answer` and will not be re-sent stops the upload and
-    /// stays queued: no answer came, and sending it again later is safe (it never reached the back end, or it is
-    /// idempotent, or repeatable requests are on). One that may have reached the back end and must not be sent
-    /// twice is archived ("may have executed") before the upload stops.
-    private func stopsUpload(_ answer: UploadAnswer, methods: [String]) -> Bool {
-        guard case .failure(.transport(let neverReached, _)) = answer else { return false }
-        return neverReached || configuration.repeatable || methods.allSatisfy(Self.isIdempotent)
+    /// stays queued, and why: a `401` (the credentials were refused), or no answer when sending it again later is
+    /// safe (it never reached the back end, or it is idempotent, or repeatable requests are on). One that got no
+    /// answer, may have reached the back end and must not be sent twice is archived ("may have executed") before
+    /// the upload stops.
+    private func halting(_ answer: UploadAnswer, methods: [String]) -> Halt? {
+        switch answer {
+        case .reply(let reply) where reply.status == 401:
+            let error = ODataServiceError.parse(reply.body, statusCode: 401)
+            return .unauthorized("HTTP 401: \(error.message)")
+        case .failure(.transport(let neverReached, let description)):
+            return neverReached || configuration.repeatable || methods.allSatisfy(Self.isIdempotent) ? .unreachable(description) : nil
+        default:
+            return nil
+        }
     }
 
     /// Stops the upload at `entries` (counted as sent when stepped on): they stay queued.
-    private mutating func stop(at entries: [QueuedRequest], _ answer: UploadAnswer) {
-        guard case .failure(.transport(_, let description)) = answer else { return }
+    private mutating func stop(at entries: [QueuedRequest], _ halt: Halt) {
         result.sent -= 1
         settled -= 1
         for entry in entries { notResent.remove(entry.id) }
-        unreachable = description
+        self.halt = halt
     }
 
     /// The answer to the last ``Action/sendBatch(_:after:)``, got at `now`.
@@ -246,13 +262,13 @@ struct UploadMachine {
             }
             firstFailure = nil
             if notResendable(whole, methods: methods) { notResent.formUnion(group.map(\.id)) }
-            if stopsUpload(whole, methods: methods) {
+            if let halt = halting(whole, methods: methods) {
                 state = .stepping
-                stop(at: group, whole)
+                stop(at: group, halt)
                 return
             }
             // Archived as possibly executed, each in its turn; then the upload stops.
-            if case .failure(.transport(_, let description)) = whole { unreachable = description }
+            if case .failure(.transport(_, let description)) = whole { halt = .unreachable(description) }
             for entry in group { prefetched[entry.id] = whole }
         case .parts(let parts):
             for entry in group {
@@ -317,9 +333,9 @@ struct UploadMachine {
                 state = .finished
                 return .stopped
             }
-            if let unreachable, prefetched.isEmpty {
+            if let halt, prefetched.isEmpty {
                 state = .finished
-                return .unreachable(result, unreachable)
+                return .halted(result, halt)
             }
             if index >= snapshot.count || (reread && prefetched.isEmpty) {
                 if snapshot.isEmpty {

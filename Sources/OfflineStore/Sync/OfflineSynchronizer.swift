@@ -1,0 +1,348 @@
+import CurlHTTP
+import Foundation
+import Logging
+import CoreMetrics
+import ODataCore
+public import ODataSession
+import ODataTelemetry
+
+/// What an ``OfflineSynchronizer`` is doing, as a service shows it ("offline since 10:02, next try 10:05").
+public enum OfflineSyncState: Sendable, Equatable, CustomStringConvertible {
+    /// Nothing to do until the next change, interval or ``OfflineSynchronizer/syncNow()``; `lastSuccess` is when the
+    /// last upload and download ended well (`nil`: not yet).
+    case idle(lastSuccess: Date?)
+    /// Uploading, then downloading.
+    case syncing(OfflineSyncPhase)
+    /// The back end cannot be reached: the next try is at `until` (or at once on ``OfflineSynchronizer/syncNow()``);
+    /// `because` says what the last try got. Nothing queued is lost or archived meanwhile.
+    case waiting(until: Date, because: String)
+    /// Something only a person can fix stops the sync: credentials refused (`401`), a `403` that is not about the
+    /// CSRF token, a TLS handshake the back end or the trust settings refuse, a store that cannot be written. It is
+    /// tried again at the next interval, change or ``OfflineSynchronizer/syncNow()``.
+    case needsAttention(OfflineODataError)
+    /// The synchronizer ended (its task was cancelled, or the service shuts down).
+    case stopped
+
+    /// The state for a log line or a status page.
+    public var description: String {
+        switch self {
+        case .idle(let last): return "idle" + (last.map { " (last success \(Self.time($0)))" } ?? "")
+        case .syncing(let phase): return "syncing (\(phase))"
+        case .waiting(let until, let because): return "waiting until \(Self.time(until)) because \(because)"
+        case .needsAttention(let error): return "needs attention: \(error)"
+        case .stopped: return "stopped"
+        }
+    }
+
+    /// The state's name alone, for a metric label.
+    public var name: String {
+        switch self {
+        case .idle: return "idle"
+        case .syncing: return "syncing"
+        case .waiting: return "waiting"
+        case .needsAttention: return "needs_attention"
+        case .stopped: return "stopped"
+        }
+    }
+
+    private static func time(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle().year().month().day().time(includingFractionalSeconds: false))
+    }
+}
+
+/// Which half of a sync runs.
+public enum OfflineSyncPhase: String, Sendable, Equatable {
+    /// ``OfflineODataProvider/upload()``.
+    case uploading
+    /// ``OfflineODataProvider/download(definingQueries:)``.
+    case downloading
+}
+
+/// When an ``OfflineSynchronizer`` syncs.
+public struct OfflineSyncConfiguration: Sendable, Hashable {
+    /// The pause between syncs while nothing else asks for one. The default is 5 minutes.
+    public var interval: Duration
+    /// How long after a local change was queued the sync starts; each further change within it starts it anew,
+    /// up to ``maximumDebounce`` after the first. The default is 2 s.
+    public var debounce: Duration
+    /// The longest a run of changes delays the sync. The default is 30 s.
+    public var maximumDebounce: Duration
+    /// How long to wait before trying again while the back end cannot be reached: its backoff (`baseDelay`,
+    /// doubling, up to `maxDelay`, with jitter), never less than ``minimumWait``. The default waits 5 s doubling up
+    /// to 5 minutes.
+    public var unreachableBackoff: RetryPolicy
+    /// The shortest wait between tries while the back end cannot be reached: at most 60 s ÷ this tries a minute.
+    /// The default is 1 s.
+    public var minimumWait: Duration
+    /// Whether a sync downloads after it uploaded. The default is `true`.
+    public var downloads: Bool
+
+    /// Creates a configuration; every parameter has the default documented on its property.
+    ///
+    /// - Parameters:
+    ///   - interval: The pause between syncs.
+    ///   - debounce: The pause after a change.
+    ///   - maximumDebounce: The longest a run of changes delays the sync.
+    ///   - unreachableBackoff: The waits while the back end cannot be reached.
+    ///   - minimumWait: The shortest of those waits.
+    ///   - downloads: Whether a sync downloads after it uploaded.
+    public init(interval: Duration = .seconds(300), debounce: Duration = .seconds(2), maximumDebounce: Duration = .seconds(30),
+                unreachableBackoff: RetryPolicy = RetryPolicy(baseDelay: .seconds(5), maxDelay: .seconds(300)),
+                minimumWait: Duration = .seconds(1), downloads: Bool = true) {
+        self.interval = interval
+        self.debounce = debounce
+        self.maximumDebounce = maximumDebounce
+        self.unreachableBackoff = unreachableBackoff
+        self.minimumWait = minimumWait
+        self.downloads = downloads
+    }
+}
+
+/// Uploads, then downloads, by itself: when ``run()`` starts, after local changes were queued (debounced), every
+/// ``OfflineSyncConfiguration/interval``, and at once on ``syncNow()``. While the back end cannot be reached it waits
+/// as ``OfflineSyncConfiguration/unreachableBackoff`` says — a bounded number of tries a minute, never a busy loop —
+/// and every queued request stays queued (``OfflineODataError/backEndUnreachable``). Its state is an
+/// `AsyncSequence` (``states()``), a log line at each change, and the gauge `odata_offline_sync_state{state=…}`.
+///
+/// ```swift
+/// let synchronizer = OfflineSynchronizer(provider: provider)
+/// let task = Task { await synchronizer.run() }
+/// for await state in synchronizer.states() { show(state) }   // idle, syncing(.uploading), waiting(until:because:) …
+/// ```
+///
+/// ``OfflineStoreService`` runs one when given a configuration, and stops it at graceful shutdown. The waits are on
+/// the provider's ``OfflineODataParameters/clock``.
+public final class OfflineSynchronizer: Sendable {
+    /// The provider it syncs; open it first (``OfflineStoreService`` does).
+    public let provider: OfflineODataProvider
+    /// When it syncs.
+    public let configuration: OfflineSyncConfiguration
+    private let logger: Logger
+    private let telemetry: Telemetry
+    private let clock: any RetryClock
+    private let wakeup = Wakeup()
+
+    private struct Observers {
+        var current: OfflineSyncState = .idle(lastSuccess: nil)
+        var next = 0
+        var continuations: [Int: AsyncStream<OfflineSyncState>.Continuation] = [:]
+    }
+
+    private let observers = LockedValue(Observers())
+
+    /// Creates a synchronizer; nothing runs until ``run()``.
+    ///
+    /// - Parameters:
+    ///   - provider: The provider to sync, opened before ``run()``.
+    ///   - configuration: When to sync; the default is `OfflineSyncConfiguration()`.
+    public init(provider: OfflineODataProvider, configuration: OfflineSyncConfiguration = OfflineSyncConfiguration()) {
+        self.provider = provider
+        self.configuration = configuration
+        self.telemetry = provider.parameters.telemetry
+        self.logger = provider.parameters.telemetry.logger
+        self.clock = provider.parameters.clock
+    }
+
+    /// The current state.
+    public var currentState: OfflineSyncState { observers.withLock { $0.current } }
+
+    /// The states from now on: the current one at once, then each change, until ``OfflineSyncState/stopped`` (the
+    /// sequence then ends) or the consumer stops iterating.
+    ///
+    /// - Returns: An async sequence of states; every call makes a new one.
+    public func states() -> AsyncStream<OfflineSyncState> {
+        let (stream, continuation) = AsyncStream<OfflineSyncState>.makeStream()
+        let id = observers.withLock { observers -> Int in
+            observers.next += 1
+            observers.continuations[observers.next] = continuation
+            continuation.yield(observers.current)
+            if observers.current == .stopped { continuation.finish() }
+            return observers.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.observers.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Asks for a sync at once: it starts as soon as the running one (if any) ended, without waiting for an
+    /// interval, a debounce or a backoff.
+    public func syncNow() {
+        wakeup.signal(.now)
+    }
+
+    /// Syncs until the calling task is cancelled; the state is then ``OfflineSyncState/stopped``. A sync that runs
+    /// is cancelled with the task: the upload leaves what it did not settle queued.
+    public func run() async {
+        let token = provider.addQueueObserver { [wakeup] in wakeup.signal(.change) }
+        defer {
+            provider.removeQueueObserver(token)
+            publish(.stopped)
+        }
+        var lastSuccess: Date?
+        var unreachableTries = 0
+        var nextAt = clock.now  // a sync when the run starts
+        while !Task.isCancelled {
+            let left = nextAt.timeIntervalSince(clock.now)
+            let trigger = left <= 0 ? .timer : await wakeup.wait(for: Duration(timeInterval: left), on: clock)
+            switch trigger {
+            case .cancelled: return
+            case .change:
+                // A change while waiting for the back end does not bring it back: keep the wait.
+                if case .waiting = currentState { continue }
+                guard await debounce() else { return }
+            case .timer, .now: break
+            }
+            switch await syncOnce() {
+            case .success:
+                lastSuccess = clock.now
+                unreachableTries = 0
+                publish(.idle(lastSuccess: lastSuccess))
+                nextAt = clock.now.addingTimeInterval(configuration.interval.timeInterval)
+            case .unreachable(let error):
+                unreachableTries += 1
+                let policy = configuration.unreachableBackoff
+                let wait = max(configuration.minimumWait, policy.backoff(beforeRetry: unreachableTries, random: Double.random(in: 0..<1)))
+                nextAt = clock.now.addingTimeInterval(wait.timeInterval)
+                publish(.waiting(until: nextAt, because: error.message))
+            case .attention(let error):
+                unreachableTries = 0
+                publish(.needsAttention(error))
+                nextAt = clock.now.addingTimeInterval(configuration.interval.timeInterval)
+            case .cancelled:
+                return
+            }
+        }
+    }
+
+    /// Waits until no change came for ``OfflineSyncConfiguration/debounce`` (at most
+    /// ``OfflineSyncConfiguration/maximumDebounce`` after the first). - Returns: `false` when cancelled.
+    private func debounce() async -> Bool {
+        var left = configuration.maximumDebounce
+        while left > .zero {
+            let wait = min(configuration.debounce, left)
+            let start = clock.now
+            switch await wakeup.wait(for: wait, on: clock) {
+            case .cancelled: return false
+            case .timer, .now: return true
+            case .change: left -= Duration(timeInterval: clock.now.timeIntervalSince(start))
+            }
+        }
+        return true
+    }
+
+    private enum Outcome {
+        case success
+        case unreachable(OfflineODataError)
+        case attention(OfflineODataError)
+        case cancelled
+    }
+
+    private func syncOnce() async -> Outcome {
+        do {
+            publish(.syncing(.uploading))
+            _ = try await provider.upload()
+            if configuration.downloads {
+                publish(.syncing(.downloading))
+                try await provider.download()
+            }
+            return .success
+        } catch is CancellationError {
+            return .cancelled
+        } catch let error as OfflineODataError {
+            if Task.isCancelled { return .cancelled }
+            return Self.needsAPerson(error) ? .attention(error) : error == .backEndUnreachable ? .unreachable(error) : .attention(error)
+        } catch {
+            if Task.isCancelled { return .cancelled }
+            return .attention(OfflineODataError(.storage, "the sync failed: \(error)", underlying: error))
+        }
+    }
+
+    /// Whether a failure is one only a person can fix, although it is an outage by its kind: a TLS handshake the
+    /// back end or the trust settings refuse does not pass by waiting.
+    static func needsAPerson(_ error: OfflineODataError) -> Bool {
+        guard error == .backEndUnreachable, let underlying = error.underlying else { return false }
+        let cause = (underlying as? SessionError)?.underlying ?? underlying
+        return (cause as? CurlError) == .tls
+    }
+
+    private func publish(_ state: OfflineSyncState) {
+        let (changed, continuations) = observers.withLock { observers -> (Bool, [AsyncStream<OfflineSyncState>.Continuation]) in
+            guard observers.current != state else { return (false, []) }
+            observers.current = state
+            return (true, Array(observers.continuations.values))
+        }
+        guard changed else { return }
+        for continuation in continuations {
+            continuation.yield(state)
+            if state == .stopped { continuation.finish() }
+        }
+        for name in ["idle", "syncing", "waiting", "needs_attention", "stopped"] {
+            telemetry.gauge(MetricName.syncState, [("state", name)]).record(name == state.name ? 1 : 0)
+        }
+        switch state {
+        case .waiting, .needsAttention:
+            logger.warning("offline sync \(state)", metadata: ["store": .string(provider.parameters.storeName)])
+        default:
+            logger.info("offline sync \(state)", metadata: ["store": .string(provider.parameters.storeName)])
+        }
+    }
+}
+
+/// What wakes the synchronizer: a timer on its clock, a local change, ``OfflineSynchronizer/syncNow()``, or the end.
+private final class Wakeup: Sendable {
+    enum Trigger: Sendable, Equatable {
+        case timer, change, now, cancelled
+    }
+
+    private struct State {
+        var pending: Trigger?
+        var waiter: CheckedContinuation<Trigger, Never>?
+        var generation = 0
+    }
+
+    private let state = LockedValue(State())
+
+    /// Wakes the waiter, or the next one to wait (a request for a sync now outranks a change).
+    func signal(_ trigger: Trigger, generation: Int? = nil) {
+        let waiter = state.withLock { state -> CheckedContinuation<Trigger, Never>? in
+            if let generation, generation != state.generation { return nil }  // a timer of an earlier wait
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            if trigger != .timer, state.pending != .now && state.pending != .cancelled { state.pending = trigger }
+            return nil
+        }
+        waiter?.resume(returning: trigger)
+    }
+
+    /// Waits for a signal, or `duration` on `clock`.
+    func wait(for duration: Duration, on clock: any RetryClock) async -> Trigger {
+        let generation = state.withLock { state -> Int in
+            state.generation += 1
+            return state.generation
+        }
+        let timer = Task { [weak self] in
+            do { try await clock.sleep(for: duration) } catch { return }
+            self?.signal(.timer, generation: generation)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Trigger, Never>) in
+                let ready = state.withLock { state -> Trigger? in
+                    if Task.isCancelled { return .cancelled }
+                    if let pending = state.pending {
+                        state.pending = nil
+                        return pending
+                    }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            signal(.cancelled)
+        }
+    }
+}
