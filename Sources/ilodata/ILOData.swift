@@ -30,7 +30,11 @@ struct ILOData: AsyncParsableCommand {
               queue                      show the request queue
               pending                    whether requests wait for an upload
               undo                       cancel every pending request (restores the downloaded state)
-              upload                     send the queued requests to the back end, in order
+              upload                     send the queued requests to the back end, in order (exits non-zero
+                                         when the back end cannot be reached: the rest stays queued)
+              sync [SECONDS]             upload, then download, by itself: at once, after changes, every
+                                         SECONDS (default 60) and after an outage; prints its states until
+                                         interrupted (Ctrl-C)
               plan                       list exactly what the next upload would send (dry run)
               download [QUERY…]          refresh the store from the back end (delta links where known)
               errors                     show the ErrorArchive (failed uploaded requests)
@@ -217,11 +221,9 @@ struct Session {
             case "pending":
                 say(try await provider.hasPendingUpload ? "pending requests: yes" : "pending requests: no")
             case "upload":
-                let result = try await provider.upload()
-                say("uploaded: \(result.sent) sent, \(result.succeeded) succeeded, \(result.failed.count) failed")
-                for failure in result.failed {
-                    say("failed \(failure.requestID) \(failure.method) \(failure.url): \(failure.statusCode.map(String.init) ?? "-") \(failure.message)")
-                }
+                return try await upload()
+            case "sync":
+                try await sync(rest)
             case "download":
                 try await provider.download(definingQueries: rest.isEmpty ? nil : rest.split(separator: " ").map(String.init))
                 say("downloaded")

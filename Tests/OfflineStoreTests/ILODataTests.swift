@@ -425,4 +425,42 @@ final class ILODataProcess: @unchecked Sendable {
         #expect(out.contains("pending requests: no"), "\(out)")
         #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ALFKI"]) }?["City"] == "Kiel")
     }
+
+    /// `upload` with the producer stopped: says the back end is unreachable and how many requests are still queued,
+    /// exits non-zero, and `queue` still lists every request; nothing reached the ErrorArchive.
+    @Test func ilodataUploadAgainstAStoppedProducerSaysUnreachableAndKeepsTheQueue() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {} }
+        _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"City":"Kiel"}"#))
+        _ = try await provider.execute(.local("PATCH", "Customers('ANATR')", body: #"{"City":"Lübeck"}"#))
+        await provider.close()
+        await server.stop()
+        let (status, out) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--quiet", "--command", "upload"])
+        #expect(status != 0, "\(out)")
+        #expect(out.contains("unreachable") && out.contains("2 requests still queued"), "\(out)")
+        let (queueStatus, queue) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--quiet", "--command", "queue"])
+        #expect(queueStatus == 0)
+        #expect(queue.contains("Customers('ALFKI')") && queue.contains("Customers('ANATR')"), "\(queue)")
+        let (_, errors) = try await ILODataProcess.run(Self.storeArguments(directory) + ["--quiet", "--json", "--command", "errors"])
+        #expect(errors.contains(#""value":[]"#) || errors.contains("(empty)"), "\(errors)")
+    }
+
+    /// `sync` uploads and downloads by itself and prints its states until interrupted; the session goes on after.
+    @Test func ilodataSyncPrintsItsStatesUntilInterrupted() async throws {
+        let (server, directory, provider) = try await Northwind.openStore()
+        defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
+        await provider.close()
+        let session = try ILODataProcess(Self.storeArguments(directory) + ["--quiet"])
+        session.send(#"patch Customers('ALFKI') {"City":"Kiel"}"#)
+        session.send("sync 600")
+        #expect(await session.waitFor { $0.contains("sync: idle (last success") }, "\(session.text)")
+        #expect(session.text.contains("sync: syncing (uploading)") && session.text.contains("sync: syncing (downloading)"), "\(session.text)")
+        #expect(server.counters.executions(method: "PATCH", path: "Customers('ALFKI')") == 1)
+        kill(session.process.processIdentifier, SIGINT)
+        #expect(await session.waitFor { $0.contains("sync: stopped") }, "\(session.text)")
+        session.send("pending")
+        session.send("quit")
+        #expect(await session.waitForExit() == 0)
+        #expect(session.text.contains("pending requests: no"), "\(session.text)")
+    }
 }
