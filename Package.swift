@@ -165,7 +165,7 @@ let package = Package(
         ),
         // A fleet's instances in a process of their own, for tests and FleetBenchmarks on the hosts of NetworkHosts.
         .executableTarget(name: "odata-fleet-instance", dependencies: ["OnlineStore", "TechnicalCache", "Redis", "ODataCore", "ODataFixtures"]),
-        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "Redis", "CSQLCipher", "CMalloc", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .executableTarget(name: "odata-soak", dependencies: ["OnlineStore", "OfflineStore", "ODataSession", "ODataTyped", "CurlHTTP", "ODataCore", "ODataFixtures", "TechnicalCache", "Redis", "CSQLCipher", "CMalloc", .product(name: "HTTPTypes", package: "swift-http-types")]),
 
         // The proxy generator: CSDL $metadata (V4, V2) to Swift source for ODataTyped; its tool and command plugin.
         .target(name: "ODataProxyGenerator", dependencies: ["ODataMetadata", "ODataCore"]),

@@ -106,10 +106,11 @@ public final class OnlineODataStore: Sendable {
             cache = nil
         }
         let reporter = CacheReporter(telemetry: options.telemetry, counters: counters, cache: cache)
-        let network = CoalescingTransport(upstream: session, coalescesReads: options.coalescesIdenticalReads, counters: counters, reporter: reporter)
+        let session = session
+        let reads: any HTTPTransport = options.retryPolicy.map { RetryingTransport(base: session, policy: $0, clock: options.retryClock) } ?? session
+        let network = CoalescingTransport(upstream: reads, coalescesReads: options.coalescesIdenticalReads, counters: counters, reporter: reporter)
         self.network = network
         caching = cache.map { CachingTransport(cache: $0, upstream: network, maxAge: options.maxAge, listener: reporter) }
-        let session = session
         streamCaching = cache.map {
             CachingTransport(cache: $0, upstream: session, maxAge: options.maxAge, listener: reporter, maxStreamSize: options.maxCachedStreamSize)
         }

@@ -61,6 +61,15 @@ public struct OnlineStoreOptions: Sendable {
     /// writes; set `false` when every read must also reflect writes acknowledged to other clients
     /// before it started. The default is `true`.
     public var coalescesIdenticalReads: Bool = true
+    /// When a read (`GET`, `HEAD`) is sent again after no answer, `408`, `429` or a `5xx` (`RetryPolicy`, the offline
+    /// store's too); writes are never re-sent by the store. The default is `nil`: no retry, because an online read is
+    /// made for a caller who is waiting — a request handler with its own deadline, a person — and who is better
+    /// served by the failure at once (or, in active mode, by the cached copy it already got) than by a read that
+    /// takes up to the policy's budget longer. In active mode the cached copy is delivered before the network is
+    /// asked, so a retry delays only the server's answer, never the cache callback.
+    public var retryPolicy: RetryPolicy?
+    /// The clock retries wait on. The default is the system's; tests give ODataTesting's `TestClock`.
+    public var retryClock: any RetryClock = SystemRetryClock()
     /// The largest stream ``OnlineODataStore/readStream(_:to:headerFields:)`` keeps in the technical cache, in
     /// bytes: one at most this size is stored (revalidated with its `ETag` like a JSON answer, and written into the
     /// caller's file from the cache on a `304`); a larger one is never stored, and goes from the network to the file

@@ -6,6 +6,7 @@ import HTTPTypes
 import ODataCore
 import ODataFixtures
 import ODataTyped
+import ODataSession
 import OfflineStore
 import TechnicalCache
 #if canImport(Glibc)
@@ -180,7 +181,7 @@ typealias HTTPRequestMethod = HTTPRequest.Method
 /// One in-process store: a task making local changes and a task uploading and downloading, at the
 /// same time (local changes made while an upload runs must survive).
 func offlineStoreTasks(_ group: inout TaskGroup<Void>, provider: OfflineODataProvider, name: String, customers: [String], seed: UInt64,
-                       deadline: ContinuousClock.Instant, ledger: Ledger, figures: Figures) {
+                       continuous: Bool, deadline: ContinuousClock.Instant, ledger: Ledger, figures: Figures) {
     group.addTask {
         var changer = LocalChanger(name: name, provider: provider, customers: customers, seed: seed)
         while ContinuousClock.now < deadline {
@@ -195,6 +196,10 @@ func offlineStoreTasks(_ group: inout TaskGroup<Void>, provider: OfflineODataPro
             try? await Task.sleep(for: .milliseconds(Int.random(in: 15...45, using: &changer.random)))
         }
     }
+    if continuous {
+        group.addTask { await continuousSync(provider, deadline: deadline, figures: figures) }
+        return
+    }
     group.addTask {
         var random = SeededRandom(seed: seed &+ 77)
         while ContinuousClock.now < deadline {
@@ -204,17 +209,68 @@ func offlineStoreTasks(_ group: inout TaskGroup<Void>, provider: OfflineODataPro
     }
 }
 
+/// An ``OfflineSynchronizer`` on short waits until the deadline, its states counted.
+func continuousSync(_ provider: OfflineODataProvider, deadline: ContinuousClock.Instant, figures: Figures) async {
+    let configuration = OfflineSyncConfiguration(
+        interval: .milliseconds(500), debounce: .milliseconds(50), maximumDebounce: .milliseconds(300),
+        unreachableBackoff: RetryPolicy(baseDelay: .milliseconds(100), maxDelay: .seconds(1)), minimumWait: .milliseconds(100))
+    let synchronizer = OfflineSynchronizer(provider: provider, configuration: configuration)
+    let states = synchronizer.states()
+    let running = Task { await synchronizer.run() }
+    let stopper = Task {
+        try? await Task.sleep(until: deadline, clock: .continuous)
+        running.cancel()
+    }
+    for await state in states {
+        switch state {
+        case .syncing(.uploading): figures.add("offline syncs")
+        case .waiting: figures.add("offline sync waits (unreachable)")
+        case .needsAttention(let error): print("odata-soak: the synchronizer needs attention: \(error)")
+        default: break
+        }
+    }
+    await running.value
+    stopper.cancel()
+}
+
+/// Cuts the producer off the offline stores for 0.3–1.5 s every 1–4 s, until the deadline (then it is reachable).
+func partitions(_ relay: PartitionRelay, seed: UInt64, deadline: ContinuousClock.Instant, figures: Figures) async {
+    var random = SeededRandom(seed: seed)
+    while ContinuousClock.now < deadline {
+        try? await Task.sleep(for: .milliseconds(Int.random(in: 1_000...4_000, using: &random)))
+        guard ContinuousClock.now < deadline else { break }
+        relay.partition()
+        figures.add("offline partitions")
+        try? await Task.sleep(for: .milliseconds(Int.random(in: 300...1_500, using: &random)))
+        healing(relay, figures: figures)
+    }
+    healing(relay, figures: figures)
+}
+
+private func healing(_ relay: PartitionRelay, figures: Figures) {
+    do { try relay.heal() } catch {
+        print("odata-soak: the partition relay did not reopen its port: \(error)")
+        figures.add("producer control failures")
+    }
+}
+
 /// One upload or download, counted.
 func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figures) async {
     if download {
         figures.add("offline downloads")
-        do { try await provider.download() } catch { figures.add("offline downloads failed (under faults)") }
+        do { try await provider.download() } catch let error as OfflineODataError where error == .backEndUnreachable {
+            figures.add("offline downloads stopped (unreachable)")
+        } catch { figures.add("offline downloads failed (under faults)") }
     } else {
         figures.add("offline uploads")
         do {
             let result = try await provider.upload()
             figures.add("offline requests uploaded", result.succeeded)
             figures.add("offline requests archived in uploads", result.failed.count)
+        } catch let error as OfflineODataError where error == .backEndUnreachable {
+            figures.add("offline uploads stopped (unreachable)")
+            figures.add("offline requests uploaded", error.uploadResult?.succeeded ?? 0)
+            figures.add("offline requests archived in uploads", error.uploadResult?.failed.count ?? 0)
         } catch {
             figures.add("offline uploads failed")
         }
@@ -261,8 +317,8 @@ func runOfflineChild(_ arguments: [String]) async -> Never {
         do {
             try await provider.open()
             break
-        } catch let error as OfflineODataError where error == .downloadFailed {
-            say("open: download failed under faults")
+        } catch let error as OfflineODataError where error == .downloadFailed || error == .backEndUnreachable {
+            say("open: download failed under faults or a partition")
             try? await Task.sleep(for: .milliseconds(20))
         } catch {
             say("open failed: \(error)")

@@ -66,6 +66,12 @@ func reconcile(producer: ProducerState, intents: [Intent], archives: [ErrorArchi
         archivedTargets.insert(target)
         let status = entry.httpStatusCode ?? 0
         let domain = entry.domain ?? ""
+        // With repeatable requests on, a request that got no answer stays queued: an entry for one is an outage's.
+        if domain != "OData", ["CurlError.connectFailed", "CurlError.connectionClosed", "CurlError.timedOut", "CurlError.couldNotResolveHost"]
+            .contains(where: { entry.message.contains($0) }) {
+            figures.add("offline archive entries caused by an outage")
+            print("odata-soak: archived for an outage: \(entry.requestMethod) \(entry.requestURL): \(entry.message)")
+        }
         if domain != "OData" || status == 408 || status == 429 || status >= 500 {
             faultTargets.insert(target)
             figures.add("offline requests archived after faults")

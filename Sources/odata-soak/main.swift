@@ -134,10 +134,21 @@ func soak(_ options: Options) async -> Int32 {
     let initialFax = Dictionary(customerRows.compactMap { row in row["CustomerID"]?.stringValue.map { ($0, row["Fax"] ?? .null) } }, uniquingKeysWith: { first, _ in first })
     let ownable = Array(initialFax.keys.sorted().dropFirst(10))
     func share(_ index: Int) -> [String] { ownable.enumerated().filter { $0.offset % 3 == index }.map(\.element) }
+    // The offline stores reach the producer through a relay that partitions cut off (its port closed, its
+    // connections reset) while changes keep coming and the synchronizer runs.
+    let relay: PartitionRelay
+    do {
+        guard let port = URL(string: producer.serviceRoot)?.port else { throw URLError(.badURL) }
+        relay = try PartitionRelay(target: port)
+    } catch {
+        print("odata-soak: the partition relay did not start: \(error)")
+        return 1
+    }
+    let offlineRoot = relay.serviceRoot(for: producer.serviceRoot)
     let offline: [(name: String, provider: OfflineODataProvider)]
     do {
         offline = try [("o1", false), ("o2", true)].map { name, batch in
-            (name, try OfflineODataProvider(serviceRoot: producer.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: name, batch: batch)))
+            (name, try OfflineODataProvider(serviceRoot: offlineRoot, parameters: offlineParameters(directory: offlineDirectory, name: name, batch: batch)))
         }
         for store in offline {
             for query in offlineDefiningQueries { try await store.provider.add(definingQuery: query) }
@@ -255,14 +266,16 @@ func soak(_ options: Options) async -> Int32 {
                 if let window { memory.withLock { $0.append(window) } }
             }
         }
-        // The offline part: write faults, two in-process stores, the child killed at random points.
+        // The offline part: write faults, partitions, two in-process stores (o1 synced by an OfflineSynchronizer),
+        // the child killed at random points.
         group.addTask { await offlineFaults(producer: producer, seed: options.seed &+ 5000, deadline: deadline, figures: figures) }
+        group.addTask { await partitions(relay, seed: options.seed &+ 5500, deadline: deadline, figures: figures) }
         for (index, store) in offline.enumerated() {
             offlineStoreTasks(&group, provider: store.provider, name: store.name, customers: share(index), seed: options.seed &+ 6000 &+ UInt64(index),
-                              deadline: deadline, ledger: ledger, figures: figures)
+                              continuous: index == 0, deadline: deadline, ledger: ledger, figures: figures)
         }
         group.addTask {
-            await offlineChildLoop(executable: executable, storePath: offlineDirectory, serviceRoot: producer.serviceRoot, customers: share(2),
+            await offlineChildLoop(executable: executable, storePath: offlineDirectory, serviceRoot: offlineRoot, customers: share(2),
                                    seed: options.seed &+ 7000, batch: options.childBatch, deadline: deadline, ledger: ledger, figures: figures)
         }
         // Redis (or a cluster's master) goes down at 40 % of the run and comes back at 70 %.
@@ -290,7 +303,7 @@ func soak(_ options: Options) async -> Int32 {
     }
     var childStore: OfflineODataProvider?
     do {
-        let store = try OfflineODataProvider(serviceRoot: producer.serviceRoot, parameters: offlineParameters(directory: offlineDirectory, name: "child", batch: false))
+        let store = try OfflineODataProvider(serviceRoot: offlineRoot, parameters: offlineParameters(directory: offlineDirectory, name: "child", batch: false))
         childStore = store
         for query in offlineDefiningQueries { try await store.add(definingQuery: query) }
         try await store.open()
@@ -337,7 +350,8 @@ func soak(_ options: Options) async -> Int32 {
     if judged && report.grew { figures.add("memory growth over the last half") }
     let mustBeZero = ["wrong cache answers", "answers whose ETag names another version", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half", "producer control failures",
                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
-                      "offline requests refused (not a fault)", "offline queues not drained", "offline ErrorArchives unreadable"]
+                      "offline requests refused (not a fault)", "offline queues not drained", "offline ErrorArchives unreadable",
+                      "offline archive entries caused by an outage"]
         + (options.cluster ? ["redis cluster: not healthy at the end"] : [])
     let informative = ["requests issued", "fresh answers", "cache answers (unrevalidated)", "requests failed (expected under faults)",
                        "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "second process: requests issued", "second process: cache answers",
@@ -347,7 +361,8 @@ func soak(_ options: Options) async -> Int32 {
                        "offline uploads", "offline uploads failed", "offline requests uploaded", "offline requests archived in uploads",
                        "offline requests archived after faults", "offline follow-ups of a fault archived", "offline re-sends replayed (repeatability)",
                        "offline downloads", "offline downloads failed (under faults)", "offline child generations", "offline child kills", "offline child kills during an upload",
-                       "offline write faults injected (fired)"]
+                       "offline write faults injected (fired)", "offline partitions", "offline uploads stopped (unreachable)",
+                       "offline downloads stopped (unreachable)", "offline sync waits (unreachable)", "offline syncs"]
         + (options.cluster ? ["redis cluster: masters SIGKILLed", "redis cluster: masters restarted", "redis tier: 304s held back (bound)"] : [])
     let elapsed = ContinuousClock.now - start
     print("odata-soak: ran \(elapsed.components.seconds) s")
