@@ -16,6 +16,7 @@ final class Figures: Sendable {
     func add(_ name: String, _ amount: Int = 1) { values.withLock { $0[name, default: 0] += amount } }
     func value(_ name: String) -> Int { values.withLock { $0[name] ?? 0 } }
     func set(_ name: String, _ value: Int) { values.withLock { $0[name] = value } }
+    func raise(_ name: String, to value: Int) { values.withLock { $0[name] = max($0[name] ?? 0, value) } }
 }
 
 /// The readers' request budget, spread over the run: request n may begin at `start + n × length ÷ total`, so that

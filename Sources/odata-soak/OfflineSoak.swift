@@ -263,6 +263,8 @@ func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figu
         } catch { figures.add("offline downloads failed (under faults)") }
     } else {
         figures.add("offline uploads")
+        let started = ContinuousClock.now
+        defer { figures.raise("offline upload, longest (ms)", to: Int((ContinuousClock.now - started) / .milliseconds(1))) }
         do {
             let result = try await provider.upload()
             figures.add("offline requests uploaded", result.succeeded)

@@ -362,7 +362,8 @@ func soak(_ options: Options) async -> Int32 {
                        "offline requests archived after faults", "offline follow-ups of a fault archived", "offline re-sends replayed (repeatability)",
                        "offline downloads", "offline downloads failed (under faults)", "offline child generations", "offline child kills", "offline child kills during an upload",
                        "offline write faults injected (fired)", "offline partitions", "offline uploads stopped (unreachable)",
-                       "offline downloads stopped (unreachable)", "offline sync waits (unreachable)", "offline syncs"]
+                       "offline downloads stopped (unreachable)", "offline sync waits (unreachable)", "offline syncs",
+                       "offline upload, longest (ms)"]
         + (options.cluster ? ["redis cluster: masters SIGKILLed", "redis cluster: masters restarted", "redis tier: 304s held back (bound)"] : [])
     let elapsed = ContinuousClock.now - start
     print("odata-soak: ran \(elapsed.components.seconds) s")

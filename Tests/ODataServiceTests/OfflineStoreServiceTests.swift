@@ -35,6 +35,38 @@ struct OfflineStoreServiceTests {
         })
     }
 
+    /// With a sync configuration the service runs a synchronizer from open to shutdown: a queued change is uploaded
+    /// by itself, and graceful shutdown stops the synchronizer before the store closes.
+    @Test func theServiceSyncsByItselfAndStopsTheSynchronizerAtShutdown() async throws {
+        try await withFixtureServer { server in
+            let directory = try TemporaryDirectory()
+            let provider = try await Self.provider(server.serviceRoot, directory)
+            let service = OfflineStoreService(provider: provider, logger: quietLogger,
+                                              synchronization: OfflineSyncConfiguration(interval: .seconds(3600), debounce: .milliseconds(20)))
+            let synchronizer = try #require(service.synchronizer)
+            let group = ServiceGroup(configuration: .init(services: [service], logger: quietLogger))
+            var states = synchronizer.states().makeAsyncIterator()
+            _ = try await withServiceGroup(group) {
+                // The sync at start, then a change queued: synced after the debounce.
+                while let state = await states.next() {
+                    if case .idle(let last) = state, last != nil { break }
+                }
+                _ = try await provider.execute(Self.change(1))
+                var synced = false
+                while let state = await states.next() {
+                    if case .idle = state, try await !provider.hasPendingUpload { synced = true; break }
+                }
+                #expect(synced)
+                #expect(server.counters.executions(method: "PATCH", path: "Products(1)") == 1)
+                await group.triggerGracefulShutdown()
+            }
+            var last: OfflineSyncState?
+            while let state = await states.next() { last = state }
+            #expect(last == .stopped)
+            #expect(await provider.currentState == .closed)
+        }
+    }
+
     /// Six queued changes, each held 500 ms by the producer; graceful shutdown 700 ms into the upload
     /// with a 300 ms deadline cancels it. Every change was executed once or is still queued; after a
     /// restart the next upload sends the rest, and every change was executed exactly once.
