@@ -117,6 +117,9 @@ public final class OfflineSynchronizer: Sendable {
                 unreachableTries = 0
                 publish(.needsAttention(error))
                 nextAt = clock.now.addingTimeInterval(configuration.interval.timeInterval)
+            case .busy:
+                // An upload or download started elsewhere runs: try again shortly, in the same state.
+                nextAt = clock.now.addingTimeInterval(configuration.minimumWait.timeInterval)
             case .cancelled:
                 return
             }
@@ -143,6 +146,8 @@ public final class OfflineSynchronizer: Sendable {
         case success
         case unreachable(OfflineODataError)
         case attention(OfflineODataError)
+        /// Another upload or download was running.
+        case busy
         case cancelled
     }
 
@@ -159,7 +164,9 @@ public final class OfflineSynchronizer: Sendable {
             return .cancelled
         } catch let error as OfflineODataError {
             if Task.isCancelled { return .cancelled }
-            return Self.needsAPerson(error) ? .attention(error) : error == .backEndUnreachable ? .unreachable(error) : .attention(error)
+            let current = await provider.currentState
+            if error == .invalidRequest && (current == .uploading || current == .downloading) { return .busy }
+            return error == .backEndUnreachable && !Self.needsAPerson(error) ? .unreachable(error) : .attention(error)
         } catch {
             if Task.isCancelled { return .cancelled }
             return .attention(OfflineODataError(.storage, "the sync failed: \(error)", underlying: error))
