@@ -76,13 +76,13 @@ public enum MetricName {
     public static let cacheBytes = "odata_cache_bytes"
     /// Reads that shared another identical read's round trip.
     public static let coalescedReads = "odata_coalesced_reads_total"
-    /// Offline uploads; dimension `result` (`ok`, `failed`).
+    /// Offline uploads; dimension `result` (`ok`, `failed`, `unreachable`: stopped by an outage).
     public static let uploads = "odata_offline_uploads_total"
     /// Offline upload durations.
     public static let uploadDuration = "odata_offline_upload_duration_seconds"
     /// Queued requests an upload sent, by outcome; dimension `result` (`ok`, `failed`).
     public static let uploadedRequests = "odata_offline_uploaded_requests_total"
-    /// Offline downloads (initial and later); dimension `result` (`ok`, `failed`).
+    /// Offline downloads (initial and later); dimension `result` (`ok`, `failed`, `unreachable`).
     public static let downloads = "odata_offline_downloads_total"
     /// Offline download durations.
     public static let downloadDuration = "odata_offline_download_duration_seconds"

@@ -40,7 +40,9 @@ extension OfflineODataProvider {
             return result
         } catch {
             let elapsed = ContinuousClock.now - start
-            telemetry.counter(operation.counter, [("result", "failed")]).increment()
+            // An outage is told apart from a failure: a dashboard shows "offline since", not "broken".
+            let outage = (error as? OfflineODataError) == .backEndUnreachable
+            telemetry.counter(operation.counter, [("result", outage ? "unreachable" : "failed")]).increment()
             telemetry.timer(operation.timer).recordNanoseconds(Telemetry.nanoseconds(elapsed))
             if error is CancellationError {
                 telemetry.logger.debug("offline \(operation.rawValue) cancelled", metadata: ["store": .string(parameters.storeName)])

@@ -234,7 +234,7 @@ func continuousSync(_ provider: OfflineODataProvider, deadline: ContinuousClock.
 }
 
 /// Cuts the producer off the offline stores for 0.3–1.5 s every 1–4 s, until the deadline (then it is reachable).
-func partitions(_ relay: PartitionRelay, seed: UInt64, deadline: ContinuousClock.Instant, figures: Figures) async {
+func partitions(_ relay: PartitionRelayProcess, seed: UInt64, deadline: ContinuousClock.Instant, figures: Figures) async {
     var random = SeededRandom(seed: seed)
     while ContinuousClock.now < deadline {
         try? await Task.sleep(for: .milliseconds(Int.random(in: 1_000...4_000, using: &random)))
@@ -242,15 +242,16 @@ func partitions(_ relay: PartitionRelay, seed: UInt64, deadline: ContinuousClock
         relay.partition()
         figures.add("offline partitions")
         try? await Task.sleep(for: .milliseconds(Int.random(in: 300...1_500, using: &random)))
-        healing(relay, figures: figures)
+        await healing(relay, figures: figures)
     }
-    healing(relay, figures: figures)
+    await healing(relay, figures: figures)
 }
 
-private func healing(_ relay: PartitionRelay, figures: Figures) {
-    do { try relay.heal() } catch {
-        print("odata-soak: the partition relay did not reopen its port: \(error)")
+private func healing(_ relay: PartitionRelayProcess, figures: Figures) async {
+    guard await relay.heal() else {
+        print("odata-soak: the partition relay did not reopen its port")
         figures.add("producer control failures")
+        return
     }
 }
 

@@ -2,6 +2,7 @@
 // partition, closes its listening port (new connections are refused) and resets every relayed connection (a
 // request in flight gets no answer) — the producer keeps running with all its data, and comes back on the same port.
 import Foundation
+import ODataCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -177,4 +178,102 @@ final class PartitionRelay: @unchecked Sendable {
         }
         return socket
     }
+}
+
+/// The relay in a process of its own (`odata-soak --partition-relay <port>`), so that its threads and buffers are
+/// not counted in this process's memory, which must be the library's alone. `SIGUSR1` partitions, `SIGUSR2` heals;
+/// the child prints `port N` once it listens, and `healed` after each heal (exit 3 when the port cannot be
+/// reopened).
+final class PartitionRelayProcess: Sendable {
+    let port: Int
+    private let process: Process
+    private let healed: LockedValue<Int>
+
+    /// Starts the relay to 127.0.0.1:`target` and waits until it listens.
+    init(executable: String, target: Int) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--partition-relay", String(target)]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let (lines, continuation) = AsyncStream<String>.makeStream()
+        let healed = LockedValue(0)
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { continuation.finish(); return }
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+                if line == "healed" { healed.withLock { $0 += 1 } } else { continuation.yield(String(line)) }
+            }
+        }
+        try process.run()
+        let first = DispatchSemaphore(value: 0)
+        let port = LockedValue(0)
+        Task {
+            for await line in lines where line.hasPrefix("port ") {
+                port.withLock { $0 = Int(line.dropFirst(5)) ?? 0 }
+                break
+            }
+            first.signal()
+        }
+        guard first.wait(timeout: .now() + 10) == .success, port.withLock({ $0 }) > 0 else {
+            process.terminate()
+            throw POSIXError(.ETIMEDOUT)
+        }
+        self.port = port.withLock { $0 }
+        self.process = process
+        self.healed = healed
+    }
+
+    /// `serviceRoot` (the producer's on `target`) with the relay's port.
+    func serviceRoot(for serviceRoot: String, target: Int) -> String {
+        serviceRoot.replacingOccurrences(of: ":\(target)/", with: ":\(port)/")
+    }
+
+    func partition() { kill(process.processIdentifier, SIGUSR1) }
+
+    /// Heals and waits (up to 5 s) until the child says it listens again.
+    /// - Returns: whether it did.
+    func heal() async -> Bool {
+        let before = healed.withLock { $0 }
+        kill(process.processIdentifier, SIGUSR2)
+        for _ in 0..<500 where process.isRunning {
+            if healed.withLock({ $0 }) > before { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    /// Stops the child, by its PID.
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// `odata-soak --partition-relay <port>`: the relay's process.
+func runPartitionRelay(_ arguments: [String]) -> Never {
+    guard arguments.count >= 3, let target = Int(arguments[2]), let relay = try? PartitionRelay(target: target) else {
+        FileHandle.standardError.write(Data("odata-soak: --partition-relay <port>: the relay did not start\n".utf8))
+        exit(2)
+    }
+    func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    signal(SIGUSR1, SIG_IGN)
+    signal(SIGUSR2, SIG_IGN)
+    let queue = DispatchQueue(label: "partition-relay")
+    let cut = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: queue)
+    cut.setEventHandler { relay.partition() }
+    let heal = DispatchSource.makeSignalSource(signal: SIGUSR2, queue: queue)
+    heal.setEventHandler {
+        do { try relay.heal() } catch {
+            FileHandle.standardError.write(Data("odata-soak: the partition relay did not reopen its port: \(error)\n".utf8))
+            exit(3)
+        }
+        say("healed")
+    }
+    cut.resume()
+    heal.resume()
+    say("port \(relay.port)")
+    // Ends with the parent: it closes the pipe or kills this process by its PID.
+    while getppid() != 1 { sleep(1) }
+    exit(0)
 }

@@ -69,7 +69,7 @@ func reconcile(producer: ProducerState, intents: [Intent], archives: [ErrorArchi
         // With repeatable requests on, a request that got no answer stays queued: an entry for one is an outage's.
         if domain != "OData", ["CurlError.connectFailed", "CurlError.connectionClosed", "CurlError.timedOut", "CurlError.couldNotResolveHost"]
             .contains(where: { entry.message.contains($0) }) {
-            figures.add("offline archive entries caused by an outage")
+            figures.add("offline archived for an outage")
             print("odata-soak: archived for an outage: \(entry.requestMethod) \(entry.requestURL): \(entry.message)")
         }
         if domain != "OData" || status == 408 || status == 429 || status >= 500 {

@@ -9,6 +9,7 @@
 //   odata-soak --child <directory>      (internal: a cache writer that the soak SIGKILLs)
 //   odata-soak --offline-child …        (internal: an offline store that the soak SIGKILLs)
 //   odata-soak --shared-cache-child …   (internal: a second process reading through the active store's cache)
+//   odata-soak --partition-relay PORT   (internal: the relay the offline stores reach the producer through)
 //
 // Exit status 0 only when every must-be-zero figure is zero.
 import Foundation
@@ -136,15 +137,18 @@ func soak(_ options: Options) async -> Int32 {
     func share(_ index: Int) -> [String] { ownable.enumerated().filter { $0.offset % 3 == index }.map(\.element) }
     // The offline stores reach the producer through a relay that partitions cut off (its port closed, its
     // connections reset) while changes keep coming and the synchronizer runs.
-    let relay: PartitionRelay
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+    let relay: PartitionRelayProcess
+    let offlineRoot: String
     do {
         guard let port = URL(string: producer.serviceRoot)?.port else { throw URLError(.badURL) }
-        relay = try PartitionRelay(target: port)
+        relay = try PartitionRelayProcess(executable: executable, target: port)
+        offlineRoot = relay.serviceRoot(for: producer.serviceRoot, target: port)
     } catch {
         print("odata-soak: the partition relay did not start: \(error)")
         return 1
     }
-    let offlineRoot = relay.serviceRoot(for: producer.serviceRoot)
+    defer { relay.stop() }
     let offline: [(name: String, provider: OfflineODataProvider)]
     do {
         offline = try [("o1", false), ("o2", true)].map { name, batch in
@@ -163,7 +167,6 @@ func soak(_ options: Options) async -> Int32 {
     let memoryAtStart = MemorySample.now(producer: producer)
     let memory = LockedValue<[MemoryTenth]>([])
     let childDirectory = directory.appendingPathComponent("child.cache").path
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     let killerThread = Thread {
         killLoop(executable: executable, directory: childDirectory, deadline: deadline, figures: figures)
         figures.set("killer done", 1)
@@ -351,7 +354,7 @@ func soak(_ options: Options) async -> Int32 {
     let mustBeZero = ["wrong cache answers", "answers whose ETag names another version", "stale answers served as fresh", "store-open failures", "crashes", "memory growth over the last half", "producer control failures",
                       "offline requests lost", "offline requests executed twice", "offline final-state mismatches",
                       "offline requests refused (not a fault)", "offline queues not drained", "offline ErrorArchives unreadable",
-                      "offline archive entries caused by an outage"]
+                      "offline archived for an outage"]
         + (options.cluster ? ["redis cluster: not healthy at the end"] : [])
     let informative = ["requests issued", "fresh answers", "cache answers (unrevalidated)", "requests failed (expected under faults)",
                        "writes issued", "writes failed", "cache writes superseded (out of order)", "cache reopenings", "mode switches", "second process: requests issued", "second process: cache answers",
@@ -389,6 +392,9 @@ func soak(_ options: Options) async -> Int32 {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count >= 2 && arguments[1] == "--partition-relay" {
+    runPartitionRelay(arguments)
+}
 if arguments.count >= 2 && arguments[1] == "--offline-child" {
     await runOfflineChild(arguments)
 }

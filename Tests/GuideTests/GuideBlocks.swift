@@ -518,6 +518,28 @@ for planned in try await provider.pendingUpload() {
 func OfflineStore_OfflineSync_3(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
     do {
+let synchronizer = OfflineSynchronizer(provider: provider,
+                                       configuration: OfflineSyncConfiguration(interval: .seconds(60)))
+let running = Task { await synchronizer.run() }
+for await state in synchronizer.states() {
+    switch state {
+    case .idle(let lastSuccess): print("up to date", lastSuccess.map { "\($0)" } ?? "")
+    case .syncing(let phase): print("\(phase)…")
+    case .waiting(let until, let because): print("offline until \(until): \(because)")
+    case .needsAttention(let error): print("needs a person:", error)  // credentials, a TLS refusal, …
+    case .stopped: break
+    }
+}
+running.cancel()
+    _ = synchronizer
+    _ = running
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/OfflineSync.md, block 4
+func OfflineStore_OfflineSync_4(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
 let result = try await provider.upload()
 try await provider.download()
 for failure in result.failed {
@@ -527,8 +549,8 @@ for failure in result.failed {
     }
 }
 
-// Sources/OfflineStore/OfflineStore.docc/OfflineSync.md, block 4
-func OfflineStore_OfflineSync_4(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+// Sources/OfflineStore/OfflineStore.docc/OfflineSync.md, block 5
+func OfflineStore_OfflineSync_5(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
     do {
 

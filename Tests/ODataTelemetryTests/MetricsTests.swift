@@ -62,15 +62,22 @@ import Testing
         _ = try server.faults.add(FaultRule(.fail(status: 400, code: "Refused", message: "not today"), method: "PATCH", path: "Shippers(2)"))
         let result = try await provider.upload()
         #expect(result.failed.count == 1)
+        // An outage: the connection dropped before any answer; the DELETE stays queued, the upload counts as unreachable.
+        _ = try await provider.execute(ODataRequest(method: .delete, resourcePath: "Shippers(3)"))
+        let outage = try server.faults.add(FaultRule(.dropConnection, method: "DELETE", path: "Shippers(3)"))
+        await #expect(throws: OfflineODataError.backEndUnreachable) { try await provider.upload() }
+        _ = server.faults.remove(outage)
         await provider.close()
 
         #expect(metrics.counterTotal(label: MetricName.downloads, dimensions: [("result", "ok")]) == 1)
         #expect(metrics.counterTotal(label: MetricName.uploads, dimensions: [("result", "ok")]) == 1)
         #expect(metrics.counterTotal(label: MetricName.uploadedRequests, dimensions: [("result", "ok")]) == 1)
         #expect(metrics.counterTotal(label: MetricName.uploadedRequests, dimensions: [("result", "failed")]) == 1)
-        #expect(try metrics.expectGauge(MetricName.queueLength).lastValue == 0)
+        #expect(metrics.counterTotal(label: MetricName.uploads, dimensions: [("result", "unreachable")]) == 1)
+        #expect(metrics.counterTotal(label: MetricName.uploads, dimensions: [("result", "failed")]) == 0)
+        #expect(try metrics.expectGauge(MetricName.queueLength).lastValue == 1)
         #expect(try metrics.expectGauge(MetricName.errorArchiveSize).lastValue == 1)
-        #expect(try metrics.expectTimer(MetricName.uploadDuration).values.count == 1)
+        #expect(try metrics.expectTimer(MetricName.uploadDuration).values.count == 2)
         #expect(metrics.counterTotal(label: MetricName.httpRequests, dimensions: [("method", "PATCH"), ("status_class", "4xx")]) == 1)
         // No dimension carries a URL or a key.
         let dimensionValues = metrics.counters(label: MetricName.httpRequests).flatMap(\.dimensions).map(\.1)
