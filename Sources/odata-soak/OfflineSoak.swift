@@ -233,9 +233,12 @@ func continuousSync(_ provider: OfflineODataProvider, deadline: ContinuousClock.
     stopper.cancel()
 }
 
-/// Cuts the producer off the offline stores for 0.3–1.5 s every 1–4 s, until the deadline (then it is reachable).
-func partitions(_ relay: PartitionRelayProcess, seed: UInt64, deadline: ContinuousClock.Instant, figures: Figures) async {
+/// Cuts the producer off the offline stores for 0.3–1.5 s every 1–4 s from `from` until the deadline (then it is
+/// reachable).
+func partitions(_ relay: PartitionRelayProcess, seed: UInt64, from: ContinuousClock.Instant, deadline: ContinuousClock.Instant,
+                figures: Figures) async {
     var random = SeededRandom(seed: seed)
+    try? await Task.sleep(until: from, clock: .continuous)
     while ContinuousClock.now < deadline {
         try? await Task.sleep(for: .milliseconds(Int.random(in: 1_000...4_000, using: &random)))
         guard ContinuousClock.now < deadline else { break }

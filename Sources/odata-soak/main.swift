@@ -272,7 +272,10 @@ func soak(_ options: Options) async -> Int32 {
         // The offline part: write faults, partitions, two in-process stores (o1 synced by an OfflineSynchronizer),
         // the child killed at random points.
         group.addTask { await offlineFaults(producer: producer, seed: options.seed &+ 5000, deadline: deadline, figures: figures) }
-        group.addTask { await partitions(relay, seed: options.seed &+ 5500, deadline: deadline, figures: figures) }
+        // From 30 % of the run on, so that the write faults meet uploads first (a short run under a sanitizer has few).
+        group.addTask {
+            await partitions(relay, seed: options.seed &+ 5500, from: start + .milliseconds(options.seconds * 300), deadline: deadline, figures: figures)
+        }
         for (index, store) in offline.enumerated() {
             offlineStoreTasks(&group, provider: store.provider, name: store.name, customers: share(index), seed: options.seed &+ 6000 &+ UInt64(index),
                               continuous: index == 0, deadline: deadline, ledger: ledger, figures: figures)
