@@ -90,7 +90,7 @@ public struct OfflineODataParameters: Sendable {
     /// takes it). The authenticator is the current user's; a previous user's requests (``forceUploadOnUserSwitch``) go in a
     /// session of their own with ``credentials`` of that user.
     public var session: SessionOptions = SessionOptions()
-    /// When the upload and the download send a request again (``ODataSession/RetryPolicy``): after no answer, `408`,
+    /// When the upload and the download send a request again (`RetryPolicy`): after no answer, `408`,
     /// `429` or a `5xx`, with exponential backoff and full jitter, honouring `Retry-After` on `429` and `503`, within a
     /// time budget. Without ``enableRepeatableRequests``, a request that is not idempotent (`POST`, `PATCH`, `MERGE`)
     /// is re-sent only after a failure that proves the back end never got it (connection refused, a host name that

@@ -84,7 +84,7 @@ extension OfflineODataProvider {
 
 extension OfflineODataProvider {
     /// The error of a back-end read that got no usable answer: ``OfflineODataError/backEndUnreachable`` when no answer
-    /// came (``ODataCore/NoAnswer``), else ``OfflineODataError/downloadFailed``.
+    /// came (`NoAnswer`), else ``OfflineODataError/downloadFailed``.
     static func downloadError(_ what: String, _ error: any Error) -> OfflineODataError {
         if NoAnswer.of(error) != nil {
             return OfflineODataError(.backEndUnreachable, "\(what): the back end could not be reached: \(error)", underlying: error)

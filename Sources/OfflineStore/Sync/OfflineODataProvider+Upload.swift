@@ -239,7 +239,7 @@ extension OfflineODataProvider {
         }
     }
 
-    /// A transport or session error as the machine sees it. A failure without an answer (``ODataCore/NoAnswer``: for
+    /// A transport or session error as the machine sees it. A failure without an answer (`NoAnswer`: for
     /// `CurlError`, `connectFailed`, `couldNotResolveHost`, `tls`, `timedOut`, `connectionClosed`; a CSRF token
     /// fetch that got no answer) is `.transport`, never reached when it proves the back end never got the request;
     /// it is kept in `noAnswer` for the error that stops the upload. A session's refusal is `.session`; anything else

@@ -17,7 +17,7 @@ enum UploadSendFailure: Sendable, Hashable {
     /// The session did not send it (a CSRF token it could not fetch, or one the back end keeps rejecting):
     /// never executed. `retryable` is the session's word on whether a later try may succeed.
     case session(retryable: Bool, statusCode: Int?, description: String)
-    /// No answer came (``ODataCore/NoAnswer``): the back end could not be reached. `neverReached` when the failure
+    /// No answer came (`NoAnswer`): the back end could not be reached. `neverReached` when the failure
     /// proves the back end never got the request (connection refused, a name that does not resolve, a session step
     /// that got no answer); otherwise it may have executed it. Once the retry policy gives up, the upload stops here.
     case transport(neverReached: Bool, description: String)
