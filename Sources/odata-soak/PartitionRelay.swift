@@ -252,8 +252,13 @@ final class PartitionRelayProcess: Sendable {
 
 /// `odata-soak --partition-relay <port>`: the relay's process.
 func runPartitionRelay(_ arguments: [String]) -> Never {
-    guard arguments.count >= 3, let target = Int(arguments[2]), let relay = try? PartitionRelay(target: target) else {
-        FileHandle.standardError.write(Data("odata-soak: --partition-relay <port>: the relay did not start\n".utf8))
+    guard arguments.count >= 3, let target = Int(arguments[2]) else {
+        FileHandle.standardError.write(Data("odata-soak: --partition-relay <port>\n".utf8))
+        exit(64)
+    }
+    let relay: PartitionRelay
+    do { relay = try PartitionRelay(target: target) } catch {
+        FileHandle.standardError.write(Data("odata-soak: the partition relay did not start: \(error)\n".utf8))
         exit(2)
     }
     func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }

@@ -91,6 +91,24 @@ import Testing
         #expect(try sap.logged(method: mode == .oneByOne ? "MERGE" : "POST", path: mode == .oneByOne ? "BusinessPartnerSet" : "$batch").count == 1)
     }
 
+    /// mock-sap stopped after the download: the CSRF token fetch gets no answer, so the upload stops with
+    /// `backEndUnreachable`, nothing sent, the three changes still queued exactly as they were, nothing archived.
+    @Test func offlineUploadToAStoppedSAPBackEndKeepsTheQueue() async throws {
+        let sap = try MockSAP.start()
+        let directory = try Directory()
+        let provider = try await offlineStore(sap, directory, mode: .oneByOne)
+        defer { Task { await provider.close() } }
+        let partner = try #require(try await firstPartner(provider))
+        try await queueChanges(provider, partner: partner, newProduct: "ZZ-OUTAGE")
+        let planned = try await provider.pendingUpload()
+        sap.stop()
+        let error = try await #require(throws: OfflineODataError.self) { try await provider.upload() }
+        #expect(error == .backEndUnreachable, "\(error)")
+        #expect(error.uploadResult?.sent == 0 && error.uploadResult?.stillQueued == 3, "\(String(describing: error.uploadResult))")
+        #expect(try await provider.pendingUpload() == planned)
+        #expect(try ODataPayload.decodeEntitySet(try await provider.execute(.get("ErrorArchive")).payload).entities.isEmpty)
+    }
+
     /// A V2 producer that wants `MERGE`: the offline upload sends its updates as `MERGE`, inside `$batch` too.
     @Test(arguments: [OfflineODataUploadMode.oneByOne, .batch(maxRequestsPerBatch: 10)])
     func updatesGoAsMergeWhenAsked(mode: OfflineODataUploadMode) async throws {

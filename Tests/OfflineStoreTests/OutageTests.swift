@@ -133,12 +133,10 @@ struct OutageTests {
     /// waited for, and the answer is archived as the back end gave it.
     @Test(arguments: [(429, "2", [Duration.seconds(2)], false), (503, "date+5", [.seconds(5)], false), (503, "30", [], true)])
     func retryAfterIsWaitedOnTheClock(status: Int, retryAfter: String, sleeps: [Duration], archived: Bool) async throws {
-        let server = try await FixtureServer.start()
-        defer { Task { await server.stop() } }
+        let (server, curl) = try await (FixtureServer.start(), CurlTransport())
+        defer { Task { await server.stop() }; curl.shutdown() }
         let directory = try TemporaryDirectory()
         let clock = TestClock(advancesBySleeping: true)
-        let curl = try CurlTransport()
-        defer { curl.shutdown() }
         let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         let value: String
         if retryAfter == "date+5" {
@@ -165,12 +163,10 @@ struct OutageTests {
     /// The backoff's cap and the budget: `500`s, 1 s doubling capped at 2 s, within 4 s: waits of 1 s and 2 s, then
     /// the next (2 s more) would end past the budget, and the answer is archived.
     @Test func theBackoffIsCappedAndEndsAtTheBudget() async throws {
-        let server = try await FixtureServer.start()
-        defer { Task { await server.stop() } }
+        let (server, curl) = try await (FixtureServer.start(), CurlTransport())
+        defer { Task { await server.stop() }; curl.shutdown() }
         let directory = try TemporaryDirectory()
         let clock = TestClock(advancesBySleeping: true)
-        let curl = try CurlTransport()
-        defer { curl.shutdown() }
         let transport = ScriptedTransport(serviceRoot: server.serviceRoot, forwardingTo: curl)
         transport.on("PATCH", "Customers('ALFKI')", reply: .status(500))
         var parameters = Self.parameters(directory, clock: clock)
