@@ -98,20 +98,22 @@ guide:
 
 # The typed proxies in Proxies/ are odata-proxygen's output for the $metadata documents in Proxies/Metadata:
 # `make proxies` writes them anew; `make proxies-check` (CI) regenerates them aside and fails on any difference.
-PROXIES = Northwind:NorthwindService:Northwind GWSAMPLE_BASIC:GWSampleBasicService:GWSampleBasic API_PRODUCT:ProductService:APIProduct
+# Each entry: document:service type:directory[:referenced document, below Proxies/Metadata].
+PROXIES = Northwind:NorthwindService:Northwind GWSAMPLE_BASIC:GWSampleBasicService:GWSampleBasic API_PRODUCT:ProductService:APIProduct \
+  RealServices:RealService:RealServices:Vocabularies/Permissions.xml
 
 proxies:
 	$(SWIFT) build --product odata-proxygen
-	for p in $(PROXIES); do IFS=: read md service dir <<< "$$p"; \
+	for p in $(PROXIES); do IFS=: read md service dir ref <<< "$$p"; \
 	  $$($(SWIFT) build --show-bin-path)/odata-proxygen --metadata Proxies/Metadata/$$md.xml \
-	    --output Proxies/$$dir/$$md.swift --service-name $$service || exit 1; done
+	    $${ref:+--reference Proxies/Metadata/$$ref} --output Proxies/$$dir/$$md.swift --service-name $$service || exit 1; done
 
 proxies-check:
 	$(SWIFT) build --product odata-proxygen
 	mkdir -p .build/proxies-check
-	for p in $(PROXIES); do IFS=: read md service dir <<< "$$p"; \
+	for p in $(PROXIES); do IFS=: read md service dir ref <<< "$$p"; \
 	  $$($(SWIFT) build --show-bin-path)/odata-proxygen --metadata Proxies/Metadata/$$md.xml \
-	    --output .build/proxies-check/$$md.swift --service-name $$service > /dev/null || exit 1; \
+	    $${ref:+--reference Proxies/Metadata/$$ref} --output .build/proxies-check/$$md.swift --service-name $$service > /dev/null 2>&1 || exit 1; \
 	  diff -u Proxies/$$dir/$$md.swift .build/proxies-check/$$md.swift || { echo "Proxies/$$dir/$$md.swift is stale: run make proxies"; exit 1; }; done
 	@echo "proxies-check: the generated proxies are current"
 

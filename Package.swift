@@ -189,6 +189,7 @@ let package = Package(
         .target(name: "NorthwindProxies", dependencies: ["ODataTyped", "ODataCore"], path: "Proxies/Northwind"),
         .target(name: "GWSampleBasicProxies", dependencies: ["ODataTyped", "ODataCore"], path: "Proxies/GWSampleBasic"),
         .target(name: "APIProductProxies", dependencies: ["ODataTyped", "ODataCore"], path: "Proxies/APIProduct"),
+        .target(name: "RealServicesProxies", dependencies: ["ODataTyped", "ODataCore"], path: "Proxies/RealServices"),
 
         // Tests: one target per module.
         .testTarget(name: "ODataCoreTests", dependencies: ["ODataCore"]),
@@ -230,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "ODataTypedTests",
             dependencies: ["ODataTyped", "ODataCore", "ODataQuery", "OnlineStore", "OfflineStore", "ODataFixtures",
-                           "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "TechnicalCache", "ODataTesting",
+                           "NorthwindProxies", "GWSampleBasicProxies", "APIProductProxies", "RealServicesProxies", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         // Both stores as ServiceLifecycle services in a ServiceGroup: graceful shutdown under load.

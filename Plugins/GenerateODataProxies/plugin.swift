@@ -1,4 +1,4 @@
-// `swift package generate-odata-proxies --metadata X --output Y [--service-name Z]`: runs odata-proxygen in the
+// `swift package generate-odata-proxies --metadata X --output Y [--service-name Z] [--reference R] [--only S,…]`: runs odata-proxygen in the
 // package's directory (relative paths are the package's), with the arguments passed through.
 
 import Foundation
@@ -16,7 +16,7 @@ struct GenerateODataProxies: CommandPlugin {
         guard let metadataValue = metadata.last, let outputValue = output.last else {
             throw PluginFailure(
                 "usage: swift package generate-odata-proxies --metadata <file or URL> --output <file.swift> "
-                    + "[--service-name NAME]")
+                    + "[--service-name NAME] [--reference FILE]... [--only SET,...] [--max-file-bytes N]")
         }
         var toolArguments = ["--metadata", metadataValue, "--output", outputValue]
         if let name = serviceName.last { toolArguments += ["--service-name", name] }

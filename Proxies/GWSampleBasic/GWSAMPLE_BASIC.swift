@@ -320,7 +320,7 @@ public struct Contact: EntityValue {
         self.emailAddress = emailAddress
         self.address = address
         self.dateOfBirth = dateOfBirth
-        self.toBusinessPartner = toBusinessPartner
+        self._toBusinessPartner = toBusinessPartner.map(Indirect.init)
     }
 
     /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
@@ -510,7 +510,7 @@ public struct Product: EntityValue {
         self.height = height
         self.dimUnit = dimUnit
         self.productPicUrl = productPicUrl
-        self.toSupplier = toSupplier
+        self._toSupplier = toSupplier.map(Indirect.init)
         self.toSalesOrderLineItems = toSalesOrderLineItems
     }
 
@@ -716,7 +716,7 @@ public struct SalesOrder: EntityValue {
         self.createdAt = createdAt
         self.changedAt = changedAt
         self.toLineItems = toLineItems
-        self.toBusinessPartner = toBusinessPartner
+        self._toBusinessPartner = toBusinessPartner.map(Indirect.init)
     }
 
     /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
@@ -890,8 +890,8 @@ public struct SalesOrderLineItem: EntityValue {
         self.deliveryDate = deliveryDate
         self.quantity = quantity
         self.quantityUnit = quantityUnit
-        self.toHeader = toHeader
-        self.toProduct = toProduct
+        self._toHeader = toHeader.map(Indirect.init)
+        self._toProduct = toProduct.map(Indirect.init)
     }
 
     /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.

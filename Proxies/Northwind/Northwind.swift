@@ -748,7 +748,7 @@ public struct Employee: EntityValue {
         self.reportsTo = reportsTo
         self.photoPath = photoPath
         self.employees1 = employees1
-        self.employee1 = employee1
+        self._employee1 = employee1.map(Indirect.init)
         self.orders = orders
         self.territories = territories
     }
@@ -893,7 +893,7 @@ public struct Event: EntityValue {
         self.kind = kind
         self.occurredAt = occurredAt
         self.severity = severity
-        self.customer = customer
+        self._customer = customer.map(Indirect.init)
     }
 
     /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
@@ -1304,10 +1304,10 @@ public struct Order: EntityValue {
         self.shipRegion = shipRegion
         self.shipPostalCode = shipPostalCode
         self.shipCountry = shipCountry
-        self.customer = customer
-        self.employee = employee
+        self._customer = customer.map(Indirect.init)
+        self._employee = employee.map(Indirect.init)
         self.orderDetails = orderDetails
-        self.shipper = shipper
+        self._shipper = shipper.map(Indirect.init)
     }
 
     /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
@@ -1441,8 +1441,8 @@ public struct OrderDetail: EntityValue {
         self.unitPrice = unitPrice
         self.quantity = quantity
         self.discount = discount
-        self.order = order
-        self.product = product
+        self._order = order.map(Indirect.init)
+        self._product = product.map(Indirect.init)
     }
 
     /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
@@ -1932,9 +1932,9 @@ public struct Product: EntityValue {
         self.unitsOnOrder = unitsOnOrder
         self.reorderLevel = reorderLevel
         self.discontinued = discontinued
-        self.category = category
+        self._category = category.map(Indirect.init)
         self.orderDetails = orderDetails
-        self.supplier = supplier
+        self._supplier = supplier.map(Indirect.init)
     }
 
     /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
@@ -2809,7 +2809,7 @@ public struct Territory: EntityValue {
         self.territoryID = territoryID
         self.territoryDescription = territoryDescription
         self.regionID = regionID
-        self.region = region
+        self._region = region.map(Indirect.init)
         self.employees = employees
     }
 

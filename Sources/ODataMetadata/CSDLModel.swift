@@ -24,6 +24,38 @@ public struct CSDLDocument: Sendable {
     public var schemas: [CSDLSchema] = []
     /// Aliases from `edmx:Include Alias` and `Schema Alias`, to namespaces.
     public var aliases: [String: String] = [:]
+    /// The namespaces the document includes from other documents (`edmx:Reference`/`edmx:Include`): a type of
+    /// one of them that no given document defines is kept untyped, with a warning, rather than refused.
+    public var referencedNamespaces: Set<String> = []
+    /// What the reader accepted but could not type as written, each naming the element and its line (`Edm.Float`
+    /// read as `Edm.Double`, a primitive type it does not know kept as JSON, a type of a referenced document it
+    /// was not given): in document order.
+    public var warnings: [MetadataWarning] = []
+}
+
+/// Something a `$metadata` document says that the reader accepted in a weaker form than written: the element,
+/// its line, and what was done instead.
+public struct MetadataWarning: Equatable, Sendable, CustomStringConvertible {
+    /// The element as it reads in the document (`<Property Name="Weight">`).
+    public var element: String
+    /// The line where the element starts (1-based).
+    public var line: Int
+    /// What was written and what the reader made of it.
+    public var message: String
+
+    /// Creates a warning.
+    /// - Parameters:
+    ///   - element: the element as it reads in the document.
+    ///   - line: the element's line.
+    ///   - message: what was written and what the reader made of it.
+    public init(element: String, line: Int, message: String) {
+        self.element = element
+        self.line = line
+        self.message = message
+    }
+
+    /// `line N: <Element …>: warning: message`.
+    public var description: String { "line \(line): \(element): warning: \(message)" }
 }
 
 /// One `Schema`.
@@ -48,6 +80,9 @@ public struct CSDLSchema: Sendable {
     public var operations: [CSDLOperation] = []
     /// Where the schema starts.
     public var location: CSDLLocation
+    /// Whether the schema comes from a referenced document the reader was given (its types are there to be
+    /// used, not generated for their own sake).
+    public var isReferenced: Bool = false
 }
 
 /// An `EntityType` or a `ComplexType`.
@@ -107,6 +142,8 @@ public struct CSDLNavigationProperty: Sendable {
     public var nullable: Bool?
     /// V4 `Partner`: the navigation property of the target type that leads back.
     public var partner: String?
+    /// V4 `ContainsTarget="true"`: the targets are contained in the declaring entity (addressed through it).
+    public var containsTarget: Bool = false
     /// V2: the association, as written until resolution, then its qualified name; nil in V4.
     public var relationship: String?
     /// V2: the association end of the declaring type.
@@ -298,13 +335,17 @@ public struct CSDLOperation: Equatable, Sendable {
     public var kind: String
     /// The name (qualified for schema-level functions and actions).
     public var name: String
+    /// A singleton's entity type as written (nil for the other kinds).
+    public var type: String?
 
     /// Creates an operation entry.
     /// - Parameters:
     ///   - kind: `function import`, `action import`, `singleton`, `function` or `action`.
     ///   - name: the name (qualified for schema-level functions and actions).
-    public init(kind: String, name: String) {
+    ///   - type: a singleton's entity type.
+    public init(kind: String, name: String, type: String? = nil) {
         self.kind = kind
         self.name = name
+        self.type = type
     }
 }

@@ -11,7 +11,7 @@ final class CSDLParser: NSObject, XMLParserDelegate {
     private var document = CSDLDocument()
     private var failure: MetadataError?
     /// The local names of the open elements, outermost first.
-    private var stack: [String] = []
+    private(set) var stack: [String] = []
     private var sawRoot = false
     private var schemaIndex: Int?
     private var schemaDepth = 0
@@ -30,8 +30,8 @@ final class CSDLParser: NSObject, XMLParserDelegate {
     private var constraintDependent: (role: String, properties: [String])?
     /// The document's bytes and the offsets where its lines start, to find the line where a start tag begins
     /// (XMLParser reports the position after the tag's name and attributes, which may be lines later).
-    private var bytes: [UInt8] = []
-    private var lineStarts: [Int] = [0]
+    private(set) var bytes: [UInt8] = []
+    private(set) var lineStarts: [Int] = [0]
 
     /// Parses a document (not yet resolved).
     static func parse(_ data: Data) throws(MetadataError) -> CSDLDocument {
@@ -56,10 +56,7 @@ final class CSDLParser: NSObject, XMLParserDelegate {
         let succeeded = parser.parse()
         if let failure = delegate.failure { throw failure }
         if !succeeded {
-            let code = (parser.parserError as NSError?)?.code ?? 0
-            throw MetadataError(
-                .malformedXML, element: delegate.stack.last.map { "<\($0)>" } ?? "document", line: parser.lineNumber,
-                "the XML parser failed (XMLParser error \(code))")
+            throw delegate.malformed(code: (parser.parserError as NSError?)?.code ?? 0, line: parser.lineNumber)
         }
         if !delegate.sawRoot {
             throw MetadataError(.malformedXML, element: "document", line: 1, "the document has no root element")
@@ -124,10 +121,7 @@ final class CSDLParser: NSObject, XMLParserDelegate {
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
         guard failure == nil else { return }
-        let code = (parseError as NSError).code
-        failure = MetadataError(
-            .malformedXML, element: stack.last.map { "<\($0)>" } ?? "document", line: parser.lineNumber,
-            "the XML parser failed (XMLParser error \(code))")
+        failure = malformed(code: (parseError as NSError).code, line: parser.lineNumber)
         // Stop at the first error: libxml2 would recover and go on, and FoundationXML can trap on what follows.
         parser.abortParsing()
     }
@@ -187,6 +181,7 @@ final class CSDLParser: NSObject, XMLParserDelegate {
             }
         case ("Reference", "Include"):
             let namespace = try Self.required("Namespace", attributes, location)
+            document.referencedNamespaces.insert(namespace)
             if let alias = attributes["Alias"], !alias.isEmpty { document.aliases[alias] = namespace }
         case ("DataServices", "Schema"):
             let namespace = try Self.required("Namespace", attributes, location)
@@ -243,7 +238,12 @@ final class CSDLParser: NSObject, XMLParserDelegate {
             }
         case ("EntityType", "Key"):
             guard currentType != nil, depth == typeDepth + 1 else { return }
-            if currentType?.key == nil { currentType?.key = [] }
+            guard currentType?.key == nil else {
+                throw MetadataError(
+                    .invalidDefinition, element: location.element, line: location.line,
+                    "`\(currentType?.qualifiedName ?? "")` has a second Key element (an entity type has at most one)")
+            }
+            currentType?.key = []
             keyDepth = depth
         case ("Key", "PropertyRef"):
             guard currentType != nil, keyDepth != 0, depth == keyDepth + 1 else { return }
@@ -266,6 +266,7 @@ final class CSDLParser: NSObject, XMLParserDelegate {
                 partner: attributes["Partner"].flatMap { $0.isEmpty ? nil : $0 }, location: location)
             if document.version == .v4 {
                 navigation.type = try Self.required("Type", attributes, location)
+                navigation.containsTarget = Self.bool(attributes["ContainsTarget"]) ?? false
             } else {
                 navigation.relationship = try Self.required("Relationship", attributes, location)
                 navigation.fromRole = try Self.required("FromRole", attributes, location)
@@ -344,7 +345,8 @@ final class CSDLParser: NSObject, XMLParserDelegate {
                 case "ActionImport": "action import"
                 default: "singleton"
                 }
-            currentContainer?.operations.append(CSDLOperation(kind: kind, name: name))
+            currentContainer?.operations.append(
+                CSDLOperation(kind: kind, name: name, type: local == "Singleton" ? attributes["Type"] : nil))
         default:
             break
         }

@@ -8,6 +8,10 @@ let knownPrimitiveTypes: Set<String> = [
     "Edm.String", "Edm.Boolean", "Edm.Byte", "Edm.SByte", "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Single",
     "Edm.Double", "Edm.Decimal", "Edm.Guid", "Edm.Binary", "Edm.DateTimeOffset", "Edm.DateTime", "Edm.Date",
     "Edm.TimeOfDay", "Edm.Time", "Edm.Duration", "Edm.Untyped", "Edm.Stream", "Edm.PrimitiveType",
+    // The abstract types and the path types (CSDL 4.01, "Built-In Abstract Types", "Built-In Types for defining
+    // Vocabulary Terms"): values of any shape, kept as JSON.
+    "Edm.ComplexType", "Edm.EntityType", "Edm.AnnotationPath", "Edm.PropertyPath", "Edm.NavigationPropertyPath",
+    "Edm.AnyPropertyPath", "Edm.ModelElementPath",
 ]
 
 /// Whether `name` is an `Edm` primitive type.
@@ -28,6 +32,33 @@ extension CSDLDocument {
     ///   property or association end that is not there.
     public init(parsing data: Data) throws(MetadataError) {
         self = try CSDLParser.parse(data).resolved(allowingUnresolvedPropertyTypes: false)
+    }
+
+    /// Reads and resolves a `$metadata` document as ``init(parsing:)`` does, with the documents it includes through
+    /// `edmx:Reference` (vocabularies such as `Org.OData.Core.V1`, or another service's types) given as bytes:
+    /// their schemas are read too (``CSDLSchema/isReferenced``), so that a property of one of their types is typed.
+    /// A type of a referenced namespace that none of them defines is kept untyped with a warning.
+    /// - Parameters:
+    ///   - data: the document's bytes (UTF-8).
+    ///   - references: the referenced documents' bytes, in any order.
+    /// - Throws: ``MetadataError`` as ``init(parsing:)``; an error in a referenced document names its element and
+    ///   line in that document.
+    public init(parsing data: Data, references: [Data]) throws(MetadataError) {
+        var document = try CSDLParser.parse(data)
+        for reference in references {
+            let referenced = try CSDLParser.parse(reference)
+            for var schema in referenced.schemas {
+                schema.isReferenced = true
+                if !document.schemas.contains(where: { $0.namespace == schema.namespace }) {
+                    document.schemas.append(schema)
+                }
+            }
+            for (alias, namespace) in referenced.aliases where document.aliases[alias] == nil {
+                document.aliases[alias] = namespace
+            }
+            document.referencedNamespaces.formUnion(referenced.referencedNamespaces)
+        }
+        self = try document.resolved(allowingUnresolvedPropertyTypes: false)
     }
 
     /// Reads and resolves a `$metadata` document as ``init(parsing:)`` does, except that a structural property whose
@@ -80,27 +111,61 @@ extension CSDLDocument {
                 let name = association.namespace + "." + association.name
                 if associations[name] == nil { associations[name] = association }
             }
-            for definition in schema.typeDefinitions where !isKnownPrimitive(canonical(definition.underlyingType)) {
+            for definition in schema.typeDefinitions where !canonical(definition.underlyingType).hasPrefix("Edm.") {
                 throw MetadataError(
                     .unknownType, element: definition.location.element, line: definition.location.line,
                     "the underlying type `\(definition.underlyingType)` is not an Edm primitive type")
             }
         }
+        var warnings: [MetadataWarning] = []
+        func warn(_ location: CSDLLocation, _ message: String) {
+            warnings.append(MetadataWarning(element: location.element, line: location.line, message: message))
+        }
 
-        func resolveType(_ written: String) -> CSDLTypeReference? {
+        /// The type a written reference resolves to, and what the reader had to do to accept it (for a warning);
+        /// nil when it names nothing the document defines or may leave to a referenced one.
+        func resolveType(_ written: String) -> (type: CSDLTypeReference, weakened: String?)? {
             let trimmed = written.trimmedOfWhitespace
             if trimmed.hasPrefix("Collection("), trimmed.hasSuffix(")") {
                 let inner = trimmed.dropFirst("Collection(".count).dropLast()
-                return resolveType(String(inner)).map { .collection($0) }
+                return resolveType(String(inner)).map { (.collection($0.type), $0.weakened) }
             }
             let name = canonical(trimmed)
-            if name.hasPrefix("Edm.") { return isKnownPrimitive(name) ? .primitive(name) : nil }
-            switch definitions[name] {
-            case .entity, .complex: return .structured(name)
-            case .enumeration: return .enumType(name)
-            case .typeDefinition(let underlying): return .primitive(underlying)
-            case nil: return nil
+            if name == "Edm.Float" {
+                return (.primitive("Edm.Double"), "`Edm.Float` is no OData type; read as Edm.Double (ABAP CDS services "
+                    + "publish it for a binary floating-point number)")
             }
+            if name.hasPrefix("Edm.") {
+                if isKnownPrimitive(name) { return (.primitive(name), nil) }
+                return (.primitive("Edm.Untyped"), "the primitive type `\(name)` is not one this reader knows; its "
+                    + "values are kept as they come (JSON)")
+            }
+            switch definitions[name] {
+            case .entity, .complex: return (.structured(name), nil)
+            case .enumeration: return (.enumType(name), nil)
+            case .typeDefinition(let underlying): return resolveType(underlying)
+            case nil:
+                guard let dot = name.lastIndex(of: "."), referencedNamespaces.contains(String(name[..<dot])) else {
+                    return nil
+                }
+                return (.primitive("Edm.Untyped"), "the type `\(name)` is from the referenced namespace `"
+                    + "\(name[..<dot])`, whose document was not given; its values are kept as they come (JSON)")
+            }
+        }
+
+        /// V2: the entity type of the entity set that plays `role` in an association set of `association`.
+        func entityTypeOfSet(playing role: String, in association: String) -> String? {
+            let containers = schemas.flatMap(\.entityContainers)
+            for container in containers {
+                for associationSet in container.associationSets where canonical(associationSet.association) == association {
+                    guard let setName = associationSet.ends.first(where: { $0.role == role })?.entitySet,
+                        let set = container.entitySets.first(where: { $0.name == setName })
+                    else { continue }
+                    let type = canonical(set.entityType)
+                    if case .entity = definitions[type] { return type }
+                }
+            }
+            return nil
         }
 
         func resolveStructured(_ type: inout CSDLStructuredType) throws(MetadataError) {
@@ -133,8 +198,11 @@ extension CSDLDocument {
                         .unknownType, element: property.location.element, line: property.location.line,
                         "the type `\(property.type)` names no type in the document")
                 }
-                type.properties[index].type = canonicalTypeText(property.type)
-                type.properties[index].resolved = resolved
+                var text = canonicalTypeText(property.type)
+                if text.contains("Edm.Float") { text = text.replacingOccurrences(of: "Edm.Float", with: "Edm.Double") }
+                type.properties[index].type = text
+                type.properties[index].resolved = resolved.type
+                if let weakened = resolved.weakened { warn(property.location, weakened) }
             }
             for index in type.navigationProperties.indices {
                 var navigation = type.navigationProperties[index]
@@ -174,8 +242,15 @@ extension CSDLDocument {
                             .unresolvedAssociation, element: location.element, line: location.line,
                             "the ToRole `\(navigation.toRole ?? "")` is no end of `\(relationship)`")
                     }
-                    let target = canonical(end.type)
-                    guard case .entity = definitions[target] else {
+                    var target = canonical(end.type)
+                    if case .entity = definitions[target] {
+                    } else if let viaSet = entityTypeOfSet(playing: end.role, in: relationship) {
+                        // Some SAP services name the entity set where the End's type belongs; the association set
+                        // says which set (and so which type) plays the role, as SAP's own tools read it.
+                        warn(end.location, "the End's Type `\(end.type)` names no entity type; read as `\(viaSet)`, the "
+                            + "type of the entity set that plays the role `\(end.role)` in the association set")
+                        target = viaSet
+                    } else {
                         throw MetadataError(
                             .unresolvedAssociation, element: location.element, line: location.line,
                             "the end `\(end.role)` of `\(relationship)` has the type `\(end.type)`, no entity type")
@@ -221,13 +296,20 @@ extension CSDLDocument {
                             "`\(name)` is declared both in `\(type.qualifiedName)` and in a base type")
                     }
                 }
-                guard type.isEntity else { continue }
-                guard let key = chain.reversed().lazy.compactMap(\.key).first(where: { !$0.isEmpty }) else {
-                    if type.isAbstract { continue }
-                    throw MetadataError(
-                        .missingKey, element: type.location.element, line: type.location.line,
-                        "the entity type `\(type.qualifiedName)` has no key, and no base type that has one")
+                // A collection of contained entities is addressed by key (`Parent(1)/Items(7)`): its target type
+                // needs one (CSDL 4.01, "Key"), and without it the document is not CSDL.
+                for navigation in type.navigationProperties where navigation.containsTarget && navigation.isCollection {
+                    if let target = structured[navigation.target], document.key(of: target).isEmpty {
+                        throw MetadataError(
+                            .missingKey, element: navigation.location.element, line: navigation.location.line,
+                            "the contained collection's type `\(target.qualifiedName)` has no key, and no base type "
+                                + "that has one (its members are addressed by key)")
+                    }
                 }
+                guard type.isEntity else { continue }
+                // An entity type without a key is valid where no key is needed (a singleton's type, a single-valued
+                // or containment navigation's target, a base type: CSDL 4.01, "Key"); where one is needed, below.
+                guard let key = chain.reversed().lazy.compactMap(\.key).first(where: { !$0.isEmpty }) else { continue }
                 let properties = chain.flatMap(\.properties)
                 for name in key where !properties.contains(where: { $0.name == name }) {
                     throw MetadataError(
@@ -237,10 +319,18 @@ extension CSDLDocument {
             }
             for container in schema.entityContainers {
                 for set in container.entitySets {
-                    guard case .entity = definitions[canonical(set.entityType)] else {
+                    let name = canonical(set.entityType)
+                    guard case .entity = definitions[name], let type = structured[name] else {
                         throw MetadataError(
                             .unknownEntitySetType, element: set.location.element, line: set.location.line,
                             "the entity type `\(set.entityType)` is not in the document")
+                    }
+                    // The members of an entity set are addressed by key; without one the set can still be read
+                    // and added to (the SAP Cloud SDK's generator keeps such a set too). What needs the key refuses
+                    // it there: the offline store's defining query, the generator's by-key methods.
+                    if document.key(of: type).isEmpty {
+                        warn(set.location, "the entity set's type `\(type.qualifiedName)` has no key: its members "
+                            + "cannot be addressed by key (read, created and queried only)")
                     }
                 }
             }
@@ -256,6 +346,7 @@ extension CSDLDocument {
             }
         }
         document.deriveV2Bindings()
+        document.warnings = warnings
         return document
     }
 

@@ -70,7 +70,8 @@ public struct MetadataError: Error, CustomStringConvertible, Hashable, Sendable 
     public static let notEDMX = MetadataError(.notEDMX)
     /// The EDMX version (or the V2 data service version) is not one this reader reads.
     public static let unsupportedVersion = MetadataError(.unsupportedVersion)
-    /// An entity type has no key, and no base type that has one.
+    /// A collection-valued containment navigation property leads to an entity type that has no key, and no base
+    /// type that has one (an entity set of such a type is read with a warning: ``CSDLDocument/warnings``).
     public static let missingKey = MetadataError(.missingKey)
     /// A type reference (property, navigation property, base type) names nothing in the document.
     public static let unknownType = MetadataError(.unknownType)

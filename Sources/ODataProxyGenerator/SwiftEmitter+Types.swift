@@ -23,13 +23,17 @@ extension SwiftEmitter {
                 var isOptional = property.nullable ?? true
                 if case .collection = reference { isOptional = false }
                 if isKey { isOptional = false }
+                // A value that contains a value of its own type (Graph's `workbookOperationError.innerError`) is
+                // boxed, as a to-one navigation is, and optional: a struct cannot contain itself.
+                let recursive = isRecursive(reference, in: type.qualifiedName)
+                if recursive { isOptional = true }
                 if isOptional { swift += "?" }
                 members.append(
                     Member(
                         kind: .property(property, reference), odataName: property.name,
                         name: uniquer.unique(Naming.lowerCamel(property.name)), swiftType: swift, pathType: swift,
                         defaultValue: isOptional ? "nil" : defaultValue(reference), isKey: isKey,
-                        inheritedFrom: inherited))
+                        inheritedFrom: inherited, isBoxed: recursive))
             }
             for navigation in declaring.navigationProperties {
                 let target = typeNames[navigation.target] ?? "JSONValue"
@@ -45,9 +49,30 @@ extension SwiftEmitter {
         for index in members.indices {
             if case .navigation(let navigation) = members[index].kind, !navigation.isCollection {
                 members[index].storage = uniquer.unique("_" + members[index].name)
+            } else if members[index].isBoxed {
+                members[index].storage = uniquer.unique("_" + members[index].name)
             }
         }
         return (members, streams)
+    }
+
+    /// Whether a single value of `reference` contains, through single-valued structured properties (its base types'
+    /// included), a value of the type `declaring`: the property must be boxed.
+    func isRecursive(_ reference: CSDLTypeReference, in declaring: String) -> Bool {
+        guard case .structured(let start) = reference else { return false }
+        var seen: Set<String> = []
+        var work = [start]
+        while let name = work.popLast() {
+            if name == declaring { return true }
+            guard seen.insert(name).inserted, let type = structuredByName[name],
+                // (Resolution refused base types that form a cycle, so the chain is always there.)
+                let chain = try? document.baseChain(of: type, in: structuredByName)
+            else { continue }
+            for property in chain.flatMap(\.properties) {
+                if case .structured(let next) = property.resolved { work.append(next) }
+            }
+        }
+        return false
     }
 
     func structuredType(
@@ -88,7 +113,15 @@ extension SwiftEmitter {
             switch member.kind {
             case .property(let property, _):
                 out += "    /// \(propertyDoc(property, member: member))\n"
-                out += "    public var \(member.quoted): \(member.swiftType)\n"
+                if let storage = member.storage {
+                    out += "    public var \(member.quoted): \(member.swiftType) {\n"
+                    out += "        get { \(storage)?.value }\n"
+                    out += "        set { \(storage) = newValue.map(Indirect.init) }\n"
+                    out += "    }\n"
+                    out += "    private var \(storage): Indirect<\(member.swiftType.dropLast())>?\n"
+                } else {
+                    out += "    public var \(member.quoted): \(member.swiftType)\n"
+                }
                 out += "    /// The path of `\(Self.line(member.odataName))`, for ``DataQuery``.\n"
             case .navigation(let navigation):
                 let many = navigation.isCollection ? "many" : "one"
@@ -133,7 +166,13 @@ extension SwiftEmitter {
             let parameters = members.map { "\($0.quoted): \($0.swiftType) = \($0.defaultValue)" }
             out += "    public init(\(parameters.joined(separator: ", "))) {\n"
             for member in members {
-                out += "        self.\(member.quoted) = \(member.quoted)\n"
+                if let storage = member.storage {
+                    // The box directly: a setter may not run before every stored property is set (an inherited
+                    // to-one navigation comes before the derived type's properties).
+                    out += "        self.\(storage) = \(member.quoted).map(Indirect.init)\n"
+                } else {
+                    out += "        self.\(member.quoted) = \(member.quoted)\n"
+                }
             }
             out += "    }\n\n"
         }

@@ -125,11 +125,17 @@ public actor OfflineODataProvider {
         for property in definingQuery.indexes where property.isEmpty || !property.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': the index '\(property)' is not a property name")
         }
-        if let model = store.map({ _ in self.model }), let set = try? LocalRequest(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,
-           model.entitySets[set] == nil {
-            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': '\(set)' is not an entity set of the service")
-        }
+        if store != nil { try checkDefiningQuery(definingQuery, against: model) }
         definingQueryList.append(definingQuery)
+    }
+
+    /// Refuses a defining query (already checked to parse) whose entity set the service's model cannot download:
+    /// no such set, or a set whose type has no key.
+    func checkDefiningQuery(_ definingQuery: OfflineODataDefiningQuery, against model: ServiceModel) throws(OfflineODataError) {
+        if let set = try? LocalRequest(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,
+           let problem = model.definingQueryProblem(set: set) {
+            throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': \(problem)")
+        }
     }
 
     /// Removes a defining query by name (its data goes at the next download; see part 2).

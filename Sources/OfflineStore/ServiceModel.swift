@@ -47,6 +47,8 @@ struct ServiceModel: Sendable, Hashable {
 
     var entityTypes: [String: EntityType] = [:]
     var entitySets: [String: EntitySet] = [:]
+    /// The entity sets whose type has no key, with that type: not in ``entitySets`` (see ``definingQueryProblem(set:)``).
+    var keylessSets: [String: String] = [:]
     /// Whether the document is OData V2 (`edmx:Edmx Version="1.0"`): its JSON values are written in V2's forms
     /// (`/Date(…)/`, decimals and Int64 as strings), which local queries read by their Edm types.
     var isV2 = false
@@ -115,11 +117,25 @@ struct ServiceModel: Sendable, Hashable {
         }
         for set in document.entitySets {
             guard let type = entityTypes[set.entityType] else { continue }
-            guard !type.key.isEmpty else { throw OfflineODataError(.invalidMetadata, "entity set '\(set.name)' has the abstract type '\(type.name)', which has no key") }
+            // The store keeps entities by key: a set whose type has none (valid CSDL, read with a warning) cannot be
+            // downloaded, and a defining query over it says so (`definingQueryProblem`); the rest of the service can.
+            guard !type.key.isEmpty else {
+                keylessSets[set.name] = type.name
+                continue
+            }
             var bindings: [String: String] = [:]
             for binding in set.navigationPropertyBindings where bindings[binding.path] == nil { bindings[binding.path] = binding.targetSetName }
             entitySets[set.name] = EntitySet(name: set.name, entityType: set.entityType, bindings: bindings)
         }
-        guard !entitySets.isEmpty else { throw OfflineODataError(.invalidMetadata, "the $metadata document has no entity set") }
+        guard !entitySets.isEmpty else { throw OfflineODataError(.invalidMetadata, "the $metadata document has no entity set with a key") }
+    }
+
+    /// Why a defining query over `set` cannot be downloaded, or nil when it can.
+    func definingQueryProblem(set: String) -> String? {
+        if entitySets[set] != nil { return nil }
+        if let type = keylessSets[set] {
+            return "the entity set '\(set)' has the type '\(type)', which has no key: the offline store keeps entities by key"
+        }
+        return "'\(set)' is not an entity set of the service"
     }
 }

@@ -22,30 +22,75 @@ struct ODataProxygen: ParsableCommand {
     @Option(name: .long, help: "The service type's name (default: the entity container's name + Service).")
     var serviceName: String?
 
+    @Option(
+        name: .long,
+        help: "A document the $metadata includes with edmx:Reference (a vocabulary, another service), so that its types are typed; repeatable.")
+    var reference: [String] = []
+
+    @Option(
+        name: .long,
+        help: "Only these entity sets and singletons (comma-separated), with the types they need.")
+    var only: String?
+
+    @Option(
+        name: .long,
+        help: "Split the output into files of about this many bytes (X.swift, X.2.swift, …; default 1048576).")
+    var maxFileBytes: Int = 1 << 20
+
     func run() throws {
         do {
             let (data, sourceName) = try load(metadata)
-            let generator = ProxyGenerator(serviceName: serviceName, sourceName: sourceName)
-            let source: String
+            let references = try reference.map { try load($0).0 }
+            let names = only.map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } }
+            let generator = ProxyGenerator(serviceName: serviceName, sourceName: sourceName, only: names)
+            let generated: GeneratedProxies
             do {
-                source = try generator.generate(metadata: data)
+                generated = try generator.generate(metadata: data, references: references)
             } catch {
                 throw Failure("\(sourceName): \(error)")
             }
+            for warning in generated.warnings {
+                FileHandle.standardError.write(Data("odata-proxygen: \(sourceName): \(warning)\n".utf8))
+            }
+            guard maxFileBytes > 0 else { throw Failure("--max-file-bytes must be positive") }
+            let files = generated.files(maxBytes: maxFileBytes)
             let url = URL(fileURLWithPath: output)
-            let bytes = Data(source.utf8)
-            if let existing = try? Data(contentsOf: url), existing == bytes {
-                print("\(output) is up to date (unchanged, \(bytes.count) bytes from \(sourceName))")
-                return
+            let stem = url.deletingPathExtension().lastPathComponent
+            let directory = url.deletingLastPathComponent()
+            func part(_ index: Int) -> URL {
+                index == 0 ? url : directory.appendingPathComponent("\(stem).\(index + 1).swift")
             }
-            do {
-                try FileManager.default.createDirectory(
-                    at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try bytes.write(to: url, options: .atomic)
-            } catch {
-                throw Failure("cannot write \(output): \(error.localizedDescription)")
+            var written = 0
+            for (index, text) in files.enumerated() {
+                let target = part(index)
+                let bytes = Data(text.utf8)
+                if let existing = try? Data(contentsOf: target), existing == bytes { continue }
+                do {
+                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                    try bytes.write(to: target, options: .atomic)
+                } catch {
+                    throw Failure("cannot write \(target.path): \(error.localizedDescription)")
+                }
+                written += 1
             }
-            print("Wrote \(output) (\(bytes.count) bytes from \(sourceName))")
+            // The parts a previous, larger output left behind.
+            var index = files.count
+            while FileManager.default.fileExists(atPath: part(index).path) {
+                do {
+                    try FileManager.default.removeItem(at: part(index))
+                } catch {
+                    throw Failure("cannot remove \(part(index).path): \(error.localizedDescription)")
+                }
+                written += 1
+                index += 1
+            }
+            let total = files.reduce(0) { $0 + $1.utf8.count }
+            let shape = files.count == 1 ? "" : " in \(files.count) files"
+            if written == 0 {
+                print("\(output) is up to date (unchanged, \(total) bytes\(shape) from \(sourceName))")
+            } else {
+                print("Wrote \(output) (\(total) bytes\(shape) from \(sourceName))")
+            }
         } catch let failure as Failure {
             FileHandle.standardError.write(Data("odata-proxygen: \(failure.message)\n".utf8))
             throw ExitCode(1)

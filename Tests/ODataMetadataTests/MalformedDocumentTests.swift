@@ -55,11 +55,29 @@ import Testing
         #expect(error.message.contains("3.0"))
     }
 
-    @Test func aMissingKeyIsMissingKey() throws {
-        let error = try #require(Self.error(Self.valid.replacingOccurrences(of: "<Key><PropertyRef Name=\"ID\"/></Key>", with: "")))
+    @Test func aContainedCollectionOfAKeylessTypeIsMissingKey() throws {
+        let text = Self.valid.replacingOccurrences(
+            of: "</EntityType>",
+            with: "<NavigationProperty Name=\"Parts\" Type=\"Collection(NS.Part)\" ContainsTarget=\"true\"/>\n</EntityType>\n"
+                + "<EntityType Name=\"Part\"><Property Name=\"Name\" Type=\"Edm.String\"/></EntityType>")
+        let error = try #require(Self.error(text))
         #expect(error == .missingKey)
-        #expect(error.element == "<EntityType Name=\"Item\">")
-        #expect(error.line == 4)
+        #expect(error.element == "<NavigationProperty Name=\"Parts\">")
+        #expect(error.line == 7)
+        #expect(error.message.contains("NS.Part"))
+        // The same target, single-valued: no key needed.
+        #expect(Self.error(text.replacingOccurrences(of: "Collection(NS.Part)", with: "NS.Part")) == nil)
+    }
+
+    @Test func anEntitySetOfAKeylessTypeIsReadWithAWarning() throws {
+        let text = Self.valid.replacingOccurrences(of: "<Key><PropertyRef Name=\"ID\"/></Key>", with: "")
+        let document = try CSDLDocument(parsing: Data(text.utf8))
+        #expect(document.key(of: try #require(document.structuredType(named: "NS.Item"))).isEmpty)
+        let warning = try #require(document.warnings.first)
+        #expect(warning.element == "<EntitySet Name=\"Items\">")
+        #expect(warning.line == 8)
+        #expect(warning.message.contains("no key"))
+        #expect(warning.description.hasPrefix("line 8: <EntitySet Name=\"Items\">: warning: "))
     }
 
     @Test func aKeyNamingNoPropertyIsAnInvalidDefinition() throws {

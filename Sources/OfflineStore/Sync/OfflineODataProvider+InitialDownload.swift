@@ -29,6 +29,7 @@ extension OfflineODataProvider {
         } else {
             let metadataBytes = try await fetch(serviceRoot + "$metadata", accept: "application/xml")
             model = try ServiceModel.parse(metadataBytes)
+            for query in definingQueryList { try checkDefiningQuery(query, against: model) }
             configuration = StoreConfiguration(serviceRoot: serviceRoot, definingQueries: definingQueryList, downloadComplete: false,
                                                deltaLinks: [:], metadata: String(decoding: metadataBytes, as: UTF8.self),
                                                user: parameters.currentUser, resume: DownloadResume(query: 0))
