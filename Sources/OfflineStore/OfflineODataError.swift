@@ -17,7 +17,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         case notOpen, storeLocked, serviceRootMismatch, wrongKey, encryptionMismatch, invalidParameters
         case invalidDefiningQuery, downloadFailed, invalidMetadata, invalidRequest, entityNotFound, entityExists
         case unsupported, storage, userSwitchUploadFailed, pendingRequestsOfAnotherUser, unsupportedStoreFormat
-        case migrationFailed, invalidNextLink, backEndUnreachable, authenticationFailed
+        case migrationFailed, invalidNextLink, backEndUnreachable, authenticationFailed, relationshipNotDownloaded
 
         /// The numeric code SAP's offline store uses for this kind.
         var number: Int {
@@ -42,6 +42,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
             case .invalidNextLink: return -10018
             case .backEndUnreachable: return -10019
             case .authenticationFailed: return -10020
+            case .relationshipNotDownloaded: return -10021
             case .userSwitchUploadFailed: return -10425
             }
         }
@@ -155,6 +156,11 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     /// the request it refused, which stays queued with every later one (``uploadResult``), for a person to fix the
     /// credentials; nothing is archived for it. Not an SAP number: -10020.
     public static let authenticationFailed = OfflineODataError(.authenticationFailed)
+    /// A local read follows a navigation property whose links the store does not know for an entity: the service
+    /// declares no referential constraint for it, and no defining query that brought the entity expanded it. The
+    /// message names the entity, the navigation property and the defining queries to add `$expand` to; a
+    /// relationship a download expanded and found empty still answers `[]`. Not an SAP number: -10021.
+    public static let relationshipNotDownloaded = OfflineODataError(.relationshipNotDownloaded)
 
     /// The numeric code SAP's offline store uses for this kind of error, for example -10425 for
     /// ``userSwitchUploadFailed``.

@@ -7,6 +7,9 @@ import ODataQuery
 struct LocalQuery: NavigationResolver {
     let store: EntityStore
     let model: ServiceModel
+    /// The first failure met by ``related(_:navigationProperty:)``, which the evaluator calls and cannot be told of
+    /// (a relationship whose links are unknown): ``apply(_:to:navigation:)`` throws it after the evaluation.
+    let resolverFailure = LockedValue<OfflineODataError?>(nil)
 
     static let requestQueueSet = "RequestQueue"
     static let errorArchiveSet = "ErrorArchive"
@@ -62,6 +65,12 @@ struct LocalQuery: NavigationResolver {
     /// For an OData V2 service, `$filter`, `$search` and `$orderby` see each value as its Edm type says
     /// (`V2Values`): they choose and order the entities, which are then answered as stored.
     static func apply(_ options: QueryOptions, to entities: [JSONObject], navigation: LocalQuery?) throws(OfflineODataError) -> QueryResult {
+        let result = try evaluate(options, to: entities, navigation: navigation)
+        if let failure = navigation?.resolverFailure.withLock({ $0 }) { throw failure }
+        return result
+    }
+
+    private static func evaluate(_ options: QueryOptions, to entities: [JSONObject], navigation: LocalQuery?) throws(OfflineODataError) -> QueryResult {
         do {
             guard let model = navigation?.model, model.isV2, options.filter != nil || options.orderBy != nil || options.search != nil else {
                 return try QueryEvaluator.apply(options, to: entities, navigation: navigation, functions: functions)
@@ -168,8 +177,16 @@ struct LocalQuery: NavigationResolver {
             }
             return (targetSet, matches, navigation.isCollection)
         }
-        // Otherwise the links kept from `$expand`.
-        let references = record.links[name]?.arrayValue?.compactMap(\.stringValue) ?? []
+        // Otherwise the links kept from `$expand`: known when a download expanded the navigation (empty included),
+        // or the entity was created here (nothing links to it yet); else not known, and never read as empty.
+        guard let links = record.links[name]?.arrayValue else {
+            if record.state == .created { return (targetSet, [], navigation.isCollection) }
+            let queries = record.queries.isEmpty ? "the defining query that downloads it" : record.queries.map { "'\($0)'" }.joined(separator: ", ")
+            throw OfflineODataError(.relationshipNotDownloaded,
+                                    "the links of \(record.reference) by '\(name)' were not downloaded: the service declares no referential constraint for '\(name)', so the store knows them only from $expand; add $expand=\(name) to \(queries) and download again",
+                                    entitySet: record.set)
+        }
+        let references = links.compactMap(\.stringValue)
         var targets: [EntityRecord] = []
         for reference in references {
             if let target = try self.record(reference: reference) { targets.append(target) }
@@ -180,9 +197,18 @@ struct LocalQuery: NavigationResolver {
     // MARK: NavigationResolver
 
     func related(_ entity: JSONObject, navigationProperty: String) -> JSONValue? {
-        guard let reference = entity["@odata.id"]?.stringValue, let record = try? record(reference: reference),
-              let (_, records, isCollection) = try? related(record, navigation: navigationProperty)
-        else { return nil }
+        let found: (set: String, records: [EntityRecord], isCollection: Bool)?
+        do {
+            guard let reference = entity["@odata.id"]?.stringValue, let record = try record(reference: reference) else { return nil }
+            found = try related(record, navigation: navigationProperty)
+        } catch {
+            // The evaluator cannot be told: kept for `apply`, which throws it.
+            resolverFailure.withLock { first in
+                if first == nil { first = error as? OfflineODataError ?? OfflineODataError(.storage, "reading a relationship failed: \(error)", underlying: error) }
+            }
+            return nil
+        }
+        guard let (_, records, isCollection) = found else { return nil }
         if isCollection { return .array(records.map { .object(Self.json($0)) }) }
         return records.first.map { .object(Self.json($0)) } ?? .null
     }
