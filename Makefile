@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: deps build test demo example bench bench-uncached bench-concurrent bench-cache-scale bench-fleet-hosts bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
+.PHONY: deps build test demo example bench bench-generator bench-uncached bench-concurrent bench-cache-scale bench-fleet-hosts bench-instructions bench-instructions-offline docs guide proxies proxies-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -101,6 +101,10 @@ guide:
 # Each entry: document:service type:directory[:referenced document, below Proxies/Metadata].
 PROXIES = Northwind:NorthwindService:Northwind GWSAMPLE_BASIC:GWSampleBasicService:GWSampleBasic API_PRODUCT:ProductService:APIProduct \
   RealServices:RealService:RealServices:Vocabularies/Permissions.xml
+
+# The generator at scale (read, generate, compile an --only closure): GRAPH=path to Microsoft Graph's v1.0 $metadata.
+bench-generator:
+	scripts/bench-generator.sh $(GRAPH) $(SETS)
 
 proxies:
 	$(SWIFT) build --product odata-proxygen

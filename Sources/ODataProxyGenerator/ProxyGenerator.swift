@@ -44,17 +44,21 @@ public struct ProxyGenerator: Sendable {
     /// - Throws: ``GeneratorError`` naming what was wrong, the element and its line.
     public func generate(metadata: Data, references: [Data]) throws(GeneratorError) -> GeneratedProxies {
         let document: CSDLDocument
+        let clock = ContinuousClock()
+        let started = clock.now
         do {
             document = try CSDLDocument(parsing: metadata, references: references)
         } catch {
             throw GeneratorError(metadata: error)
         }
+        let readTime = clock.now - started
         let closure = try TypeClosure(document: document, only: only)
         let output = try SwiftEmitter(
             document: document, serviceName: serviceName, sourceName: sourceName, closure: closure
         ).emit()
         return GeneratedProxies(
-            header: output.header, blocks: output.blocks, footer: output.footer, warnings: document.warnings)
+            header: output.header, blocks: output.blocks, footer: output.footer, warnings: document.warnings,
+            readTime: readTime, typeCount: closure.included.count)
     }
 }
 
@@ -65,12 +69,21 @@ public struct GeneratedProxies: Sendable {
     private let footer: String
     /// The reader's warnings (element, line, what it did instead), in document order.
     public let warnings: [MetadataWarning]
+    /// How long reading and resolving the document (and its references) took, of the whole generation.
+    public let readTime: Duration
+    /// How many entity, complex and enum types were generated.
+    public let typeCount: Int
 
-    init(header: String, blocks: [String], footer: String, warnings: [MetadataWarning]) {
+    init(
+        header: String, blocks: [String], footer: String, warnings: [MetadataWarning], readTime: Duration,
+        typeCount: Int
+    ) {
         self.header = header
         self.blocks = blocks
         self.footer = footer
         self.warnings = warnings
+        self.readTime = readTime
+        self.typeCount = typeCount
     }
 
     /// The whole source as one file.

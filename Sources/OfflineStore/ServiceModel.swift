@@ -47,6 +47,9 @@ struct ServiceModel: Sendable, Hashable {
 
     var entityTypes: [String: EntityType] = [:]
     var entitySets: [String: EntitySet] = [:]
+    /// What the `$metadata` reader accepted in a weaker form than written (`line N: <Element>: warning: …`), logged
+    /// at the initial download.
+    var metadataWarnings: [String] = []
     /// The entity sets whose type has no key, with that type: not in ``entitySets`` (see ``definingQueryProblem(set:)``).
     var keylessSets: [String: String] = [:]
     /// Whether the document is OData V2 (`edmx:Edmx Version="1.0"`): its JSON values are written in V2's forms
@@ -81,7 +84,9 @@ struct ServiceModel: Sendable, Hashable {
         } catch {
             throw OfflineODataError(.invalidMetadata, "the $metadata document is not usable: \(error)", underlying: error)
         }
-        return try ServiceModel(document)
+        var model = try ServiceModel(document)
+        model.metadataWarnings = document.warnings.map(\.description)
+        return model
     }
 
     /// The view of a resolved document: entity types with their base types' keys and properties flattened in.

@@ -37,6 +37,9 @@ struct ODataProxygen: ParsableCommand {
         help: "Split the output into files of about this many bytes (X.swift, X.2.swift, …; default 1048576).")
     var maxFileBytes: Int = 1 << 20
 
+    @Flag(name: .long, help: "Print how long reading and generating took, and what was generated (standard error).")
+    var timings = false
+
     func run() throws {
         do {
             let (data, sourceName) = try load(metadata)
@@ -44,10 +47,18 @@ struct ODataProxygen: ParsableCommand {
             let names = only.map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } }
             let generator = ProxyGenerator(serviceName: serviceName, sourceName: sourceName, only: names)
             let generated: GeneratedProxies
+            let clock = ContinuousClock()
+            let started = clock.now
             do {
                 generated = try generator.generate(metadata: data, references: references)
             } catch {
                 throw Failure("\(sourceName): \(error)")
+            }
+            if timings {
+                let read = generated.readTime
+                let total = clock.now - started
+                FileHandle.standardError.write(Data(
+                    "odata-proxygen: timings: read \(Self.seconds(read)) s, generated \(Self.seconds(total - read)) s, \(generated.typeCount) types\n".utf8))
             }
             for warning in generated.warnings {
                 FileHandle.standardError.write(Data("odata-proxygen: \(sourceName): \(warning)\n".utf8))
@@ -95,6 +106,12 @@ struct ODataProxygen: ParsableCommand {
             FileHandle.standardError.write(Data("odata-proxygen: \(failure.message)\n".utf8))
             throw ExitCode(1)
         }
+    }
+
+    /// A duration in seconds with three decimals.
+    static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%.3f", Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// The document's bytes and its name (the last path component).

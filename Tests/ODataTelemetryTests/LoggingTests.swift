@@ -6,6 +6,7 @@ import ODataCore
 import ODataFixtures
 import ODataSession
 import ODataTelemetry
+import ODataTesting
 import OfflineStore
 import OnlineStore
 import TechnicalCache
@@ -78,6 +79,40 @@ import Testing
             let leaking = log.filter { $0.contains(forbidden) }
             #expect(leaking.isEmpty, "'\(forbidden)' in \(leaking)")
         }
+    }
+
+    /// What the `$metadata` reader read in a weaker form than written is logged at the initial download, one warning
+    /// each, naming element and line; a defining query over a set whose type has no key is refused naming it.
+    @Test func theOfflineStoreLogsTheMetadataWarnings() async throws {
+        let metadata = """
+            <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>
+            <Schema Namespace="NS" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+            <EntityType Name="Scale"><Key><PropertyRef Name="ID"/></Key><Property Name="ID" Type="Edm.Int32" Nullable="false"/>
+            <Property Name="Weight" Type="Edm.Float"/></EntityType>
+            <EntityType Name="Line"><Property Name="Text" Type="Edm.String"/></EntityType>
+            <EntityContainer Name="C"><EntitySet Name="Scales" EntityType="NS.Scale"/><EntitySet Name="Lines" EntityType="NS.Line"/></EntityContainer>
+            </Schema></edmx:DataServices></edmx:Edmx>
+            """
+        let lines = LockedValue<[String]>([])
+        var parameters = OfflineODataParameters()
+        parameters.telemetry = Telemetry(logger: Logger(label: "metadata-warnings") { _ in CapturingLogHandler(lines: lines) })
+        let transport = ScriptedTransport()
+            .on("GET", "$metadata", reply: .metadata(metadata))
+            .on("GET", "Scales", reply: .collection([["ID": 1, "Weight": 1.5]]))
+        try await transport.withOfflineStore(parameters: parameters, definingQueries: [OfflineODataDefiningQuery(name: "scales", query: "Scales")]) { provider in
+            let answer = try await provider.execute(ODataRequest(method: .get, resourcePath: "Scales(1)"))
+            #expect(try JSON.parse(answer.payload)["Weight"] == .double(1.5))
+        }
+        let warnings = lines.withLock { $0 }.filter { $0.hasPrefix("warning offline store: the $metadata document") }
+        #expect(warnings.count == 2, "\(warnings)")
+        #expect(warnings.contains { $0.contains("line 4: <Property Name=\"Weight\">") && $0.contains("Edm.Float") })
+        #expect(warnings.contains { $0.contains("<EntitySet Name=\"Lines\">") && $0.contains("no key") })
+
+        let error = await #expect(throws: OfflineODataError.self) {
+            try await transport.withOfflineStore(definingQueries: [OfflineODataDefiningQuery(name: "lines", query: "Lines")]) { _ in }
+        }
+        #expect(error == .invalidDefiningQuery)
+        #expect(error?.message.contains("'Lines'") == true && error?.message.contains("no key") == true, "\(String(describing: error))")
     }
 
     private static func product(_ id: String) -> Data {

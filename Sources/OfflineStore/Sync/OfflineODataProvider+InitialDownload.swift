@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import ODataTelemetry
 import ODataCore
 
 extension OfflineODataProvider {
@@ -29,6 +31,11 @@ extension OfflineODataProvider {
         } else {
             let metadataBytes = try await fetch(serviceRoot + "$metadata", accept: "application/xml")
             model = try ServiceModel.parse(metadataBytes)
+            for warning in model.metadataWarnings {
+                parameters.telemetry.logger.warning("offline store: the $metadata document is read in a weaker form than written", metadata: [
+                    "warning": "\(warning)",
+                ])
+            }
             for query in definingQueryList { try checkDefiningQuery(query, against: model) }
             configuration = StoreConfiguration(serviceRoot: serviceRoot, definingQueries: definingQueryList, downloadComplete: false,
                                                deltaLinks: [:], metadata: String(decoding: metadataBytes, as: UTF8.self),
