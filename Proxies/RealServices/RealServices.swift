@@ -587,4 +587,9 @@ public struct RealService: Sendable {
 
 // Not generated (use `dataService` for these):
 //   singleton `Admin` in `RealContainer`
+//   action import `ResetAll` in `RealContainer`
+//   function import `Broken` in `RealContainer`
 //   function `Example.Real.Nearest`
+//   action `Example.Real.Reset`
+//   function `Example.Real.Nearest`
+//   function `Example.Real.Broken`

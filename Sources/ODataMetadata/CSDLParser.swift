@@ -24,6 +24,9 @@ final class CSDLParser: NSObject, XMLParserDelegate {
     private var currentContainer: CSDLEntityContainer?
     private var containerDepth = 0
     private var keyDepth = 0
+    /// The schema's function or action, or the container's import, whose parameters are being read.
+    private var currentOperation: CSDLOperation?
+    private var operationDepth = 0
     /// Inside a V2 association's `ReferentialConstraint`: whether in its `Principal` (else its `Dependent`).
     private var constraintIsPrincipal = false
     private var constraintPrincipal: (role: String, properties: [String])?
@@ -111,6 +114,13 @@ final class CSDLParser: NSObject, XMLParserDelegate {
         } else if let container = currentContainer, depth == containerDepth, let index = schemaIndex {
             document.schemas[index].entityContainers.append(container)
             currentContainer = nil
+        } else if let operation = currentOperation, depth == operationDepth {
+            if operation.kind == "function" || operation.kind == "action", let index = schemaIndex {
+                document.schemas[index].operations.append(operation)
+            } else {
+                currentContainer?.operations.append(operation)
+            }
+            currentOperation = nil
         } else if depth == keyDepth {
             keyDepth = 0
         } else if schemaIndex != nil, depth == schemaDepth {
@@ -231,11 +241,20 @@ final class CSDLParser: NSObject, XMLParserDelegate {
         case ("Schema", "Function"), ("Schema", "Action"):
             guard let index = schemaIndex else { return }
             let name = try Self.required("Name", attributes, location)
-            let operation = CSDLOperation(
-                kind: local.lowercased(), name: "\(document.schemas[index].namespace).\(name)")
-            if !document.schemas[index].operations.contains(operation) {
-                document.schemas[index].operations.append(operation)
-            }
+            var operation = CSDLOperation(kind: local.lowercased(), name: "\(document.schemas[index].namespace).\(name)")
+            operation.isBound = Self.bool(attributes["IsBound"]) ?? false
+            operation.location = location
+            currentOperation = operation
+            operationDepth = depth
+        case ("Function", "Parameter"), ("Action", "Parameter"), ("FunctionImport", "Parameter"):
+            guard currentOperation != nil, depth == operationDepth + 1 else { return }
+            let name = try Self.required("Name", attributes, location)
+            let type = try Self.required("Type", attributes, location)
+            currentOperation?.parameters.append(
+                CSDLParameter(name: name, type: type, nullable: Self.bool(attributes["Nullable"]), location: location))
+        case ("Function", "ReturnType"), ("Action", "ReturnType"):
+            guard currentOperation != nil, depth == operationDepth + 1 else { return }
+            currentOperation?.returnType = try Self.required("Type", attributes, location)
         case ("EntityType", "Key"):
             guard currentType != nil, depth == typeDepth + 1 else { return }
             guard currentType?.key == nil else {
@@ -345,8 +364,25 @@ final class CSDLParser: NSObject, XMLParserDelegate {
                 case "ActionImport": "action import"
                 default: "singleton"
                 }
-            currentContainer?.operations.append(
-                CSDLOperation(kind: kind, name: name, type: local == "Singleton" ? attributes["Type"] : nil))
+            var operation = CSDLOperation(kind: kind, name: name, type: local == "Singleton" ? attributes["Type"] : nil)
+            operation.location = location
+            guard local != "Singleton" else {
+                currentContainer?.operations.append(operation)
+                return
+            }
+            operation.imports = attributes[local == "FunctionImport" ? "Function" : "Action"].flatMap { $0.isEmpty ? nil : $0 }
+            operation.entitySet = attributes["EntitySet"].flatMap { $0.isEmpty ? nil : $0 }
+            if document.version == .v2 {
+                operation.returnType = attributes["ReturnType"].flatMap { $0.isEmpty ? nil : $0 }
+                operation.httpMethod = Self.prefixed("HttpMethod", attributes)?.uppercased() ?? "GET"
+            } else if operation.imports == nil {
+                throw MetadataError(
+                    .missingAttribute, element: location.element, line: location.line,
+                    "the required attribute \(local == "FunctionImport" ? "Function" : "Action") is missing or empty")
+            }
+            // Closed at its end tag (V2 function imports have Parameter children).
+            currentOperation = operation
+            operationDepth = depth
         default:
             break
         }

@@ -282,6 +282,40 @@ extension CSDLDocument {
             }
         }
 
+        /// A parameter's or return type's reference, as a property's is resolved; one that names nothing leaves the
+        /// operation untyped (nil, with a warning) rather than refusing the document for one operation (the SAP Cloud
+        /// SDK's V4 test service has such a parameter).
+        func resolveSignatureType(_ written: String, of operation: String, at location: CSDLLocation) -> CSDLTypeReference? {
+            guard let resolved = resolveType(written) else {
+                warn(location, "the type `\(written)` names no type in the document; the operation `\(operation)` cannot be typed")
+                return nil
+            }
+            if let weakened = resolved.weakened { warn(location, weakened) }
+            return resolved.type
+        }
+        func resolveSignature(_ operation: inout CSDLOperation) {
+            for index in operation.parameters.indices {
+                let parameter = operation.parameters[index]
+                operation.parameters[index].resolved = resolveSignatureType(parameter.type, of: operation.name, at: parameter.location)
+                operation.parameters[index].type = canonicalTypeText(parameter.type)
+            }
+            if let returnType = operation.returnType, let location = operation.location {
+                operation.returnResolved = resolveSignatureType(returnType, of: operation.name, at: location)
+                operation.returnType = canonicalTypeText(returnType)
+            }
+            operation.imports = operation.imports.map(canonical)
+        }
+        for schemaIndex in document.schemas.indices {
+            for index in document.schemas[schemaIndex].operations.indices {
+                resolveSignature(&document.schemas[schemaIndex].operations[index])
+            }
+            for containerIndex in document.schemas[schemaIndex].entityContainers.indices {
+                for index in document.schemas[schemaIndex].entityContainers[containerIndex].operations.indices {
+                    resolveSignature(&document.schemas[schemaIndex].entityContainers[containerIndex].operations[index])
+                }
+            }
+        }
+
         // Base type chains: no cycles; flattened property names unique; every concrete entity type has a key.
         let structured = document.structuredTypesByName()
         for schema in document.schemas {

@@ -101,6 +101,57 @@ import Testing
         #expect(document.entitySets.map(\.name) == ["Devices", "LogLines"])
     }
 
+    @Test func operationsAreReadWithTheirSignatures() throws {
+        let document = try Self.document(withReferences: true)
+        let schema = try #require(document.schemas.first { $0.namespace == "Example.Real" })
+        // Both overloads of Nearest, in document order, then Reset and Broken.
+        #expect(schema.operations.map(\.name) == [
+            "Example.Real.Nearest", "Example.Real.Reset", "Example.Real.Nearest", "Example.Real.Broken",
+        ])
+        let onOne = schema.operations[0]
+        #expect(onOne.kind == "function" && onOne.isBound)
+        #expect(onOne.parameters.map(\.name) == ["device", "radius"])
+        #expect(onOne.parameters.map(\.resolved) == [.structured("Example.Real.Device"), .primitive("Edm.Double")])
+        #expect(onOne.returnResolved == .collection(.structured("Example.Real.Device")))
+        let onMany = schema.operations[2]
+        #expect(onMany.parameters.first?.resolved == .collection(.structured("Example.Real.Device")))
+        #expect(onMany.returnResolved == .structured("Example.Real.Device"))
+        let reset = schema.operations[1]
+        #expect(reset.kind == "action" && !reset.isBound)
+        #expect(reset.parameters.map(\.nullable) == [false])
+        // A parameter whose type names nothing: the operation stays untyped, with a warning; the document is read.
+        let broken = schema.operations[3]
+        #expect(broken.parameters.first?.resolved == nil)
+        #expect(broken.returnResolved == .primitive("Edm.String"))
+        #expect(document.warnings.contains { $0.line == 111 && $0.message.contains("Example.Real.Broken") })
+
+        let container = try #require(schema.entityContainers.first)
+        let imports = container.operations.filter { $0.kind != "singleton" }
+        #expect(imports.map(\.name) == ["ResetAll", "Broken"])
+        #expect(imports.map(\.imports) == ["Example.Real.Reset", "Example.Real.Broken"])
+        #expect(imports.first?.entitySet == "Devices")
+        #expect(container.operations.first { $0.kind == "singleton" }?.type == "real.Admin")
+    }
+
+    @Test func aV2FunctionImportHasItsMethodParametersAndReturnType() throws {
+        let text = CSDLDocumentTests.v2.replacingOccurrences(
+            of: "</EntityContainer>",
+            with: """
+                <FunctionImport Name="Confirm" ReturnType="NS.Order" EntitySet="Orders" m:HttpMethod="POST">
+                <Parameter Name="OrderID" Type="Edm.Guid" Mode="In"/></FunctionImport>
+                <FunctionImport Name="Count" ReturnType="Edm.Int32"/>
+                </EntityContainer>
+                """)
+        let document = try CSDLDocument(parsing: Data(text.utf8))
+        let imports = try #require(document.schemas.first?.entityContainers.first?.operations)
+        #expect(imports.map(\.name) == ["Confirm", "Count"])
+        #expect(imports.map(\.httpMethod) == ["POST", "GET"])
+        #expect(imports[0].parameters.map(\.resolved) == [.primitive("Edm.Guid")])
+        #expect(imports[0].returnResolved == .structured("NS.Order"))
+        #expect(imports[0].entitySet == "Orders")
+        #expect(imports[1].returnResolved == .primitive("Edm.Int32"))
+    }
+
     @Test func twoKeyElementsAreRefused() throws {
         let text = String(decoding: try Self.data("RealServices.xml"), as: UTF8.self)
             .replacingOccurrences(
