@@ -198,9 +198,14 @@ extension CSDLDocument {
                         .unknownType, element: property.location.element, line: property.location.line,
                         "the type `\(property.type)` names no type in the document")
                 }
-                var text = canonicalTypeText(property.type)
-                if text.contains("Edm.Float") { text = text.replacingOccurrences(of: "Edm.Float", with: "Edm.Double") }
-                type.properties[index].type = text
+                let text = canonicalTypeText(property.type)
+                // `Edm.Float` is read as the type it means, for every reader of the model (the offline store's columns).
+                type.properties[index].type =
+                    switch text {
+                    case "Edm.Float": "Edm.Double"
+                    case "Collection(Edm.Float)": "Collection(Edm.Double)"
+                    default: text
+                    }
                 type.properties[index].resolved = resolved.type
                 if let weakened = resolved.weakened { warn(property.location, weakened) }
             }
@@ -243,7 +248,9 @@ extension CSDLDocument {
                             "the ToRole `\(navigation.toRole ?? "")` is no end of `\(relationship)`")
                     }
                     var target = canonical(end.type)
-                    if case .entity = definitions[target] {
+                    let isEntity = if case .entity = definitions[target] { true } else { false }
+                    if isEntity {
+                        // As declared.
                     } else if let viaSet = entityTypeOfSet(playing: end.role, in: relationship) {
                         // Some SAP services name the entity set where the End's type belongs; the association set
                         // says which set (and so which type) plays the role, as SAP's own tools read it.
@@ -382,44 +389,6 @@ extension CSDLDocument {
         document.deriveV2Bindings()
         document.warnings = warnings
         return document
-    }
-
-    /// V2: every navigation property whose association has an association set gets, on the set playing its
-    /// `FromRole`, the binding to the set playing its `ToRole` (a binding declared already is kept).
-    private mutating func deriveV2Bindings() {
-        guard version == .v2 else { return }
-        var navigations: [String: [CSDLNavigationProperty]] = [:]
-        for schema in schemas {
-            for type in schema.entityTypes {
-                for navigation in type.navigationProperties {
-                    if let relationship = navigation.relationship { navigations[relationship, default: []].append(navigation) }
-                }
-            }
-        }
-        for schemaIndex in schemas.indices {
-            for containerIndex in schemas[schemaIndex].entityContainers.indices {
-                var container = schemas[schemaIndex].entityContainers[containerIndex]
-                for setIndex in container.associationSets.indices {
-                    container.associationSets[setIndex].association = canonical(container.associationSets[setIndex].association)
-                }
-                for associationSet in container.associationSets {
-                    func set(playing role: String?) -> String? {
-                        associationSet.ends.first { $0.role != nil && $0.role == role }?.entitySet
-                    }
-                    for navigation in navigations[associationSet.association] ?? [] {
-                        guard let source = set(playing: navigation.fromRole), let target = set(playing: navigation.toRole),
-                            let sourceIndex = container.entitySets.firstIndex(where: { $0.name == source }),
-                            !container.entitySets[sourceIndex].navigationPropertyBindings.contains(where: {
-                                $0.path == navigation.name
-                            })
-                        else { continue }
-                        container.entitySets[sourceIndex].navigationPropertyBindings.append(
-                            CSDLNavigationPropertyBinding(path: navigation.name, target: target))
-                    }
-                }
-                schemas[schemaIndex].entityContainers[containerIndex] = container
-            }
-        }
     }
 }
 
