@@ -80,7 +80,8 @@ struct SwiftEmitter {
 
     mutating func run() throws(GeneratorError) -> Output {
         var uniquer = Naming.Uniquer.types()
-        let containers = document.schemas.flatMap(\.entityContainers).filter { container in
+        // A referenced document's containers are another service's: not generated.
+        let containers = document.schemas.filter { !$0.isReferenced }.flatMap(\.entityContainers).filter { container in
             closure.entitySets == nil || container.entitySets.contains { closure.entitySets?.contains($0.name) == true }
         }
         let primary = containers.firstIndex(where: \.isDefault) ?? 0
@@ -141,7 +142,7 @@ struct SwiftEmitter {
             containers.flatMap { container in
                 container.operations.map { "\($0.kind) `\(Self.line($0.name))` in `\(Self.line(container.name))`" }
             }
-            + document.schemas.flatMap(\.operations).map { "\($0.kind) `\(Self.line($0.name))`" } + emptyNotes
+            + document.schemas.filter { !$0.isReferenced }.flatMap(\.operations).map { "\($0.kind) `\(Self.line($0.name))`" } + emptyNotes
         if !notGenerated.isEmpty {
             out += "\n// Not generated (use `dataService` for these):\n"
             for item in notGenerated { out += "//   \(item)\n" }

@@ -15,7 +15,7 @@ struct TypeClosure {
         var roots: [String] = []
         if let only {
             var sets: Set<String> = []
-            let containers = document.schemas.flatMap(\.entityContainers)
+            let containers = document.schemas.filter { !$0.isReferenced }.flatMap(\.entityContainers)
             for name in only {
                 if let set = containers.lazy.flatMap(\.entitySets).first(where: { $0.name == name }) {
                     roots.append(set.entityType)

@@ -36,6 +36,29 @@ struct RealDocumentGeneratorTests {
         #expect(alone.warnings.contains { $0.line == 45 })
     }
 
+    @Test func aReferencedServicesContainerIsNotGenerated() throws {
+        let other = """
+            <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>
+            <Schema Namespace="Example.Permissions.V1" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+            <EnumType Name="Permission"><Member Name="None" Value="0"/></EnumType>
+            <ComplexType Name="Grant"><Property Name="Principal" Type="Edm.String"/></ComplexType>
+            <EntityType Name="Audit"><Key><PropertyRef Name="ID"/></Key><Property Name="ID" Type="Edm.Int32" Nullable="false"/></EntityType>
+            <Action Name="Purge"/>
+            <EntityContainer Name="Elsewhere"><EntitySet Name="Audits" EntityType="Example.Permissions.V1.Audit"/></EntityContainer>
+            </Schema></edmx:DataServices></edmx:Edmx>
+            """
+        let generated = try ProxyGenerator(serviceName: "RealService", sourceName: "RealServices.xml")
+            .generate(metadata: Support.data(Self.document), references: [Data(other.utf8)])
+        #expect(generated.source.contains("public struct Grant: "))
+        #expect(!generated.source.contains("Elsewhere") && !generated.source.contains("struct Audit"))
+        #expect(!generated.source.contains("Purge"))
+        let error = try #require(throws: GeneratorError.self) {
+            try ProxyGenerator(serviceName: nil, sourceName: "x", only: ["Audits"]).generate(
+                metadata: Support.data(Self.document), references: [Data(other.utf8)])
+        }
+        #expect(error == .invalidOption)
+    }
+
     @Test func aKeylessEntitySetIsReadAndCreatedOnly() throws {
         let source = try Self.generate().source
         #expect(source.contains("public func fetchLogLines(matching"))
