@@ -114,11 +114,7 @@ extension SwiftEmitter {
             case .property(let property, _):
                 out += "    /// \(propertyDoc(property, member: member))\n"
                 if let storage = member.storage {
-                    out += "    public var \(member.quoted): \(member.swiftType) {\n"
-                    out += "        get { \(storage)?.value }\n"
-                    out += "        set { \(storage) = newValue.map(Indirect.init) }\n"
-                    out += "    }\n"
-                    out += "    private var \(storage): Indirect<\(member.swiftType.dropLast())>?\n"
+                    out += boxed(member, storage: storage)
                 } else {
                     out += "    public var \(member.quoted): \(member.swiftType)\n"
                 }
@@ -130,11 +126,7 @@ extension SwiftEmitter {
                 out += member.inheritedFrom.map { " From `\(Self.line($0))`." } ?? ""
                 out += "\n"
                 if let storage = member.storage {
-                    out += "    public var \(member.quoted): \(member.swiftType) {\n"
-                    out += "        get { \(storage)?.value }\n"
-                    out += "        set { \(storage) = newValue.map(Indirect.init) }\n"
-                    out += "    }\n"
-                    out += "    private var \(storage): Indirect<\(member.pathType)>?\n"
+                    out += boxed(member, storage: storage)
                     out += "    /// The path of `\(Self.line(member.odataName))`, for ``DataQuery`` and `loadProperty`.\n"
                 } else {
                     out += "    public var \(member.quoted): \(member.swiftType)\n"
@@ -220,6 +212,17 @@ extension SwiftEmitter {
             out += "    }\n"
         }
         out += "}\n"
+        return out
+    }
+
+    /// An optional member stored in an `Indirect` box (a to-one navigation, a value that contains its own type):
+    /// the public accessors and the private box.
+    func boxed(_ member: Member, storage: String) -> String {
+        var out = "    public var \(member.quoted): \(member.swiftType) {\n"
+        out += "        get { \(storage)?.value }\n"
+        out += "        set { \(storage) = newValue.map(Indirect.init) }\n"
+        out += "    }\n"
+        out += "    private var \(storage): Indirect<\(member.swiftType.dropLast())>?\n"
         return out
     }
 

@@ -132,6 +132,7 @@ public actor OfflineODataProvider {
     /// Refuses a defining query (already checked to parse) whose entity set the service's model cannot download:
     /// no such set, or a set whose type has no key.
     func checkDefiningQuery(_ definingQuery: OfflineODataDefiningQuery, against model: ServiceModel) throws(OfflineODataError) {
+        // `add(definingQuery:)` refused a query that does not parse, with its error: nothing is dropped here.
         if let set = try? LocalRequest(definingQuery.query, serviceRoot: serviceRoot).path.segments.first?.name,
            let problem = model.definingQueryProblem(set: set) {
             throw OfflineODataError(.invalidDefiningQuery, "defining query '\(definingQuery.name)': \(problem)")
