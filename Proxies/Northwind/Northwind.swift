@@ -1845,6 +1845,59 @@ public struct OrdersQry: EntityValue {
     }
 }
 
+/// `NorthwindModel.PriceRange` (complex type).
+public struct PriceRange: StructuredValue {
+    /// The qualified type name.
+    public static let odataTypeName = "NorthwindModel.PriceRange"
+
+    /// `Min`: Edm.Decimal.
+    public var min: Decimal
+    /// The path of `Min`, for ``DataQuery``.
+    public static let min = Property<PriceRange, Decimal>("Min")
+    /// `Max`: Edm.Decimal.
+    public var max: Decimal
+    /// The path of `Max`, for ``DataQuery``.
+    public static let max = Property<PriceRange, Decimal>("Max")
+    /// OData metadata: ETag, ids, annotations, and properties this type does not declare (kept on update).
+    public var odata = ODataMetadata()
+
+    /// Creates a value with every property at its default.
+    public init() {
+        self.init(min: 0, max: 0)
+    }
+
+    /// Creates a value; every property has a default.
+    public init(min: Decimal = 0, max: Decimal = 0) {
+        self.min = min
+        self.max = max
+    }
+
+    /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
+    public init(from reader: inout EntityReader) throws(DataServiceError) {
+        self.init()
+        try reader.beginObject(Self.odataTypeName)
+        while let name = try reader.nextMember() {
+            switch name {
+            case "Min": min = try reader.read(Decimal.self)
+            case "Max": max = try reader.read(Decimal.self)
+            default: try reader.readOther(name, into: &odata)
+            }
+        }
+    }
+
+    /// Writes the structural properties (not navigation properties) and the kept unknown ones.
+    public func write(to writer: inout EntityWriter) {
+        writer.write("Min", min)
+        writer.write("Max", max)
+        writer.writeOther(odata)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case min = "Min"
+        case max = "Max"
+    }
+}
+
 /// `NorthwindModel.Product` (entity type). Key: `ProductID`.
 public struct Product: EntityValue {
     /// The qualified type name.
@@ -2485,6 +2538,67 @@ public struct Shipper: EntityValue {
         case companyName = "CompanyName"
         case phone = "Phone"
         case orders = "Orders"
+    }
+}
+
+/// `NorthwindModel.StockSummary` (complex type).
+public struct StockSummary: StructuredValue {
+    /// The qualified type name.
+    public static let odataTypeName = "NorthwindModel.StockSummary"
+
+    /// `Products`: Edm.Int32.
+    public var products: Int32
+    /// The path of `Products`, for ``DataQuery``.
+    public static let products = Property<StockSummary, Int32>("Products")
+    /// `UnitsInStock`: Edm.Int32.
+    public var unitsInStock: Int32
+    /// The path of `UnitsInStock`, for ``DataQuery``.
+    public static let unitsInStock = Property<StockSummary, Int32>("UnitsInStock")
+    /// `Discontinued`: Edm.Int32.
+    public var discontinued: Int32
+    /// The path of `Discontinued`, for ``DataQuery``.
+    public static let discontinued = Property<StockSummary, Int32>("Discontinued")
+    /// OData metadata: ETag, ids, annotations, and properties this type does not declare (kept on update).
+    public var odata = ODataMetadata()
+
+    /// Creates a value with every property at its default.
+    public init() {
+        self.init(products: 0, unitsInStock: 0, discontinued: 0)
+    }
+
+    /// Creates a value; every property has a default.
+    public init(products: Int32 = 0, unitsInStock: Int32 = 0, discontinued: Int32 = 0) {
+        self.products = products
+        self.unitsInStock = unitsInStock
+        self.discontinued = discontinued
+    }
+
+    /// Reads a value from OData JSON (V4 or V2); members the type does not declare are kept in ``odata``.
+    public init(from reader: inout EntityReader) throws(DataServiceError) {
+        self.init()
+        try reader.beginObject(Self.odataTypeName)
+        while let name = try reader.nextMember() {
+            switch name {
+            case "Products": products = try reader.read(Int32.self)
+            case "UnitsInStock": unitsInStock = try reader.read(Int32.self)
+            case "Discontinued": discontinued = try reader.read(Int32.self)
+            default: try reader.readOther(name, into: &odata)
+            }
+        }
+    }
+
+    /// Writes the structural properties (not navigation properties) and the kept unknown ones.
+    public func write(to writer: inout EntityWriter) {
+        writer.write("Products", products)
+        writer.write("UnitsInStock", unitsInStock)
+        writer.write("Discontinued", discontinued)
+        writer.writeOther(odata)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case products = "Products"
+        case unitsInStock = "UnitsInStock"
+        case discontinued = "Discontinued"
     }
 }
 
@@ -3481,5 +3595,50 @@ public struct NorthwindService: Sendable {
     /// Deletes a `SummaryOfSalesByYear` (with If-Match of its ETag).
     public func deleteSummaryOfSalesByYear(_ entity: SummaryOfSalesByYear) async throws {
         try await dataService.deleteEntity(entity, in: Self.summaryOfSalesByYears)
+    }
+
+    /// The function import `CustomerCount`: returns `Edm.Int32`.
+    public func customerCount(country: String? = nil) async throws -> Int32 {
+        try await self.dataService.call(OperationCall(.function, "CustomerCount", parameters: [OperationParameter("Country", country)]), returning: Int32.self)
+    }
+
+    /// The function import `ProductsInCategory`: returns `Collection(NorthwindModel.Product)`.
+    public func productsInCategory(categoryID: Int32) async throws -> [Product] {
+        try await self.dataService.call(OperationCall(.function, "ProductsInCategory", parameters: [OperationParameter("CategoryID", categoryID)], entitySet: "Products"), returning: [Product].self)
+    }
+
+    /// The function import `ProductsByPrice`: returns `Collection(NorthwindModel.Product)`.
+    public func productsByPrice(range: PriceRange) async throws -> [Product] {
+        try await self.dataService.call(OperationCall(.function, "ProductsByPrice", parameters: [OperationParameter("Range", range)], entitySet: "Products"), returning: [Product].self)
+    }
+
+    /// The function import `CategoryStock`: returns `NorthwindModel.StockSummary`.
+    public func categoryStock(categoryID: Int32) async throws -> StockSummary {
+        try await self.dataService.call(OperationCall(.function, "CategoryStock", parameters: [OperationParameter("CategoryID", categoryID)]), returning: StockSummary.self)
+    }
+
+    /// The action import `RaisePrices`: returns `Collection(Edm.Int32)`.
+    public func raisePrices(categoryID: Int32, percent: Decimal) async throws -> [Int32] {
+        try await self.dataService.call(OperationCall(.action, "RaisePrices", parameters: [OperationParameter("CategoryID", categoryID), OperationParameter("Percent", percent)]), returning: [Int32].self)
+    }
+
+    /// The function `NorthwindModel.OrderCount` (bound): returns `Edm.Int32`.
+    public func orderCount(_ customer: Customer) async throws -> Int32 {
+        try await self.dataService.call(OperationCall(.function, "NorthwindModel.OrderCount", binding: .entity(customer)), returning: Int32.self)
+    }
+
+    /// The function `NorthwindModel.MostExpensive` (bound): returns `NorthwindModel.Product`.
+    public func mostExpensive(in set: EntitySet<Product> = Self.products) async throws -> Product {
+        try await self.dataService.call(OperationCall(.function, "NorthwindModel.MostExpensive", binding: .collection(set)), returning: Product.self)
+    }
+
+    /// The action `NorthwindModel.Discontinue` (bound): returns `NorthwindModel.Product`.
+    public func discontinue(_ product: Product) async throws -> Product {
+        try await self.dataService.call(OperationCall(.action, "NorthwindModel.Discontinue", binding: .entity(product)), returning: Product.self)
+    }
+
+    /// The action `NorthwindModel.Restock` (bound).
+    public func restock(_ product: Product, units: Int16) async throws {
+        try await self.dataService.call(OperationCall(.action, "NorthwindModel.Restock", parameters: [OperationParameter("Units", units)], binding: .entity(product)))
     }
 }

@@ -583,13 +583,23 @@ public struct RealService: Sendable {
     public func createLogLine(_ entity: LogLine) async throws -> LogLine {
         try await dataService.createEntity(entity, in: Self.logLines)
     }
+
+    /// The action import `ResetAll`: returns `Collection(Example.Real.Device)`.
+    public func resetAll(level: Int32) async throws -> [Device] {
+        try await self.dataService.call(OperationCall(.action, "ResetAll", parameters: [OperationParameter("level", level)], entitySet: "Devices"), returning: [Device].self)
+    }
+
+    /// The function `Example.Real.Nearest` (bound): returns `Collection(Example.Real.Device)`.
+    public func nearest(_ device: Device, radius: Double? = nil) async throws -> [Device] {
+        try await self.dataService.call(OperationCall(.function, "Example.Real.Nearest", parameters: [OperationParameter("radius", radius)], binding: .entity(device)), returning: [Device].self)
+    }
+
+    /// The function `Example.Real.Nearest` (bound): returns `Example.Real.Device`.
+    public func nearest(in set: EntitySet<Device> = Self.devices, radius: Double? = nil) async throws -> Device {
+        try await self.dataService.call(OperationCall(.function, "Example.Real.Nearest", parameters: [OperationParameter("radius", radius)], binding: .collection(set)), returning: Device.self)
+    }
 }
 
 // Not generated (use `dataService` for these):
 //   singleton `Admin` in `RealContainer`
-//   action import `ResetAll` in `RealContainer`
-//   function import `Broken` in `RealContainer`
-//   function `Example.Real.Nearest`
-//   action `Example.Real.Reset`
-//   function `Example.Real.Nearest`
-//   function `Example.Real.Broken`
+//   function import `Broken` in `RealContainer` (the type of `x` names nothing)

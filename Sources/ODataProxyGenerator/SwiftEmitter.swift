@@ -134,15 +134,20 @@ struct SwiftEmitter {
         for type in enums where type.members.isEmpty {
             emptyNotes.append("enum type `\(Self.line(type.qualifiedName))` (no members: its properties are `String`)")
         }
+        var notGenerated: [String] = []
         for (index, container) in containers.enumerated() {
-            blocks.append(try service(container, named: serviceNames[index], byName: byName))
+            let (source, left) = try service(container, named: serviceNames[index], bound: index == primary, byName: byName)
+            blocks.append(source)
+            notGenerated += left
         }
+        // An unbound function or action is called through an import; one that no import names cannot be called.
+        let imported = Set(containers.flatMap(\.operations).compactMap(\.imports))
+        for operation in document.schemas.filter({ !$0.isReferenced }).flatMap(\.operations)
+        where !operation.isBound && !imported.contains(operation.name) {
+            notGenerated.append("\(operation.kind) `\(Self.line(operation.name))` (unbound, and no import names it)")
+        }
+        notGenerated += emptyNotes
         var out = ""
-        let notGenerated =
-            containers.flatMap { container in
-                container.operations.map { "\($0.kind) `\(Self.line($0.name))` in `\(Self.line(container.name))`" }
-            }
-            + document.schemas.filter { !$0.isReferenced }.flatMap(\.operations).map { "\($0.kind) `\(Self.line($0.name))`" } + emptyNotes
         if !notGenerated.isEmpty {
             out += "\n// Not generated (use `dataService` for these):\n"
             for item in notGenerated { out += "//   \(item)\n" }
@@ -225,9 +230,11 @@ struct SwiftEmitter {
 
     // MARK: - Service
 
+    /// A container's service struct, and what of the container it leaves out (singletons, operations it cannot type).
+    /// - Parameter bound: whether the document's bound operations are written here (in the primary service only).
     func service(
-        _ container: CSDLEntityContainer, named name: String, byName: [String: CSDLStructuredType]
-    ) throws(GeneratorError) -> String {
+        _ container: CSDLEntityContainer, named name: String, bound: Bool, byName: [String: CSDLStructuredType]
+    ) throws(GeneratorError) -> (source: String, notGenerated: [String]) {
         var statics = Naming.Uniquer.members(reserving: ["entitySets", "dataService"])
         var methods = Naming.Uniquer.methods(reserving: ["init", "dataService"])
         var typeCounts: [String: Int] = [:]
@@ -297,8 +304,14 @@ struct SwiftEmitter {
             out += "        try await dataService.deleteEntity(entity, in: \(setReference))\n"
             out += "    }\n"
         }
+        let operations = operationMethods(
+            of: container, bound: bound, setStatics: Array(zip(sets, staticNames)).map { (set: $0.0, name: $0.1) }, methods: &methods)
+        out += operations.source
         out += "}\n"
-        return out
+        let singletons = container.operations.filter { $0.kind == "singleton" }.map {
+            "singleton `\(Self.line($0.name))` in `\(Self.line(container.name))`"
+        }
+        return (out, singletons + operations.notGenerated)
     }
 
     // MARK: - Text

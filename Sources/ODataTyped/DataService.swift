@@ -242,16 +242,21 @@ public final class DataService: Sendable {
 
     /// The entity's path: its set and key.
     private func path<E: EntityValue>(of entity: E, in set: EntitySet<E>? = nil) throws(DataServiceError) -> String {
-        // An entity read through a navigation property knows no set: the service's only set of its type does.
-        let sets = entitySets.values.filter { $0.entityTypeName == E.odataTypeName }
-        guard let name = set?.name ?? entity.odata.entitySet ?? (sets.count == 1 ? sets[0].name : nil) else {
-            throw DataServiceError(.invalidEntity, "the entity set of this \(E.odataTypeName) is unknown: read it through a set, or name the set")
+        try path(key: entity.entityKey, typeName: E.odataTypeName, set: set?.name ?? entity.odata.entitySet)
+    }
+
+    /// An entity's path from its key; an entity read through a navigation property knows no set: the service's only
+    /// set of its type does.
+    func path(key: EntityKey, typeName: String, set: String?) throws(DataServiceError) -> String {
+        let sets = entitySets.values.filter { $0.entityTypeName == typeName }
+        guard let name = set ?? (sets.count == 1 ? sets[0].name : nil) else {
+            throw DataServiceError(.invalidEntity, "the entity set of this \(typeName) is unknown: read it through a set, or name the set")
         }
-        return name + (try entity.entityKey.predicate(for: version))
+        return name + (try key.predicate(for: version))
     }
 
     /// The response to a request, or an error for none (passive mode with nothing cached).
-    private nonisolated(nonsending) func answer(_ request: ODataRequest) async throws -> ODataResponse {
+    nonisolated(nonsending) func answer(_ request: ODataRequest) async throws -> ODataResponse {
         guard let response = try await provider.executeRequest(request) else {
             throw DataServiceError(.noData, "nothing is cached for \(request.resourcePath)")
         }
@@ -260,7 +265,7 @@ public final class DataService: Sendable {
     }
 
     /// Stores report failures by throwing; a provider that returns an error status gets the service's error.
-    private static func check(_ response: ODataResponse) throws {
+    static func check(_ response: ODataResponse) throws {
         guard response.isSuccess else {
             throw response.serviceError ?? ODataServiceError(code: "", message: "HTTP \(response.statusCode)", statusCode: response.statusCode)
         }

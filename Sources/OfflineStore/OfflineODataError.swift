@@ -18,6 +18,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
         case invalidDefiningQuery, downloadFailed, invalidMetadata, invalidRequest, entityNotFound, entityExists
         case unsupported, storage, userSwitchUploadFailed, pendingRequestsOfAnotherUser, unsupportedStoreFormat
         case migrationFailed, invalidNextLink, backEndUnreachable, authenticationFailed, relationshipNotDownloaded
+        case operationNotAvailableOffline
 
         /// The numeric code SAP's offline store uses for this kind.
         var number: Int {
@@ -43,6 +44,7 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
             case .backEndUnreachable: return -10019
             case .authenticationFailed: return -10020
             case .relationshipNotDownloaded: return -10021
+            case .operationNotAvailableOffline: return -10022
             case .userSwitchUploadFailed: return -10425
             }
         }
@@ -161,6 +163,10 @@ public struct OfflineODataError: Error, Hashable, Sendable, CustomStringConverti
     /// message names the entity, the navigation property and the defining queries to add `$expand` to; a
     /// relationship a download expanded and found empty still answers `[]`. Not an SAP number: -10021.
     public static let relationshipNotDownloaded = OfflineODataError(.relationshipNotDownloaded)
+    /// A local request calls an action or function of the service (an import, or a bound operation after an entity or
+    /// collection): its effect is the back end's to compute, so the offline store neither answers it nor queues it.
+    /// The message names the operation; call it through an online store. Not an SAP number: -10022.
+    public static let operationNotAvailableOffline = OfflineODataError(.operationNotAvailableOffline)
 
     /// The numeric code SAP's offline store uses for this kind of error, for example -10425 for
     /// ``userSwitchUploadFailed``.

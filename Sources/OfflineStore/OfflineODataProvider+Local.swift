@@ -24,7 +24,8 @@ extension OfflineODataProvider {
     /// - Returns: A 200 response with OData V4 JSON for reads, 201 with the entity for creates,
     ///   204 for updates and deletes, 204 for a single-valued navigation that leads nowhere.
     /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` naming what was wrong,
-    ///   `.entityNotFound`, `.entityExists`, `.storage`.
+    ///   `.entityNotFound`, `.entityExists`, `.storage`, `.operationNotAvailableOffline` for a call of the service's
+    ///   actions and functions (neither answered nor queued: their effect is the back end's to compute).
     ///
     /// A read runs on the caller's executor, as ``read(_:)`` does: it neither enters the provider's actor nor leaves
     /// the caller's (an app's main actor, say) and returns what ``read(_:)`` returns. A change enters the actor.
@@ -36,6 +37,7 @@ extension OfflineODataProvider {
     /// Executes a create, update or delete (of an entity or a link) inside the actor.
     private func change(_ request: ODataRequest) async throws -> ODataResponse {
         let store = try openStore()
+        try model.refuseOperation(request.resourcePath, method: request.method.rawValue)
         let parsed = try LocalRequest(request: request)
         // A change reads what it depends on inside its write transaction (see `queueChange`), so changes
         // and an upload's steps never interleave between a read and its write.
@@ -86,6 +88,7 @@ extension OfflineODataProvider {
             throw OfflineODataError(.invalidRequest, "read(_:) runs GET requests; use execute(_:) for \(request.method.rawValue)")
         }
         let (store, model) = try readSnapshot.opened()
+        try model.refuseOperation(request.resourcePath, method: "GET")
         if let media = try mediaRead(request, store: store, model: model) { return media }
         return try read(try LocalRequest(request: request), store: store, model: model)
     }

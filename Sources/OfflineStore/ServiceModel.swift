@@ -52,6 +52,11 @@ struct ServiceModel: Sendable, Hashable {
     var metadataWarnings: [String] = []
     /// The entity sets whose type has no key, with that type: not in ``entitySets`` (see ``definingQueryProblem(set:)``).
     var keylessSets: [String: String] = [:]
+    /// The action and function imports (V2 function imports): a path that starts with one calls an operation.
+    var importNames: Set<String> = []
+    /// The bound actions and functions, qualified by namespace and by alias: a path segment after the first that
+    /// names one calls an operation. A local request that calls one is refused (``OfflineODataError/operationNotAvailableOffline``).
+    var boundOperationNames: Set<String> = []
     /// Whether the document is OData V2 (`edmx:Edmx Version="1.0"`): its JSON values are written in V2's forms
     /// (`/Date(…)/`, decimals and Int64 as strings), which local queries read by their Edm types.
     var isV2 = false
@@ -120,6 +125,15 @@ struct ServiceModel: Sendable, Hashable {
                 entityTypes[entityType.name] = entityType
             }
         }
+        for container in document.schemas.flatMap(\.entityContainers) {
+            for operation in container.operations where operation.kind != "singleton" { importNames.insert(operation.name) }
+        }
+        for schema in document.schemas {
+            for operation in schema.operations where operation.isBound {
+                boundOperationNames.insert(operation.name)
+                if let alias = schema.alias { boundOperationNames.insert(alias + operation.name.dropFirst(schema.namespace.count)) }
+            }
+        }
         for set in document.entitySets {
             guard let type = entityTypes[set.entityType] else { continue }
             // The store keeps entities by key: a set whose type has none (valid CSDL, read with a warning) cannot be
@@ -133,6 +147,20 @@ struct ServiceModel: Sendable, Hashable {
             entitySets[set.name] = EntitySet(name: set.name, entityType: set.entityType, bindings: bindings)
         }
         guard !entitySets.isEmpty else { throw OfflineODataError(.invalidMetadata, "the $metadata document has no entity set with a key") }
+    }
+
+    /// Refuses a local request whose path calls an operation of the service (an import first, or a bound operation after
+    /// an entity or collection): the back end computes its effect, so the store neither answers nor queues it.
+    /// The path is looked at as text: a call's parameters (`Name(P=@p)`, `Name()`) are no key predicate.
+    func refuseOperation(_ resourcePath: String, method: String) throws(OfflineODataError) {
+        guard !importNames.isEmpty || !boundOperationNames.isEmpty else { return }
+        for (index, segment) in resourcePath.split(separator: "/").enumerated() {
+            let name = String(segment.prefix { $0 != "(" })
+            guard index == 0 ? importNames.contains(name) : boundOperationNames.contains(name) else { continue }
+            throw OfflineODataError(
+                .operationNotAvailableOffline,
+                "\(method) '\(name)' calls an operation of the service; the offline store neither answers nor queues operations: call it through an online store")
+        }
     }
 
     /// Why a defining query over `set` cannot be downloaded, or nil when it can.

@@ -324,6 +324,7 @@ final class FixtureService: Sendable {
 
     private func resource(_ request: IncomingRequest, state: inout State) throws -> OutgoingResponse {
         if let answer = try reference(request, state: &state) { return answer }
+        if let answer = try operation(request, state: &state) { return answer }
         let target = try resolve(request.path, data: state.data)
         switch request.method {
         case "GET":
@@ -412,7 +413,7 @@ final class FixtureService: Sendable {
         }
     }
 
-    private func collectionEntities(set: String, members: [String]?, data: FixtureData) throws -> [JSONObject] {
+    func collectionEntities(set: String, members: [String]?, data: FixtureData) throws -> [JSONObject] {
         let storage = try data.storage(set)
         return (members ?? storage.order).map { annotated(storage.entities[$0]!, set: set, predicate: $0) }
     }
@@ -705,7 +706,7 @@ final class FixtureService: Sendable {
         return result
     }
 
-    private func entityResponse(
+    func entityResponse(
         _ status: Int, set: String, predicate: String, data: FixtureData, extra: HTTPFields = [:]
     ) -> OutgoingResponse {
         let stored = data.stored(in: set, predicate: predicate)!

@@ -91,8 +91,27 @@ public struct ServiceModel: Sendable {
         public let bindings: [String: String]
     }
 
+    /// An operation the service declares: an action or function import (`name` the import's), or a bound action or
+    /// function (`name` qualified, as a URL names it).
+    public struct Operation: Sendable {
+        /// The name in the URL.
+        public let name: String
+        /// An action (`POST`) rather than a function (`GET`).
+        public let isAction: Bool
+        /// Bound to an entity or collection (its binding parameter is not among ``parameters``).
+        public let isBound: Bool
+        /// The parameters' names and types in order.
+        public let parameters: [(name: String, type: String)]
+        /// The return type as written, nil when nothing is returned.
+        public let returnType: String?
+        /// The entity set of an import's results.
+        public let entitySet: String?
+    }
+
     /// The entity types by qualified name.
     public let entityTypes: [String: EntityType]
+    /// The operations, imports first, by URL name.
+    public let operations: [String: Operation]
     /// The entity sets in container order.
     public let entitySets: [EntitySet]
     /// The CSDL document itself, served as `$metadata`.
@@ -151,6 +170,20 @@ public struct ServiceModel: Sendable {
         for set in sets where types[set.entityType]?.keys.isEmpty ?? true {
             throw FixtureError(.invalidData, "entity type \(set.entityType) of entity set \(set.name) has no key")
         }
+        var operations: [String: Operation] = [:]
+        let declared = document.schemas.flatMap(\.operations)
+        for item in document.schemas.flatMap(\.entityContainers).flatMap(\.operations) where item.kind != "singleton" {
+            guard let imported = declared.first(where: { $0.name == item.imports && !$0.isBound }) else { continue }
+            operations[item.name] = Operation(
+                name: item.name, isAction: item.kind == "action import", isBound: false,
+                parameters: imported.parameters.map { ($0.name, $0.type) }, returnType: imported.returnType, entitySet: item.entitySet)
+        }
+        for operation in declared where operation.isBound {
+            operations[operation.name] = Operation(
+                name: operation.name, isAction: operation.kind == "action", isBound: true,
+                parameters: operation.parameters.dropFirst().map { ($0.name, $0.type) }, returnType: operation.returnType, entitySet: nil)
+        }
+        self.operations = operations
         self.csdl = csdl
         self.entityTypes = types
         self.entitySets = sets

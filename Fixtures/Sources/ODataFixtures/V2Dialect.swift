@@ -79,6 +79,21 @@ extension ServiceModel {
                 for set in entitySets {
                     xml += "<EntitySet Name=\"\(escaped(set.name))\" EntityType=\"\(escaped(set.entityType))\"/>\n"
                 }
+                // V2 has function imports only, with primitive parameters: an action import is one with
+                // `m:HttpMethod="POST"`; bound operations and structured parameters or results have no V2 form here.
+                for operation in operations.values.sorted(by: { $0.name < $1.name }) where !operation.isBound
+                    && operation.parameters.allSatisfy({ $0.type.hasPrefix("Edm.") })
+                    && operation.returnType.map({ $0.hasPrefix("Edm.") || $0.hasPrefix("Collection(Edm.") || operation.entitySet != nil }) ?? true
+                {
+                    xml += "<FunctionImport Name=\"\(escaped(operation.name))\""
+                    if let type = operation.returnType { xml += " ReturnType=\"\(escaped(type))\"" }
+                    if let set = operation.entitySet { xml += " EntitySet=\"\(escaped(set))\"" }
+                    xml += " m:HttpMethod=\"\(operation.isAction ? "POST" : "GET")\">"
+                    for parameter in operation.parameters {
+                        xml += "<Parameter Name=\"\(escaped(parameter.name))\" Type=\"\(escaped(parameter.type))\" Mode=\"In\"/>"
+                    }
+                    xml += "</FunctionImport>\n"
+                }
                 xml += "</EntityContainer>\n"
             }
             xml += "</Schema>\n"
