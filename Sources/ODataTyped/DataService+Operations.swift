@@ -101,7 +101,9 @@ extension DataService {
             return JSON.string(value)
         }
         do {
-            return try FilterExpression.literal(literal).text(for: version)
+            let text = try FilterExpression.literal(literal).text(for: version)
+            // V2 writes an Edm.Int64 with its suffix (`5L`); a literal knows only that it is an integer.
+            return version == .v2 && parameter.value is Int64 ? text + "L" : text
         } catch {
             throw DataServiceError(.invalidQuery, "the parameter '\(parameter.name)' of '\(operation.name)' cannot be written: \(error.message)")
         }
