@@ -41,9 +41,11 @@ extension CSDLDocument {
     /// - Parameters:
     ///   - data: the document's bytes (UTF-8).
     ///   - references: the referenced documents' bytes, in any order.
+    ///   - allowingUnresolvedPropertyTypes: keep properties of types that none of them defines unresolved (as
+    ///     ``init(parsing:allowingUnresolvedPropertyTypes:)``).
     /// - Throws: ``MetadataError`` as ``init(parsing:)``; an error in a referenced document names its element and
     ///   line in that document.
-    public init(parsing data: Data, references: [Data]) throws(MetadataError) {
+    public init(parsing data: Data, references: [Data], allowingUnresolvedPropertyTypes: Bool = false) throws(MetadataError) {
         var document = try CSDLParser.parse(data)
         for reference in references {
             let referenced = try CSDLParser.parse(reference)
@@ -58,7 +60,7 @@ extension CSDLDocument {
             }
             document.referencedNamespaces.formUnion(referenced.referencedNamespaces)
         }
-        self = try document.resolved(allowingUnresolvedPropertyTypes: false)
+        self = try document.resolved(allowingUnresolvedPropertyTypes: allowingUnresolvedPropertyTypes)
     }
 
     /// Reads and resolves a `$metadata` document as ``init(parsing:)`` does, except that a structural property whose

@@ -122,6 +122,11 @@ public struct OfflineODataParameters: Sendable {
     /// (BENCHMARKS.md) — with the same outcome for every request. Choose it for back ends that
     /// accept `$batch`.
     public var uploadMode: OfflineODataUploadMode = .oneByOne
+    /// Documents the service's `$metadata` includes with `edmx:Reference` (a vocabulary such as `Org.OData.Core.V1`,
+    /// another service's types), as bytes: a property of one of their types is read with that type (an enum's members,
+    /// a complex type's properties, a type definition's underlying type) in local queries, instead of being kept as
+    /// it comes with a warning. Give them at every open: the store keeps the service's `$metadata`, not these.
+    public var metadataReferences: [Data] = []
 
     /// Creates parameters; every argument has the default documented on its property.
     ///

@@ -182,7 +182,7 @@ public actor OfflineODataProvider {
                 guard config.serviceRoot == serviceRoot else {
                     throw OfflineODataError(.serviceRootMismatch, "the store at \(parameters.storeDirectory) belongs to \(config.serviceRoot), not \(serviceRoot)")
                 }
-                model = try ServiceModel.parse(Data(config.metadata.utf8))
+                model = try ServiceModel.parse(Data(config.metadata.utf8), references: parameters.metadataReferences)
                 configuration = config
                 self.counters = counters
                 for query in config.definingQueries where !definingQueryList.contains(where: { $0.name == query.name }) {

@@ -81,11 +81,13 @@ struct ServiceModel: Sendable, Hashable {
     /// entity sets) and keeps the offline store's view of it.
     ///
     /// - Throws: `OfflineODataError.invalidMetadata` naming what was wrong (the element and its line).
-    static func parse(_ data: Data) throws(OfflineODataError) -> ServiceModel {
+    /// - Parameter references: the documents the service includes with `edmx:Reference` that the user gave
+    ///   (``OfflineODataParameters/metadataReferences``): their types type the properties that use them.
+    static func parse(_ data: Data, references: [Data] = []) throws(OfflineODataError) -> ServiceModel {
         let document: CSDLDocument
         do {
-            // A property typed from a referenced document is stored as it comes, as before this reader.
-            document = try CSDLDocument(parsing: data, allowingUnresolvedPropertyTypes: true)
+            // A property typed from a referenced document not given is stored as it comes, as before this reader.
+            document = try CSDLDocument(parsing: data, references: references, allowingUnresolvedPropertyTypes: true)
         } catch {
             throw OfflineODataError(.invalidMetadata, "the $metadata document is not usable: \(error)", underlying: error)
         }
@@ -106,7 +108,7 @@ struct ServiceModel: Sendable, Hashable {
                 }
                 var entityType = EntityType(name: type.qualifiedName, key: document.key(of: type), propertyTypes: [:], propertyOrder: [], navigation: [:])
                 for property in chain.flatMap(\.properties) {
-                    entityType.propertyTypes[property.name] = property.type
+                    entityType.propertyTypes[property.name] = Self.storedType(property)
                     entityType.propertyOrder.append(property.name)
                 }
                 for navigation in chain.flatMap(\.navigationProperties) {
@@ -147,6 +149,18 @@ struct ServiceModel: Sendable, Hashable {
             entitySets[set.name] = EntitySet(name: set.name, entityType: set.entityType, bindings: bindings)
         }
         guard !entitySets.isEmpty else { throw OfflineODataError(.invalidMetadata, "the $metadata document has no entity set with a key") }
+    }
+
+    /// The type a property's values are read by in local queries: a type definition's underlying primitive type (of the
+    /// document, or of a referenced document given in ``OfflineODataParameters/metadataReferences``), else the type as
+    /// written (an enum, a complex type, a type of a referenced document not given: kept as it comes).
+    static func storedType(_ property: CSDLProperty) -> String {
+        guard !property.type.hasPrefix("Edm."), !property.type.hasPrefix("Collection(Edm.") else { return property.type }
+        switch property.resolved {
+        case .primitive(let name)? where name != "Edm.Untyped": return name
+        case .collection(.primitive(let name))? where name != "Edm.Untyped": return "Collection(\(name))"
+        default: return property.type
+        }
     }
 
     /// Refuses a local request whose path calls an operation of the service (an import first, or a bound operation after

@@ -30,7 +30,7 @@ extension EntityStore {
             secret = created
         }
         return try EntityStore(directory: directory, secret: secret, cacheBudget: parameters.pageCacheBudget,
-                               pageSize: parameters.databasePageSize)
+                               pageSize: parameters.databasePageSize, metadataReferences: parameters.metadataReferences)
     }
 
     /// Refuses a directory that holds a store of the LMDB format (format 1: `data.mdb`, written by development

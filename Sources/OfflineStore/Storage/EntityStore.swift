@@ -46,6 +46,8 @@ final class EntityStore: Sendable {
     private let tables: LockedValue<[String: EntityTable]>
     /// The model the tables of new entity sets are made from: the CSDL it was parsed from, and the model.
     private let model = LockedValue<(metadata: String, model: ServiceModel?)?>(nil)
+    /// The documents the `$metadata` references that the parameters give (``OfflineODataParameters/metadataReferences``).
+    let metadataReferences: [Data]
     /// The secondary indexes the defining queries declare (entity set → properties); new tables get them too.
     let wantedIndexes = LockedValue<[String: [String]]>([:])
     /// While set (by the initial download), new tables get no index beyond their key and configuration writes create
@@ -63,7 +65,11 @@ final class EntityStore: Sendable {
 
     /// Opens (creating when new) the database of `directory` with the store's secret. A new database gets pages of
     /// `pageSize` bytes; an existing one keeps the size it was made with (see ``connect(path:key:budget:pageSize:)``).
-    init(directory: String, secret: Data?, cacheBudget: Int, pageSize: Int = SQLCipherConnection.defaultPageSize) throws {
+    init(
+        directory: String, secret: Data?, cacheBudget: Int, pageSize: Int = SQLCipherConnection.defaultPageSize,
+        metadataReferences: [Data] = []
+    ) throws {
+        self.metadataReferences = metadataReferences
         self.directory = directory
         isEncrypted = secret != nil
         let key = secret.map(StoreKeyCheck.databaseKey(secret:))
@@ -315,7 +321,7 @@ final class EntityStore: Sendable {
         }
         let parsed: ServiceModel
         do {
-            parsed = try ServiceModel.parse(Data(metadata.utf8))
+            parsed = try ServiceModel.parse(Data(metadata.utf8), references: metadataReferences)
         } catch {
             throw OfflineODataError(.invalidMetadata, "the store's $metadata does not parse: \(error.message)")
         }

@@ -24,13 +24,13 @@ extension OfflineODataProvider {
         let resumed: Bool
         if let (stored, storedCounters) = try store.configuration(), !stored.downloadComplete, stored.resume != nil,
            stored.serviceRoot == serviceRoot, stored.definingQueries == definingQueryList {
-            model = try ServiceModel.parse(Data(stored.metadata.utf8))
+            model = try ServiceModel.parse(Data(stored.metadata.utf8), references: parameters.metadataReferences)
             configuration = stored
             counters = storedCounters
             resumed = true
         } else {
             let metadataBytes = try await fetch(serviceRoot + "$metadata", accept: "application/xml")
-            model = try ServiceModel.parse(metadataBytes)
+            model = try ServiceModel.parse(metadataBytes, references: parameters.metadataReferences)
             for warning in model.metadataWarnings {
                 parameters.telemetry.logger.warning("offline store: the $metadata document is read in a weaker form than written", metadata: [
                     "warning": "\(warning)",
