@@ -971,3 +971,31 @@ try await northwind.dataService.loadProperty(Customer.orders, into: &customer)  
     _ = customer
     }
 }
+
+// Sources/OfflineStore/OfflineStore.docc/TypedAccess.md, block 3
+func OfflineStore_TypedAccess_3(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+let online = NorthwindService(provider: store)
+let germans = try await online.customerCount(country: "Germany")                  // GET CustomerCount(Country='Germany')
+let midRange = try await online.productsByPrice(range: PriceRange(min: 20, max: 30))
+let raised = try await online.raisePrices(categoryID: 2, percent: 10)             // POST RaisePrices {"CategoryID":2,"Percent":10}
+var chai = try await online.fetchProduct(productID: 1)
+chai = try await online.discontinue(chai)                                         // POST Products(1)/NorthwindModel.Discontinue
+let priciest = try await online.mostExpensive()                                   // GET Products/NorthwindModel.MostExpensive()
+print(germans, midRange.count, raised, priciest.productName)
+
+// Without a generated method: the same call by hand.
+let count = try await online.dataService.call(
+    OperationCall(.function, "CustomerCount", parameters: [OperationParameter("Country", "France")]), returning: Int32.self)
+print(count)
+    _ = online
+    _ = germans
+    _ = midRange
+    _ = raised
+    _ = chai
+    _ = priciest
+    _ = count
+    }
+}
