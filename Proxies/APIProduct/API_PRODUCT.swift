@@ -436,7 +436,7 @@ public struct SAPMessage: StructuredValue {
     }
 }
 
-/// The entity container `api_product_Container`: one typed method family per entity set.
+/// The entity container `api_product_Container`: one typed method family per entity set, and a method per action and function.
 public struct ProductService: Sendable {
     /// The untyped service underneath (raw requests, batches, any query).
     public let dataService: DataService

@@ -957,7 +957,7 @@ public struct SalesOrderLineItem: EntityValue {
     }
 }
 
-/// The entity container `GWSAMPLE_BASIC_Entities`: one typed method family per entity set.
+/// The entity container `GWSAMPLE_BASIC_Entities`: one typed method family per entity set, and a method per action and function.
 public struct GWSampleBasicService: Sendable {
     /// The untyped service underneath (raw requests, batches, any query).
     public let dataService: DataService

@@ -2963,7 +2963,7 @@ public struct Territory: EntityValue {
     }
 }
 
-/// The entity container `NorthwindEntities`: one typed method family per entity set.
+/// The entity container `NorthwindEntities`: one typed method family per entity set, and a method per action and function.
 public struct NorthwindService: Sendable {
     /// The untyped service underneath (raw requests, batches, any query).
     public let dataService: DataService

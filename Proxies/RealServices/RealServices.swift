@@ -537,7 +537,7 @@ public struct SettingsRoot: EntityValue {
     }
 }
 
-/// The entity container `RealContainer`: one typed method family per entity set.
+/// The entity container `RealContainer`: one typed method family per entity set, and a method per action and function.
 public struct RealService: Sendable {
     /// The untyped service underneath (raw requests, batches, any query).
     public let dataService: DataService

@@ -241,7 +241,7 @@ struct SwiftEmitter {
         let sets = container.entitySets.filter { closure.entitySets?.contains($0.name) ?? closure.included.contains($0.entityType) }
         for set in sets { typeCounts[set.entityType, default: 0] += 1 }
 
-        var out = "/// The entity container `\(Self.line(container.name))`: one typed method family per entity set.\n"
+        var out = "/// The entity container `\(Self.line(container.name))`: one typed method family per entity set, and a method per action and function.\n"
         out += "public struct \(name): Sendable {\n"
         out += "    /// The untyped service underneath (raw requests, batches, any query).\n"
         out += "    public let dataService: DataService\n\n"
