@@ -19,8 +19,8 @@ extension SwiftEmitter {
         var kind: String
         var parameters: [CSDLParameter]
         var binding: CSDLParameter?
+        /// The return type resolved, and as written (nil: nothing is returned).
         var returns: CSDLTypeReference?
-        var hasReturn: Bool
         var returnText: String?
         var httpMethod: String?
         var entitySet: String?
@@ -46,7 +46,7 @@ extension SwiftEmitter {
                 callables.append(
                     Callable(
                         urlName: item.name, description: what, kind: item.kind, parameters: item.parameters,
-                        returns: item.returnResolved, hasReturn: item.returnType != nil, returnText: item.returnType, httpMethod: item.httpMethod,
+                        returns: item.returnResolved, returnText: item.returnType, httpMethod: item.httpMethod,
                         entitySet: entitySet))
                 continue
             }
@@ -56,7 +56,7 @@ extension SwiftEmitter {
                 callables.append(
                     Callable(
                         urlName: item.name, description: what, kind: item.kind, parameters: overload.parameters,
-                        returns: overload.returnResolved, hasReturn: overload.returnType != nil, returnText: overload.returnType, entitySet: entitySet))
+                        returns: overload.returnResolved, returnText: overload.returnType, entitySet: entitySet))
             }
         }
         if bound {
@@ -71,7 +71,7 @@ extension SwiftEmitter {
                     Callable(
                         urlName: operation.name, description: what, kind: operation.kind,
                         parameters: Array(operation.parameters.dropFirst()), binding: binding,
-                        returns: operation.returnResolved, hasReturn: operation.returnType != nil, returnText: operation.returnType))
+                        returns: operation.returnResolved, returnText: operation.returnType))
             }
         }
         var signatures: Set<String> = []
@@ -125,7 +125,7 @@ extension SwiftEmitter {
             arguments.append("OperationParameter(\(Self.literal(parameter.name)), \(Naming.quoted(label)))")
         }
         var returnType: String?
-        if callable.hasReturn {
+        if callable.returnText != nil {
             guard let returns = callable.returns else { return .failure(Reason(text: "its return type names nothing")) }
             returnType = swiftType(returns)
         }

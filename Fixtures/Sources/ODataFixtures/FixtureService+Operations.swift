@@ -18,7 +18,7 @@ extension FixtureService {
     /// Answers a request whose path names an operation of the model; nil for any other request.
     func operation(_ request: IncomingRequest, state: inout State) throws -> OutgoingResponse? {
         guard !model.operations.isEmpty else { return nil }
-        let path = try Self.decoded(request.path, what: "path")
+        let path = try QueryString.decoded(request.path, naming: "path '\(request.path)'")
         let segments = Self.split(path, at: "/")
         guard let last = segments.last else { return nil }
         let name = String(last.prefix { $0 != "(" })
@@ -129,12 +129,6 @@ extension FixtureService {
         }
         parts.append(current)
         return parts
-    }
-
-    private static func decoded(_ text: String, what: String) throws -> String {
-        do { return try PercentDecoding.decodeString(text) } catch {
-            throw ServiceFailure.badRequest("the \(what) '\(text)' is malformed: \(error.message)")
-        }
     }
 
     // MARK: The operations

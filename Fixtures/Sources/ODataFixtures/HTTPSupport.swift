@@ -137,8 +137,17 @@ enum QueryString {
     }
 
     private static func decode(_ text: String, in piece: String) throws -> String {
+        try decoded(text, naming: "query option '\(piece)'")
+    }
+
+    /// Percent-decoded text (a query piece, a resource path).
+    /// - Parameters:
+    ///   - text: the text, percent-encoded.
+    ///   - what: what it is, for the error (`path 'Products(1)'`).
+    /// - Throws: ``ServiceFailure`` 400 for a `%` that starts no `%XX` or bytes that are not UTF-8.
+    static func decoded(_ text: String, naming what: String) throws -> String {
         do { return try PercentDecoding.decodeString(text) } catch {
-            throw ServiceFailure.badRequest("the query option '\(piece)' is malformed: \(error.message)")
+            throw ServiceFailure.badRequest("the \(what) is malformed: \(error.message)")
         }
     }
 }
