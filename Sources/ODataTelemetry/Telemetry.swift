@@ -82,6 +82,9 @@ public enum MetricName {
     public static let uploadDuration = "odata_offline_upload_duration_seconds"
     /// Queued requests an upload sent, by outcome; dimension `result` (`ok`, `failed`).
     public static let uploadedRequests = "odata_offline_uploaded_requests_total"
+    /// Conflicts an offline upload resolved (a `412`, or a configured status, on an update or delete) without
+    /// archiving them; dimension `resolution` (`serverWins`, `clientWins`, `mergeFields`, `send`).
+    public static let uploadConflicts = "odata_offline_upload_conflicts_total"
     /// Offline downloads (initial and later); dimension `result` (`ok`, `failed`, `unreachable`).
     public static let downloads = "odata_offline_downloads_total"
     /// Offline download durations.

@@ -125,6 +125,15 @@ public protocol OfflineODataDelegate: AnyObject, Sendable {
     ///   - provider: The provider.
     ///   - progress: Requests settled so far and the queue length at the start.
     func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateUploadProgress progress: OfflineODataUploadProgress)
+
+    /// An upload resolved a conflict by ``OfflineODataParameters/conflictPolicy`` without archiving it (called once
+    /// per resolved request, after its store change is committed). A conflict it could not resolve is a failure
+    /// (``offlineODataProvider(_:requestDidFail:)``) like any other.
+    ///
+    /// - Parameters:
+    ///   - provider: The provider.
+    ///   - resolved: The three versions and what was done.
+    func offlineODataProvider(_ provider: OfflineODataProvider, didResolveConflict resolved: OfflineODataResolvedConflict)
 }
 
 /// Progress of an upload.
@@ -177,4 +186,11 @@ extension OfflineODataDelegate {
     ///   - provider: The provider.
     ///   - progress: The progress.
     public func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateUploadProgress progress: OfflineODataUploadProgress) {}
+
+    /// Does nothing.
+    ///
+    /// - Parameters:
+    ///   - provider: The provider.
+    ///   - resolved: The resolution.
+    public func offlineODataProvider(_ provider: OfflineODataProvider, didResolveConflict resolved: OfflineODataResolvedConflict) {}
 }

@@ -127,6 +127,14 @@ public struct OfflineODataParameters: Sendable {
     /// a complex type's properties, a type definition's underlying type) in local queries, instead of being kept as
     /// it comes with a warning. Give them at every open: the store keeps the service's `$metadata`, not these.
     public var metadataReferences: [Data] = []
+    /// What an upload does with an update or delete the back end refuses because another client changed the entity
+    /// (a status of ``conflictStatuses``): see ``OfflineODataConflictPolicy`` for each policy's table. The default is
+    /// ``OfflineODataConflictPolicy/archive``: the request goes to the ErrorArchive, as in the SAP SDK.
+    public var conflictPolicy: OfflineODataConflictPolicy = .archive
+    /// The statuses that mean such a conflict. The default is `[412]` (`If-Match` failed); add `409` for a back end that
+    /// answers a version conflict so. Only an update or delete of an entity is resolved (not a create, a relationship
+    /// request or a media replace).
+    public var conflictStatuses: Set<Int> = [412]
 
     /// Creates parameters; every argument has the default documented on its property.
     ///
@@ -183,6 +191,9 @@ public struct OfflineODataParameters: Sendable {
             throw OfflineODataError(.invalidParameters, "storePath is empty (the default needs HOME or XDG_DATA_HOME): give the directory that holds stores")
         }
         if let problem = retryPolicy.problem { throw OfflineODataError(.invalidParameters, "retryPolicy: \(problem)") }
+        if let status = conflictStatuses.first(where: { !(400..<500).contains($0) }) {
+            throw OfflineODataError(.invalidParameters, "conflictStatuses must be 4xx statuses, got \(status)")
+        }
         if case .batch(let limit) = uploadMode, limit < 1 {
             throw OfflineODataError(.invalidParameters, "maxRequestsPerBatch must be at least 1, got \(limit)")
         }

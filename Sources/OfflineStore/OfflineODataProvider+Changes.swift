@@ -98,12 +98,9 @@ extension OfflineODataProvider {
     nonisolated func queuedHeaders(_ headers: HTTPFields = HTTPFields()) -> HTTPFields {
         var headers = headers
         if parameters.enableRepeatableRequests {
-            headers[HTTPField.Name("Repeatability-Request-ID")!] = UUID().uuidString.lowercased()
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-            headers[HTTPField.Name("Repeatability-First-Sent")!] = formatter.string(from: Date())
+            for field in UploadMachine.repeatabilityHeaders(requestID: UUID().uuidString.lowercased(), firstSent: Date()) {
+                headers[field.name] = field.value
+            }
         }
         return headers
     }

@@ -284,6 +284,10 @@ public actor OfflineODataProvider {
         delegate?.offlineODataProvider(self, requestDidFail: failure)
     }
 
+    func reportConflict(_ resolved: OfflineODataResolvedConflict) {
+        delegate?.offlineODataProvider(self, didResolveConflict: resolved)
+    }
+
     func reportUploadProgress(_ progress: OfflineODataUploadProgress) {
         delegate?.offlineODataProvider(self, didUpdateUploadProgress: progress)
     }

@@ -39,6 +39,10 @@ struct UploadMachineTests {
         var end: UploadMachine.Action?
         var sends: [Int64: Int] = [:]
         var delays: [Duration] = []
+        /// Every request sent one by one, as sent.
+        var sent: [QueuedRequest] = []
+        /// The conflicts the resolver was asked about.
+        var asked: [OfflineODataConflict] = []
 
         var failures: [OfflineODataFailedRequest] {
             committed.compactMap { if case .failed(_, let failure, _) = $0 { failure } else { nil } }
@@ -50,9 +54,15 @@ struct UploadMachineTests {
 
     static func run(_ queue: [QueuedRequest], batch: Int? = nil, retries: Int = 3, repeatable: Bool = false,
                     answers: [Int64: [UploadAnswer]] = [:], batchWhole: [UploadAnswer] = [], keyChanged: Set<Int64> = [],
-                    failedCreates: [String: Int64] = [:], cancelBeforeSend: Int? = nil, stoppingBatchesFrom: Int64? = nil) -> Run {
+                    failedCreates: [String: Int64] = [:], cancelBeforeSend: Int? = nil, stoppingBatchesFrom: Int64? = nil,
+                    conflictRule: UploadMachine.ConflictRule = .fixed(.archive), conflictStatuses: Set<Int> = [412],
+                    conflictRead: ConflictRead = .failed("no read scripted"),
+                    resolver: (OfflineODataConflict) -> OfflineODataConflictResolution = { _ in .archive }) -> Run {
         var configuration = UploadMachine.Configuration(batchLimit: batch, retry: policy(retries: retries), repeatable: repeatable)
         configuration.keyMadeLocally = { $0.body == "{}" }
+        configuration.conflictRule = conflictRule
+        configuration.conflictStatuses = conflictStatuses
+        configuration.seed = 7
         var machine = UploadMachine(configuration: configuration, failedCreates: failedCreates)
         var queue = queue
         var run = Run()
@@ -80,6 +90,7 @@ struct UploadMachineTests {
                     continue
                 }
                 run.trace.append("send \(entry.id)")
+                run.sent.append(entry)
                 machine.answered(answer(entry.id))
             case .sendBatch(let group, let delay):
                 if let delay { run.delays.append(delay) }
@@ -108,15 +119,30 @@ struct UploadMachineTests {
                         renamed = keyChanged.contains(entry.id)
                         return "created\(entry.id)"
                     case .failed(let entry, _, let domain): return "fail\(entry.id):\(domain.rawValue)"
+                    case .serverWon(let entry, _): return "won\(entry.id)"
+                    case .resolved(let entry, _, _, _, _, _): return "resolved\(entry.id)"
                     }
                 }.joined(separator: ","))
                 let done = Set(outcomes.map { outcome -> Int64 in
                     switch outcome {
-                    case .accepted(let entry, _, _, _), .created(let entry, _), .failed(let entry, _, _): return entry.id
+                    case .accepted(let entry, _, _, _), .created(let entry, _), .failed(let entry, _, _), .serverWon(let entry, _),
+                         .resolved(let entry, _, _, _, _, _): return entry.id
                     }
                 })
-                queue.removeAll { done.contains($0.id) }
-                machine.committed(keyChanged: renamed)
+                // A conflict the back end won drops the later queued changes of its entity.
+                var dropped: [Int64] = []
+                for case .serverWon(let entry, _) in outcomes {
+                    dropped = queue.filter { $0.id > entry.id && $0.entity == entry.entity && UploadMachine.resolvable($0) }.map(\.id)
+                }
+                queue.removeAll { done.contains($0.id) || dropped.contains($0.id) }
+                machine.committed(keyChanged: renamed, dropped: dropped)
+            case .readConflict(let entry):
+                run.trace.append("read \(entry.id)")
+                machine.conflictRead(conflictRead, at: Date(timeIntervalSince1970: 1_800_000_000))
+            case .resolve(let conflict):
+                run.trace.append("ask \(conflict.requestID)")
+                run.asked.append(conflict)
+                machine.resolverAnswered(resolver(conflict), at: Date(timeIntervalSince1970: 1_800_000_000))
             case .reportProgress(let progress):
                 run.trace.append("progress \(progress.settled)/\(progress.total)@\(progress.requestID)")
             case .finish(let result):
@@ -448,6 +474,7 @@ struct UploadMachineTests {
             case .accepted(let entry, _, _, _): "ok\(entry.id)"
             case .created(let entry, _): "created\(entry.id)"
             case .failed(let entry, _, let domain): "fail\(entry.id):\(domain.rawValue)"
+            case .serverWon(let entry, _), .resolved(let entry, _, _, _, _, _): "resolved\(entry.id)"
             }
         } == ["fail1:OData", "fail2:Dependency", "fail3:OData", "ok4"], "\(run.trace)")
         #expect(run.sends[2] == nil)

@@ -19,6 +19,9 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     /// Requests still queued when the upload ended: those it did not settle because the back end could not be
     /// reached (``OfflineODataError/backEndUnreachable``), or queued while it ran after it had read the queue.
     public var stillQueued: Int
+    /// Conflicts resolved by ``OfflineODataParameters/conflictPolicy`` without archiving them, in queue order (a
+    /// resolution by a re-send is here once the back end accepted it, and counted in ``succeeded``).
+    public var resolvedConflicts: [OfflineODataResolvedConflict]
 
     /// Creates a result.
     ///
@@ -27,11 +30,14 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     ///   - succeeded: Requests accepted.
     ///   - failed: Requests that failed.
     ///   - stillQueued: Requests still queued at the end.
-    public init(sent: Int = 0, succeeded: Int = 0, failed: [OfflineODataFailedRequest] = [], stillQueued: Int = 0) {
+    ///   - resolvedConflicts: Conflicts resolved.
+    public init(sent: Int = 0, succeeded: Int = 0, failed: [OfflineODataFailedRequest] = [], stillQueued: Int = 0,
+                resolvedConflicts: [OfflineODataResolvedConflict] = []) {
         self.sent = sent
         self.succeeded = succeeded
         self.failed = failed
         self.stillQueued = stillQueued
+        self.resolvedConflicts = resolvedConflicts
     }
 }
 
@@ -90,11 +96,13 @@ extension OfflineODataProvider {
     /// Performs what the ``UploadMachine`` asks, and tells it what happened.
     private func uploadQueue(store: EntityStore) async throws -> OfflineODataUploadResult {
         let model = self.model
-        let configuration = UploadMachine.Configuration(
+        var configuration = UploadMachine.Configuration(
             batchLimit: { if case .batch(let limit) = parameters.uploadMode { limit } else { nil } }(),
             retry: parameters.retryPolicy,
             repeatable: parameters.enableRepeatableRequests,
             keyMadeLocally: { entry in Self.keyMadeLocally(entry, model: model) })
+        configuration.conflictRule = conflictRule
+        configuration.conflictStatuses = parameters.conflictStatuses
         var machine = UploadMachine(configuration: configuration, failedCreates: try Self.failedCreates(in: store))
         let clock = parameters.clock
         // The last failure without an answer, for the error that stops the upload.
@@ -125,6 +133,10 @@ extension OfflineODataProvider {
                 }
             case .commit(let outcomes):
                 try await commit(outcomes, model: model, machine: &machine, store: store)
+            case .readConflict(let entry):
+                machine.conflictRead(try await readConflict(entry, store: store, noAnswer: &lastNoAnswer), at: clock.now)
+            case .resolve(let conflict):
+                machine.resolverAnswered(await askResolver(conflict), at: clock.now)
             case .reportProgress(let progress):
                 reportUploadProgress(progress)
             case .finish(let result):
@@ -170,12 +182,26 @@ extension OfflineODataProvider {
             machine.committed(keyChanged: changed.keyChanged)
             return
         }
+        if outcomes.count == 1, case .serverWon(let entry, var resolved) = outcomes[0] {
+            let winner = resolved
+            resolved.droppedRequestIDs = try await store.write { changes in try UploadSteps.serverWon(entry, winner, changes: changes) }
+            machine.committed(dropped: resolved.droppedRequestIDs)
+            reportResolved(resolved)
+            return
+        }
         let steps = outcomes.map { UploadSteps.step($0, model: model) }
         try await store.write { changes in for step in steps { try step(changes) } }
         machine.committed()
-        for case .failed(let entry, let failure, let domain) in outcomes {
-            spanEvent("request failed", ["odata.request_id": .int64(entry.id), "http.request.method": .string(entry.method), "odata.domain": .string(domain.rawValue)])
-            reportFailure(failure)
+        for outcome in outcomes {
+            switch outcome {
+            case .failed(let entry, let failure, let domain):
+                spanEvent("request failed", ["odata.request_id": .int64(entry.id), "http.request.method": .string(entry.method), "odata.domain": .string(domain.rawValue)])
+                reportFailure(failure)
+            case .resolved(_, _, let resolved, _, _, _):
+                reportResolved(resolved)
+            default:
+                break
+            }
         }
     }
 

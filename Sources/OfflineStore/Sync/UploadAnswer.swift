@@ -1,4 +1,5 @@
 import Foundation
+import ODataCore
 
 /// One HTTP answer to an uploaded request (or to a `$batch` part): what the upload's rules look at.
 struct UploadReply: Sendable, Hashable {
@@ -46,4 +47,14 @@ enum UploadFailureDomain: String, Sendable, Hashable, CaseIterable {
     case session = "Session"
     /// No usable answer came.
     case transport = "Transport"
+}
+
+/// What the owner read for a request in conflict (``UploadMachine/Action/readConflict(_:)``).
+enum ConflictRead: Sendable, Hashable {
+    /// The entity as last downloaded and as the store holds it now, the back end's current entity (`nil`: `404`) and ETag.
+    case versions(base: JSONObject?, localEntity: JSONObject?, remote: JSONObject?, remoteETag: String?)
+    /// The back end gave no answer (``UploadSendFailure/transport(neverReached:description:)``): the request stays queued.
+    case unanswered(String)
+    /// The back end answered the read with an error, or with what is no entity: the conflict is archived.
+    case failed(String)
 }

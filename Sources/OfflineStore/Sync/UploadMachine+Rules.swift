@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import ODataSession
 
@@ -59,5 +60,40 @@ extension UploadMachine {
     /// What an accepted create's answer holds, or `nil` when it is not a readable entity.
     static func createdEntity(_ reply: UploadReply) -> JSONObject? {
         (try? JSON.parse(reply.body))?.objectValue
+    }
+
+    /// Whether a conflict on the request can be resolved: an update or delete of an entity (not a create, a
+    /// relationship request or a media replace).
+    static func resolvable(_ entry: QueuedRequest) -> Bool {
+        entry.link == nil && !entry.isMedia && ["PATCH", "MERGE", "PUT", "DELETE"].contains(entry.method.uppercased())
+    }
+
+    static let repeatabilityRequestID = HTTPField.Name("Repeatability-Request-ID")!
+    static let repeatabilityFirstSent = HTTPField.Name("Repeatability-First-Sent")!
+
+    /// The `Repeatability-*` headers (OData 4.01 §8.2.8.4) of a request first sent at `firstSent`: its ID and that
+    /// time as an IMF-fixdate.
+    static func repeatabilityHeaders(requestID: String, firstSent: Date) -> HTTPFields {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var fields = HTTPFields()
+        fields[repeatabilityRequestID] = requestID
+        fields[repeatabilityFirstSent] = formatter.string(from: firstSent)
+        return fields
+    }
+}
+
+extension SeededRandom {
+    /// A version 4 UUID in lower case, from the generator's bits.
+    mutating func uuid() -> String {
+        let (high, low) = (next(), next())
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        return parts.joined(separator: "-")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ODataCore
 import ODataSession
 
@@ -6,73 +7,10 @@ import ODataSession
 /// re-sent, how each answer changes the store, when the queue must be read again, progress and the result.
 ///
 /// The owner (``OfflineODataProvider``) performs the actions ``next()`` returns and feeds back what happened
-/// (``queueRead(_:)``, ``answered(_:)``, ``batchAnswered(_:)``, ``committed(keyChanged:)``, ``cancel()``).
+/// (``queueRead(_:)``, ``answered(_:at:)``, ``batchAnswered(_:at:)``, ``committed(keyChanged:dropped:)``,
+/// ``conflictRead(_:at:)``, ``resolverAnswered(_:at:)``, ``cancel()``).
 /// Nothing here waits, sends or writes: every transition is tested without a server (`UploadMachineTests`).
 struct UploadMachine {
-    /// The settings that decide the rules.
-    struct Configuration {
-        /// Requests per `$batch`; `nil` sends one by one.
-        var batchLimit: Int?
-        /// When one request (or `$batch`) is re-sent, and after how long.
-        var retry: RetryPolicy
-        /// Whether requests carry `Repeatability-*` headers (a re-send is then never executed twice).
-        var repeatable: Bool
-        /// Whether a create's key was made up locally, so only the back end's answer can tell the real one.
-        var keyMadeLocally: @Sendable (QueuedRequest) -> Bool = { _ in true }
-        /// The seed of the retry policy's jitter.
-        var seed: UInt64 = UInt64.random(in: 0...UInt64.max)
-    }
-
-    /// A settled request's store change, applied in a ``Action/commit(_:)`` transaction.
-    enum Outcome: Sendable, Equatable {
-        /// An accepted update or delete; `laterInSnapshot` when a later request of the snapshot is on the same
-        /// entity (its `If-Match` gets this answer's ETag); `snapshotEnd` is the snapshot's last request ID.
-        case accepted(QueuedRequest, UploadReply, laterInSnapshot: Bool, snapshotEnd: Int64)
-        /// An accepted create: the back end's key and ETag replace the local ones (committed alone).
-        case created(QueuedRequest, UploadReply)
-        /// A failed request, archived with its domain.
-        case failed(QueuedRequest, OfflineODataFailedRequest, UploadFailureDomain)
-    }
-
-    /// What the owner does next.
-    enum Action: Sendable, Equatable {
-        /// Read the queued requests with an ID above this one, then call ``queueRead(_:)``.
-        case readQueue(after: Int64)
-        /// Send one request (after this pause, for a re-send), then call ``answered(_:)``.
-        case send(QueuedRequest, after: Duration?)
-        /// Send these requests in one `$batch`, each its own change set, then call ``batchAnswered(_:)``.
-        case sendBatch([QueuedRequest], after: Duration?)
-        /// Apply these outcomes in one transaction, report their failures, then call ``committed(keyChanged:)``.
-        case commit([Outcome])
-        /// Tell the delegate.
-        case reportProgress(OfflineODataUploadProgress)
-        /// The upload is over.
-        case finish(OfflineODataUploadResult)
-        /// The caller stopped the upload: what was answered is committed, the rest stays queued.
-        case stopped
-        /// The upload cannot go on (``Halt``): what settled before is committed, the request it stopped at and
-        /// every later one stay queued as they were. The result so far, and why.
-        case halted(OfflineODataUploadResult, Halt)
-    }
-
-    /// Why an upload stops with requests still queued.
-    enum Halt: Sendable, Hashable {
-        /// The back end could not be reached: the retry policy gave up on a request without an answer; what the
-        /// last try got.
-        case unreachable(String)
-        /// The back end refused the credentials (`401`, after the session's renewal): no later request can succeed
-        /// until a person fixes them, so none is sent or archived.
-        case unauthorized(String)
-    }
-
-    /// What a `$batch` brought back.
-    enum BatchAnswer: Sendable, Hashable {
-        /// No usable answer for the `$batch` as a whole (a transport failure, or an error status).
-        case whole(UploadAnswer)
-        /// The answer of each request, by request ID.
-        case parts([Int64: UploadAnswer])
-    }
-
     private enum State {
         /// Walking the snapshot.
         case stepping
@@ -82,12 +20,16 @@ struct UploadMachine {
         case sending(QueuedRequest, attempt: Int)
         /// A `$batch` is out.
         case sendingBatch([QueuedRequest], attempt: Int)
-        /// A re-send is due, after the policy's wait.
-        case resending(QueuedRequest, attempt: Int, after: Duration)
+        /// A re-send is due, after the policy's wait (none for a conflict's re-send).
+        case resending(QueuedRequest, attempt: Int, after: Duration?)
         /// A `$batch` re-send is due, after the policy's wait.
         case resendingBatch([QueuedRequest], attempt: Int, after: Duration)
         /// A commit is out; a create's commit may change later requests (read the queue again).
         case committing(create: Bool)
+        /// A ``Action/readConflict(_:)`` is out for this request and its conflict answer.
+        case readingConflict(QueuedRequest, UploadReply)
+        /// The custom resolver is to be asked (``Action/resolve(_:)``), or has been (`asked`).
+        case resolving(QueuedRequest, UploadReply, OfflineODataConflict, localEntity: JSONObject?, asked: Bool)
         /// Done.
         case finished
     }
@@ -115,6 +57,14 @@ struct UploadMachine {
     /// Why the upload stops, once what settled is committed.
     private var halt: Halt?
     private var generator: SeededRandom
+    /// A request whose answer is a conflict to resolve, before anything else is done.
+    private var conflictDue: (entry: QueuedRequest, reply: UploadReply)?
+    /// Requests re-sent to resolve a conflict: the report, what was sent and the local copy when it was read.
+    private var resolutions: [Int64: (report: OfflineODataResolvedConflict, sent: JSONObject, localEntity: JSONObject)] = [:]
+    /// Later requests a ``Outcome/serverWon(_:_:)`` dropped: skipped when stepped on.
+    private var dropped: Set<Int64> = []
+    /// The request of the ``Outcome/serverWon(_:_:)`` being committed.
+    private var committingServerWon: Int64?
 
     /// - Parameters:
     ///   - configuration: The rules' settings.
@@ -241,10 +191,94 @@ struct UploadMachine {
 
     /// The last ``Action/commit(_:)`` is written; `keyChanged` when a create's key replaced the temporary one
     /// in later requests (they are read again).
-    mutating func committed(keyChanged: Bool = false) {
+    /// A ``Outcome/serverWon(_:_:)``'s commit also dropped the later queued requests `dropped`.
+    mutating func committed(keyChanged: Bool = false, dropped: [Int64] = []) {
         guard case .committing(let create) = state else { return }
         if create && keyChanged { reread = true }
+        self.dropped.formUnion(dropped)
+        if let won = committingServerWon, let at = result.resolvedConflicts.lastIndex(where: { $0.conflict.requestID == won }) {
+            result.resolvedConflicts[at].droppedRequestIDs = dropped
+        }
+        committingServerWon = nil
         state = .stepping
+    }
+
+    /// The versions of the entity of the request in conflict (``Action/readConflict(_:)``), read at `now`.
+    mutating func conflictRead(_ read: ConflictRead, at now: Date = Date()) {
+        guard case .readingConflict(let entry, let reply) = state else { return }
+        state = .stepping
+        switch read {
+        case .unanswered(let answer):
+            // No answer: the request stays queued (its conflict is met again by the next upload), the upload stops.
+            stop(at: [entry], .unreachable(answer))
+        case .failed(let why):
+            let conflict = OfflineODataConflict(requestID: entry.id, method: entry.method, affectedEntity: entry.entity, statusCode: reply.status,
+                                                base: nil, local: ConflictMerge.localChange(of: entry), remote: nil, remoteETag: nil)
+            failConflict(entry, reply, conflict, why: "the back end's current entity could not be read: \(why)")
+        case .versions(let base, let localEntity, let remote, let remoteETag):
+            let conflict = OfflineODataConflict(requestID: entry.id, method: entry.method, affectedEntity: entry.entity, statusCode: reply.status,
+                                                base: base, local: ConflictMerge.localChange(of: entry), remote: remote, remoteETag: remoteETag)
+            switch configuration.conflictRule {
+            case .custom: state = .resolving(entry, reply, conflict, localEntity: localEntity, asked: false)
+            case .fixed(let resolution): apply(resolution, entry, reply, conflict, localEntity: localEntity, now: now)
+            }
+        }
+    }
+
+    /// The custom resolver's answer to the last ``Action/resolve(_:)``, got at `now`.
+    mutating func resolverAnswered(_ resolution: OfflineODataConflictResolution, at now: Date = Date()) {
+        guard case .resolving(let entry, let reply, let conflict, let localEntity, asked: true) = state else { return }
+        state = .stepping
+        apply(resolution, entry, reply, conflict, localEntity: localEntity, now: now)
+    }
+
+    /// Carries out a resolution of `entry`'s conflict (``ConflictMerge/decision(_:_:)``).
+    private mutating func apply(_ resolution: OfflineODataConflictResolution, _ entry: QueuedRequest, _ reply: UploadReply,
+                                _ conflict: OfflineODataConflict, localEntity: JSONObject?, now: Date) {
+        let report = OfflineODataResolvedConflict(conflict: conflict, resolution: resolution)
+        switch ConflictMerge.decision(resolution, conflict) {
+        case .archive(let why):
+            failConflict(entry, reply, conflict, why: why)
+        case .serverWins:
+            result.resolvedConflicts.append(report)
+            pending.append(.serverWon(entry, report))
+        case .done:
+            accept(entry, UploadReply(status: 204, etag: nil, body: Data()), report, keep: JSONObject())
+        case .resend(let body):
+            resend(entry, body: body, report, localEntity: localEntity, now: now)
+        }
+    }
+
+    /// Re-sends `entry` once with the back end's current ETag (and `body`, if given): a new request to the back end,
+    /// so with repeatable requests it gets a new `Repeatability-Request-ID` and `Repeatability-First-Sent` (its own
+    /// re-sends after a lost answer keep them).
+    private mutating func resend(_ entry: QueuedRequest, body: JSONObject?, _ report: OfflineODataResolvedConflict,
+                                 localEntity: JSONObject?, now: Date) {
+        var resent = entry
+        resent.headers[.ifMatch] = report.conflict.remoteETag ?? "*"
+        if let body { resent.body = String(decoding: JSON.serialize(.object(body)), as: UTF8.self) }
+        if entry.headers[Self.repeatabilityRequestID] != nil {
+            for field in Self.repeatabilityHeaders(requestID: generator.uuid(), firstSent: now) { resent.headers[field.name] = field.value }
+        }
+        resolutions[entry.id] = (report, body ?? ConflictMerge.localChange(of: entry), localEntity ?? JSONObject())
+        state = .resending(resent, attempt: 0, after: nil)
+    }
+
+    /// A resolved conflict the back end accepted: reported, committed as an accepted request.
+    private mutating func accept(_ entry: QueuedRequest, _ reply: UploadReply, _ report: OfflineODataResolvedConflict, keep: JSONObject) {
+        result.succeeded += 1
+        result.resolvedConflicts.append(report)
+        let later = snapshot[index...].contains { $0.entity == entry.entity }
+        pending.append(.resolved(entry, reply, report, keep: keep, laterInSnapshot: later, snapshotEnd: snapshot.last?.id ?? entry.id))
+        if later { reread = true }
+    }
+
+    /// A conflict no policy resolved: archived with the three versions (``ConflictMerge/innerError(_:backEnd:)``).
+    private mutating func failConflict(_ entry: QueuedRequest, _ reply: UploadReply, _ conflict: OfflineODataConflict, why: String) {
+        var serviceError = ODataServiceError.parse(reply.body, statusCode: reply.status)
+        serviceError.innerError = ConflictMerge.innerError(conflict, backEnd: serviceError.innerError)
+        fail(entry, statusCode: reply.status, serviceError: serviceError,
+             message: ConflictMerge.unresolvedMessage(conflict, original: serviceError.message, why: why), domain: .oData)
     }
 
     /// The caller stopped the upload: nothing more is sent; answers already received are still applied.
@@ -265,8 +299,11 @@ struct UploadMachine {
             guard !started else { return nil }
             started = true
             return .readQueue(after: 0)
-        case .sending, .sendingBatch, .committing, .finished:
+        case .sending, .sendingBatch, .committing, .finished, .readingConflict, .resolving(_, _, _, _, asked: true):
             return nil
+        case .resolving(let entry, let reply, let conflict, let localEntity, asked: false):
+            state = .resolving(entry, reply, conflict, localEntity: localEntity, asked: true)
+            return .resolve(conflict)
         case .resending(let entry, let attempt, let wait):
             state = .sending(entry, attempt: attempt)
             return .send(entry, after: wait)
@@ -280,6 +317,11 @@ struct UploadMachine {
 
     private mutating func step() -> Action? {
         while true {
+            if let (entry, reply) = conflictDue {
+                conflictDue = nil
+                state = .readingConflict(entry, reply)
+                return .readConflict(entry)
+            }
             if prefetched.isEmpty, !pending.isEmpty { return commitPending() }
             if cancelled && prefetched.isEmpty {
                 state = .finished
@@ -305,6 +347,7 @@ struct UploadMachine {
             settled += 1
             lastID = entry.id
             progressDue = true
+            if dropped.remove(entry.id) != nil { continue }
             if let (created, failedID) = entry.failedDependency(failedCreates) {
                 fail(entry, statusCode: nil, serviceError: nil,
                      message: "not sent: the request \(failedID) that created \(created) failed", domain: .dependency)
@@ -316,7 +359,7 @@ struct UploadMachine {
                 continue
             }
             result.sent += 1
-            if let limit = configuration.batchLimit, case let group = Self.batchGroup(snapshot[(index - 1)...], limit: limit, failedCreates: failedCreates),
+            if let limit = configuration.batchLimit, case let group = Self.batchGroup(ArraySlice(snapshot[(index - 1)...].filter { !dropped.contains($0.id) }), limit: limit, failedCreates: failedCreates),
                group.count > 1 {
                 state = .sendingBatch(group, attempt: 0)
                 return .sendBatch(group, after: nil)
@@ -331,13 +374,14 @@ struct UploadMachine {
         return .reportProgress(OfflineODataUploadProgress(settled: settled, total: total, requestID: lastID))
     }
 
-    /// Commits the outcomes not committed yet, up to the first create; a create commits alone.
+    /// Commits the outcomes not committed yet, up to the first create or conflict the back end won; those commit alone.
     private mutating func commitPending() -> Action {
-        let createAt = pending.firstIndex { if case .created = $0 { true } else { false } }
+        let createAt = pending.firstIndex { switch $0 { case .created, .serverWon: true; default: false } }
         let count = createAt == 0 ? 1 : (createAt ?? pending.count)
         let outcomes = Array(pending.prefix(count))
         pending.removeFirst(count)
-        state = .committing(create: createAt == 0)
+        if case .serverWon(let entry, _) = outcomes[0] { committingServerWon = entry.id }
+        state = .committing(create: createAt == 0 && outcomes[0].isCreate)
         return .commit(outcomes)
     }
 
@@ -361,19 +405,25 @@ struct UploadMachine {
                 // A create is the last request of its `$batch`; its key may change every later request, so it
                 // commits alone (``commitPending()``).
                 pending.append(.created(entry, reply))
+            } else if let resolution = resolutions.removeValue(forKey: entry.id) {
+                accept(entry, reply, resolution.report, keep: ConflictMerge.kept(resolution.report, sent: resolution.sent, localEntity: resolution.localEntity))
             } else {
                 result.succeeded += 1
                 let later = snapshot[index...].contains { $0.entity == entry.entity }
                 pending.append(.accepted(entry, reply, laterInSnapshot: later, snapshotEnd: snapshot.last?.id ?? entry.id))
                 if later { reread = true }
             }
+        case .reply(let reply) where configuration.conflictStatuses.contains(reply.status) && resolutions[entry.id] == nil
+            && configuration.conflictRule != .fixed(.archive) && Self.resolvable(entry):
+            conflictDue = (entry, reply)
         case .reply(let reply):
+            let again = resolutions.removeValue(forKey: entry.id).map { " (the re-send that resolved its conflict with \($0.report.resolution) failed too)" } ?? ""
             let serviceError = ODataServiceError.parse(reply.body, statusCode: reply.status)
-            fail(entry, statusCode: reply.status, serviceError: serviceError, message: serviceError.message + caveat, domain: .oData)
+            fail(entry, statusCode: reply.status, serviceError: serviceError, message: serviceError.message + again + caveat, domain: .oData)
         }
     }
 
-    private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
+    mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
         let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
         pending.append(.failed(entry, failure, domain))
         if entry.isCreate { failedCreates[entry.entity] = entry.id }

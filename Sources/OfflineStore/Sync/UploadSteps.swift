@@ -17,7 +17,45 @@ enum UploadSteps {
             return { changes in _ = try created(entry, reply: reply, model: model, changes: changes) }
         case .failed(let entry, let failure, let domain):
             return failed(entry, failure, domain: domain)
+        case .serverWon(let entry, let resolved):
+            return { changes in _ = try serverWon(entry, resolved, changes: changes) }
+        case .resolved(let entry, let reply, _, let keep, let laterInSnapshot, let snapshotEnd):
+            let accept = accepted(entry, etag: reply.etag, laterInSnapshot: laterInSnapshot, snapshotEnd: snapshotEnd)
+            let (set, key) = split(entry.entity)
+            return { changes in
+                if !keep.isEmpty, var record = try changes.current(set: set, key: key) {
+                    for (name, value) in keep { record.entity[name] = value }
+                    try changes.put(record)
+                }
+                try accept(changes)
+            }
         }
+    }
+
+    /// A conflict the back end's entity won: the local copy becomes it (goes when the back end has none, comes back when
+    /// deleted locally), and this and every later queued update or delete of the entity are dropped. The entity stays in
+    /// error state only while an ErrorArchive entry affects it.
+    ///
+    /// - Returns: The IDs of the later requests dropped.
+    static func serverWon(_ entry: QueuedRequest, _ resolved: OfflineODataResolvedConflict, changes: EntityStore.Changes) throws -> [Int64] {
+        let dropped = try changes.queuedRequests(after: entry.id).filter { $0.entity == entry.entity && UploadMachine.resolvable($0) }.map(\.id)
+        for id in dropped { try changes.dequeue(id) }
+        let (set, key) = split(entry.entity)
+        if var record = try changes.current(set: set, key: key) {
+            if let remote = resolved.conflict.remote {
+                for (name, value) in remote { record.entity[name] = value }
+                if let etag = resolved.conflict.remoteETag { record.entity["@odata.etag"] = .string(etag) }
+                record.state = .downloaded
+                record.original = nil
+                record.isDeleteError = false
+                record.inErrorState = try !changes.errorEntries(affecting: record.reference).isEmpty
+                try changes.put(record)
+            } else {
+                try changes.remove(set: record.set, key: record.key)
+            }
+        }
+        try changes.dequeue(entry.id)
+        return dropped
     }
 
     /// An accepted update or delete. An update's new ETag goes to the later queued requests on the entity.
