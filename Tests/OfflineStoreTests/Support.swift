@@ -23,11 +23,16 @@ final class TemporaryDirectory: Sendable {
     }
 }
 
-/// Records a provider's state changes, download progress and failed requests.
+/// Records a provider's state changes, download progress, failed requests and resolved conflicts.
 final class RecordingDelegate: OfflineODataDelegate {
     let states = LockedValue<[OfflineODataStoreState]>([])
     let progress = LockedValue<[OfflineODataDownloadProgress]>([])
     let failures = LockedValue<[OfflineODataFailedRequest]>([])
+    let resolutions = LockedValue<[OfflineODataResolvedConflict]>([])
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, didResolveConflict resolved: OfflineODataResolvedConflict) {
+        resolutions.withLock { $0.append(resolved) }
+    }
 
     /// The requests the delegate was told failed.
     var failedRequests: [OfflineODataFailedRequest] { failures.withLock { $0 } }
