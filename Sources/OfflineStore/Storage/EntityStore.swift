@@ -62,6 +62,8 @@ final class EntityStore: Sendable {
     /// The times the CSDL was written since the store opened (``Changes/putConfiguration(_:)``): once per change of
     /// the service's `$metadata`, not once per page of a download. What a test proves it with.
     let metadataWrites = LockedValue(0)
+    /// The observers of the store's data, signalled after each commit (``ChangeFeed``).
+    let changeFeed = ChangeFeed()
 
     /// Opens (creating when new) the database of `directory` with the store's secret. A new database gets pages of
     /// `pageSize` bytes; an existing one keeps the size it was made with (see ``connect(path:key:budget:pageSize:)``).
@@ -98,6 +100,7 @@ final class EntityStore: Sendable {
     }
 
     func close() {
+        changeFeed.close()
         reader.close()
         writer.withLock { $0?.close(); $0 = nil }
     }
@@ -128,6 +131,8 @@ final class EntityStore: Sendable {
         /// The catalog as this transaction sees it, published when it commits.
         fileprivate(set) var tables: [String: EntityTable]
         fileprivate var catalogChanged = false
+        /// What this transaction wrote, for the observers (``ChangeFeed``).
+        fileprivate var committed = CommittedChange()
         /// The statement of ``putDownloaded(_:)`` for the table it wrote last (a page's records mostly share one).
         private var lastInsert: (table: String, statement: SQLCipherStatement)?
 
@@ -158,6 +163,7 @@ final class EntityStore: Sendable {
 
         func put(_ record: EntityRecord) throws {
             store.entityWrites.withLock { $0 += 1 }
+            committed.sets.insert(record.set)
             let table = try table(for: record.set)
             let insert = try connection.cachedStatement(table.insertSQL)
             let flags = try table.bind(record, to: insert)
@@ -168,6 +174,7 @@ final class EntityStore: Sendable {
         /// Writes a downloaded record: inserted when its key is new (one statement, no read before it), else merged
         /// into the stored record (``EntityRecord/merging(downloaded:)``: a second defining query or an `$expand` brought it).
         func putDownloaded(_ record: EntityRecord) throws {
+            committed.sets.insert(record.set)
             let table = try table(for: record.set)
             let insert: SQLCipherStatement
             if let last = lastInsert, last.table == table.name {
@@ -209,6 +216,7 @@ final class EntityStore: Sendable {
 
         func remove(set: String, key: String) throws {
             store.entityWrites.withLock { $0 += 1 }
+            committed.sets.insert(set)
             if let table = tables[set] {
                 let delete = try connection.cachedStatement(table.deleteSQL)
                 try table.bindKey(key, to: delete)
@@ -218,6 +226,7 @@ final class EntityStore: Sendable {
         }
 
         func enqueue(_ request: QueuedRequest) throws {
+            committed.sets.insert(LocalQuery.requestQueueSet)
             let insert = try connection.cachedStatement("INSERT OR REPLACE INTO queue (id, request) VALUES (?, ?)")
             try insert.bind(.integer(request.id), at: 1)
             try insert.bind(.blob(request.encoded()), at: 2)
@@ -230,12 +239,14 @@ final class EntityStore: Sendable {
         }
 
         func dequeue(_ id: Int64) throws {
+            committed.sets.insert(LocalQuery.requestQueueSet)
             let delete = try connection.cachedStatement("DELETE FROM queue WHERE id = ?")
             try delete.bind(.integer(id), at: 1)
             _ = try delete.step()
         }
 
         func archiveError(_ entry: ErrorArchiveEntry) throws {
+            committed.sets.insert(LocalQuery.errorArchiveSet)
             let insert = try connection.cachedStatement("INSERT OR REPLACE INTO error_archive (id, entry, affected) VALUES (?, ?, ?)")
             try insert.bind(.integer(entry.requestID), at: 1)
             try insert.bind(.blob(JSON.serialize(entry.jsonValue(for: .v4))), at: 2)
@@ -244,12 +255,14 @@ final class EntityStore: Sendable {
         }
 
         func removeError(_ id: Int64) throws {
+            committed.sets.insert(LocalQuery.errorArchiveSet)
             let delete = try connection.cachedStatement("DELETE FROM error_archive WHERE id = ?")
             try delete.bind(.integer(id), at: 1)
             _ = try delete.step()
         }
 
         func clearQueue() throws {
+            committed.sets.insert(LocalQuery.requestQueueSet)
             try connection.execute("DELETE FROM queue")
         }
 
@@ -262,6 +275,7 @@ final class EntityStore: Sendable {
             tables.removeAll()
             catalogChanged = true
             wiped = true
+            committed.all = true
         }
 
         func putConfiguration(_ configuration: StoreConfiguration) throws {
@@ -336,14 +350,14 @@ final class EntityStore: Sendable {
 
     /// ``write(_:)`` on the calling thread.
     func writeNow<R>(_ body: (Changes) throws -> R) throws -> R {
-        let (result, wiped, catalog) = try writer.withLock { connection in
+        let (result, wiped, catalog, committed) = try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
             let changes = Changes(store: self, connection: connection, tables: tables.withLock { $0 })
             reader.releaseIfIdle()
             do {
                 let result = try connection.transaction { try body(changes) }
                 reader.noteCommit()
-                return (result, changes.wiped, changes.catalogChanged ? changes.tables : nil)
+                return (result, changes.wiped, changes.catalogChanged ? changes.tables : nil, changes.committed)
             } catch {
                 if changes.catalogChanged { connection.clearStatementCache() }
                 throw Self.storageError(error, "cannot write the store")
@@ -353,6 +367,7 @@ final class EntityStore: Sendable {
             tables.withLock { $0 = catalog }
             if wiped { reader.withConnection { $0?.clearStatementCache() } }
         }
+        changeFeed.publish(committed)
         return result
     }
 
