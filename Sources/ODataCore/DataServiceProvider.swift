@@ -25,6 +25,18 @@ public protocol DataServiceProvider: Sendable {
     nonisolated(nonsending) func executeNextLink(_ nextLink: String) async throws -> ODataResponse?
 }
 
+/// A store whose answers to a read can be observed as they change: the offline store
+/// (`OfflineODataProvider.observe(_:)`), so the typed `DataService.observe(_:matching:)` works over it.
+public protocol ObservingDataServiceProvider: DataServiceProvider {
+    /// The answers to a read: the current one at once, then a new one after every change that can change it,
+    /// coalesced (never an older answer after a newer one); ending when the iterating task is cancelled or the store
+    /// closes.
+    /// - Parameter request: a `GET` request; its path is relative to ``serviceRoot``.
+    /// - Returns: the answers.
+    /// - Throws: the store's error for a request it cannot answer.
+    func observe(_ request: ODataRequest) throws -> AsyncThrowingStream<ODataResponse, any Error>
+}
+
 extension DataServiceProvider {
     /// Reads a next link as a GET of its path and query, relative to the service root.
     public nonisolated(nonsending) func executeNextLink(_ nextLink: String) async throws -> ODataResponse? {

@@ -4,7 +4,7 @@ import ODataQuery
 
 /// Live queries (``OfflineODataProvider/observe(_:)``): a local read answered again after every committed change
 /// that can change it.
-extension OfflineODataProvider {
+extension OfflineODataProvider: ObservingDataServiceProvider {
     /// The answers to a local read as the store changes: the current answer at once, then a new one after every
     /// committed change that can change it — a local create, update or delete, a download, an upload's commits (a
     /// temporary key replaced by the back end's, an entity put into or out of error state), an ErrorArchive entry
