@@ -219,7 +219,7 @@ let package = Package(
             dependencies: ["ODataSession", "OnlineStore", "OfflineStore", "ODataFixtures", "CurlHTTP", "ODataCore", "TechnicalCache", "ODataTesting",
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
-        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataTesting"]),
+        .testTarget(name: "OnlineStoreTests", dependencies: ["OnlineStore", "ODataTesting", "ODataFixtures", "CurlHTTP"]),
         .testTarget(name: "OfflineStoreTests", dependencies: ["OfflineStore", "CurlHTTP", "ODataFixtures", "ODataTyped", "SQLCipher", "ODataTesting"]),
         .testTarget(
             name: "ODataTestingTests",

@@ -57,6 +57,8 @@ public final class OnlineODataStore: Sendable {
     let cache: ResponseCache?
     private let state = LockedValue(State())
     let counters: LockedValue<OnlineStoreStatistics>
+    /// The resources observed with ``observe(_:every:)``.
+    let liveResources = LiveResources()
     /// The ``response(for:listener:)`` calls running in their callers' tasks (not in `State.running`).
     private let directCalls = Atomic<Int>(0)
 
@@ -158,6 +160,7 @@ public final class OnlineODataStore: Sendable {
             return Array(state.running.values)
         }
         for execution in running { execution.stop() }
+        liveResources.finishAll()
         cache?.close()
         session.endSession()
     }
