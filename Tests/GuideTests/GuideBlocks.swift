@@ -180,6 +180,22 @@ func run(serviceRoot: String) async throws {
 }
 }
 
+// Sources/OnlineStore/OnlineStore.docc/LiveResources.md, block 0
+func OnlineStore_LiveResources_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+let product = ODataRequest(method: .get, resourcePath: "Products(1)")
+for await answer in store.observe(product, every: .seconds(30)) {
+    switch answer {
+    case .success(let response?): print(try ODataPayload.decodeEntity(response.payload))
+    case .success(nil): print("nothing cached yet")
+    case .failure(let error): print("still showing the last answer: \(error)")
+    }
+}
+    _ = product
+    }
+}
+
 // Sources/OnlineStore/OnlineStore.docc/Observability.md, block 0
 func OnlineStore_Observability_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
@@ -465,6 +481,32 @@ do {
     }
 }
 
+// Sources/OfflineStore/OfflineStore.docc/LiveQueries.md, block 0
+func OfflineStore_LiveQueries_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+let lowStock = ODataRequest(method: .get, resourcePath: "Products", queryOptions: [.filter("UnitsInStock lt 10")])
+for try await answer in try provider.observe(lowStock) {
+    let products = try ODataPayload.decodeEntitySet(answer.payload).entities
+    print("\(products.count) products are low on stock")
+}
+    _ = lowStock
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/LiveQueries.md, block 1
+func OfflineStore_LiveQueries_1(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+
+let service = DataService(provider: provider)
+for try await page in try service.observe(ErrorArchiveEntry.entitySet, matching: DataQuery().orderBy(ErrorArchiveEntry.requestID)) {
+    print("\(page.entities.count) failed requests to repair")
+}
+    _ = service
+    }
+}
+
 // Sources/OfflineStore/OfflineStore.docc/OfflineStore.md, block 0
 func OfflineStore_OfflineStore_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
@@ -665,6 +707,34 @@ for entry in entries where entry.properties["RequestMethod"]?.stringValue == "PA
 _ = try await provider.upload()
     _ = stale
     _ = entries
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/ResolvingConflicts.md, block 0
+func OfflineStore_ResolvingConflicts_0(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+var parameters = OfflineODataParameters(storeName: "northwind", storePath: storePath, storeEncryptionKey: passphrase)
+parameters.conflictPolicy = .mergeFields
+parameters.conflictStatuses = [409, 412]
+    _ = parameters
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/ResolvingConflicts.md, block 1
+func OfflineStore_ResolvingConflicts_1(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
+var parameters = OfflineODataParameters(storeName: "inventory", storePath: storePath, storeEncryptionKey: passphrase)
+parameters.conflictPolicy = .custom { conflict in
+    // Stock counts add up: apply the local difference to the back end's count.
+    guard let base = conflict.base?["UnitsInStock"]?.intValue, let mine = conflict.local["UnitsInStock"]?.intValue,
+          let theirs = conflict.remote?["UnitsInStock"]?.intValue, conflict.conflictingFields == ["UnitsInStock"] else {
+        return .mergeFields
+    }
+    return .send(["UnitsInStock": .int(theirs + mine - base)])
+}
+    _ = parameters
     }
 }
 

@@ -10,11 +10,11 @@
 //    process (per-open costs without the once-per-process ones), key lookup (through `read(_:)`, `await execute(_:)`
 //    and the typed `DataService`, with their ratios), a selective filter on an indexed
 //    property (≈1 % of rows), a 5-clause filter that must scan, `$orderby` on an indexed property with `$top=20`,
-//    `$count` — and its peak RSS.
+//    `$count`, a live query (update → new answer, p50 and p99) — and its peak RSS.
 // 2b. `redownload`: after the queries, a full re-download of the store (its delta tokens expired): time, client CPU,
 //    peak RSS (`OFFLINE_BENCH_REDOWNLOAD=0` skips it).
 // 3. `sqlite`: the same rows in SQLite through GRDB with the same indexes, the same queries, each answer written as
-//    the same V4 JSON.
+//    the same V4 JSON; the live query through GRDB's `ValueObservation`.
 // 4. `upload`: 1,000 queued updates (PATCH of 1,000 different entities, each with its ETag) one by one against
 //    `$batch` change sets of 100 and of 1,000, on loopback and with 2 ms added to every HTTP request: requests per
 //    second (`OFFLINE_BENCH_UPLOAD=0` skips it).
@@ -224,6 +224,24 @@ case "store":
     let counted = Int(String(decoding: try get("Items/$count", [.filter(countFilter)]), as: UTF8.self)) ?? -1
     report("$count of an indexed eq (5 %), value", Double(counted))
     report("$count of an indexed eq (5 %) p50 (ns)", try measure("count", warmup: 5, iterations: 100) { _ = try get("Items/$count", [.filter(countFilter)]) }.median)
+    // A live query: the selective query observed (≈1 % of the set), each round a local update of one of its items;
+    // from before the update (its write and commit included) to the new answer. GRDB's ValueObservation on the same
+    // rows does the same in the `sqlite` part.
+    let observed = (try JSON.parse(try get("Items", [.filter(selectiveFilter)]))["value"]?.arrayValue ?? []).compactMap { $0["ItemID"]?.intValue }
+    var answers = try provider.observe(ODataRequest(resourcePath: "Items", queryOptions: [.filter(selectiveFilter)])).makeAsyncIterator()
+    _ = try await answers.next()
+    var live: [Double] = []
+    for round in 0..<300 {
+        let update = ODataRequest(method: .init("PATCH")!, resourcePath: "Items(\(observed[round % observed.count]))",
+                                  body: Data(#"{"Name":"Live \#(round)"}"#.utf8))
+        let begin = DispatchTime.now().uptimeNanoseconds
+        _ = try await provider.execute(update)
+        _ = try await answers.next()
+        if round >= 20 { live.append(elapsed(since: begin)) }
+    }
+    live.sort()
+    report("live query, update → new answer p50 (ns)", live[live.count / 2])
+    report("live query, update → new answer p99 (ns)", live[live.count * 99 / 100])
     // Closed and opened again in the same process, the first query: the same rows and pages as the first query after
     // open, the reader's page cache empty again, but code, heap and the runtime's metadata already used — what a
     // first query costs per open, without what it costs once per process.
