@@ -193,6 +193,26 @@ struct UploadMachineConflictTests {
 
     // MARK: Reading the back end's entity
 
+    /// The caller stops the upload while the back end's entity is read, or while the resolver decides: nothing is
+    /// committed, the request stays queued as it was.
+    @Test(arguments: [Policy.clientWins, .custom])
+    func aStopDuringAResolutionKeepsTheRequestQueued(policy: Policy) {
+        var configuration = UploadMachine.Configuration(batchLimit: nil, retry: T.policy(retries: 0), repeatable: false)
+        configuration.conflictRule = policy.rule
+        var machine = UploadMachine(configuration: configuration)
+        _ = machine.next()
+        machine.queueRead([Self.change("PATCH")])
+        guard case .send = machine.next() else { Issue.record("no send"); return }
+        machine.answered(T.status(412))
+        guard case .readConflict = machine.next() else { Issue.record("no read"); return }
+        if policy == .custom {
+            machine.conflictRead(Self.versions(Self.renamed))
+            guard case .resolve = machine.next() else { Issue.record("no resolver asked"); return }
+        }
+        machine.cancel()
+        #expect(machine.next() == .stopped)
+    }
+
     /// No answer to the read: the request stays queued (the next upload meets its conflict again), the upload stops.
     @Test func anUnansweredReadKeepsTheRequestQueued() {
         let run = T.run([Self.change("PATCH")], answers: [1: [T.status(412)]], conflictRule: .fixed(.mergeFields),

@@ -134,9 +134,14 @@ extension OfflineODataProvider {
             case .commit(let outcomes):
                 try await commit(outcomes, model: model, machine: &machine, store: store)
             case .readConflict(let entry):
-                machine.conflictRead(try await readConflict(entry, store: store, noAnswer: &lastNoAnswer), at: clock.now)
+                do {
+                    machine.conflictRead(try await readConflict(entry, store: store, noAnswer: &lastNoAnswer), at: clock.now)
+                } catch is CancellationError {
+                    machine.cancel()  // the request stays queued as it was
+                }
             case .resolve(let conflict):
-                machine.resolverAnswered(await askResolver(conflict), at: clock.now)
+                let resolution = await askResolver(conflict)
+                if Task.isCancelled { machine.cancel() } else { machine.resolverAnswered(resolution, at: clock.now) }
             case .reportProgress(let progress):
                 reportUploadProgress(progress)
             case .finish(let result):

@@ -285,7 +285,7 @@ struct UploadMachine {
     mutating func cancel() {
         cancelled = true
         switch state {
-        case .sending, .sendingBatch, .resending, .resendingBatch: state = .stepping
+        case .sending, .sendingBatch, .resending, .resendingBatch, .readingConflict, .resolving: state = .stepping
         default: break
         }
     }
@@ -423,7 +423,7 @@ struct UploadMachine {
         }
     }
 
-    mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
+    private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
         let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
         pending.append(.failed(entry, failure, domain))
         if entry.isCreate { failedCreates[entry.entity] = entry.id }
