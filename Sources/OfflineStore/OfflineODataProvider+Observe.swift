@@ -32,15 +32,19 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
     /// - Throws: As ``read(_:)`` for the first answer: `OfflineODataError.notOpen`, `.invalidRequest`, `.entityNotFound`.
     public nonisolated func observe(_ request: ODataRequest) throws -> AsyncThrowingStream<ODataResponse, any Error> {
         let (store, model) = try readSnapshot.opened()
-        let first = try read(request)
         let sets = Self.observedSets(try LocalRequest(request: request), model: model)
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        // Observing before the first read: a commit between the two runs the query again, never goes unseen.
+        guard let id = store.changeFeed.add(ChangeFeed.Observer(sets: sets, signal: { signal.yield() }, end: { signal.finish() })) else {
+            throw OfflineODataError(.notOpen, "the offline store is not open")
+        }
+        let first: ODataResponse
+        do { first = try read(request) } catch {
+            store.changeFeed.remove(id)
+            throw error
+        }
         let (answers, continuation) = AsyncThrowingStream.makeStream(of: ODataResponse.self, bufferingPolicy: .bufferingNewest(1))
         continuation.yield(first)
-        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        guard let id = store.changeFeed.add(ChangeFeed.Observer(sets: sets, signal: { signal.yield() }, end: { signal.finish() })) else {
-            continuation.finish()
-            return answers
-        }
         let rerun = Task { [weak self] in
             var last = first
             for await _ in signals {

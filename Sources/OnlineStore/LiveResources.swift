@@ -40,22 +40,21 @@ final class LiveResources: Sendable {
             state.resources[key] = resource
             return (state.next, resource, true)
         }
-        let last = resource.state.withLock { state -> LiveAnswer? in
+        let emitted = emitted
+        resource.state.withLock { state in
             state.observers[id] = continuation
-            return state.last
-        }
-        if let last { continuation.yield(last) }
-        continuation.onTermination = { [weak self] _ in self?.leave(key, id) }
-        if isNew {
-            let emitted = emitted
-            let poller = Task {
-                await poll { answer in
-                    emitted.withLock { $0 += 1 }
-                    resource.emit(answer)
+            // Under the lock: an answer the poller gives meanwhile comes after this one, never before it.
+            if let last = state.last { continuation.yield(last) }
+            if isNew {
+                state.poller = Task {
+                    await poll { answer in
+                        emitted.withLock { $0 += 1 }
+                        resource.emit(answer)
+                    }
                 }
             }
-            resource.state.withLock { $0.poller = poller }
         }
+        continuation.onTermination = { [weak self] _ in self?.leave(key, id) }
         return answers
     }
 
