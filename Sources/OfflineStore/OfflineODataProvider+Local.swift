@@ -251,7 +251,11 @@ extension OfflineODataProvider {
     }
 
     static func jsonResponse(_ value: JSONValue, status: Int) -> ODataResponse {
-        ODataResponse(statusCode: status, headerFields: jsonFields, payload: Data(JSON.serialize(value)))
+        jsonResponse(payload: JSON.serialize(value), status: status)
+    }
+
+    static func jsonResponse(payload: [UInt8], status: Int) -> ODataResponse {
+        ODataResponse(statusCode: status, headerFields: jsonFields, payload: Data(payload))
     }
 
     /// The header fields of a JSON answer, made (and checked by HTTPTypes) once.

@@ -12,9 +12,12 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
     ///
     /// A change is matched to the query by the entity sets it reads: the set of its path and those its navigation
     /// segments lead to, the targets of the final set's navigation properties when it has `$expand` (every set for a
-    /// nested `$expand`), `RequestQueue` and `ErrorArchive` for theirs. A commit that wrote a row of one of them makes
-    /// the query run again (a commit of other sets costs one set comparison per observer); an answer equal to the last
-    /// one is not emitted. Coalesced: the query runs again once for a burst of commits, and a consumer slower than
+    /// nested `$expand` or a `$filter` that reads other entities: a navigation, a lambda, `$root`), `RequestQueue` and
+    /// `ErrorArchive` for theirs. A commit of other sets costs one set comparison per observer. A commit that wrote
+    /// rows of one of them makes the query run again — except for a read of a whole entity set with no other option
+    /// than `$filter` (on the entity's own properties) and `$select`, without paging: its answer is kept row by row,
+    /// and a commit that wrote a few of its rows (up to 64) changes it by reading those rows alone, by key, so that
+    /// the cost of a new answer does not grow with the set. An answer equal to the last one is not emitted. Coalesced: the query runs again once for a burst of commits, and a consumer slower than
     /// the commits gets the newest answer, never an older one after a newer one (the buffer holds one answer).
     ///
     /// The sequence ends when the task iterating it is cancelled (its observer is removed at once) or the store
@@ -32,10 +35,18 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
     /// - Throws: As ``read(_:)`` for the first answer: `OfflineODataError.notOpen`, `.invalidRequest`, `.entityNotFound`.
     public nonisolated func observe(_ request: ODataRequest) throws -> AsyncThrowingStream<ODataResponse, any Error> {
         let (store, model) = try readSnapshot.opened()
-        let sets = Self.observedSets(try LocalRequest(request: request), model: model)
+        let parsed = try LocalRequest(request: request)
+        let sets = try Self.observedSets(parsed, model: model)
+        let shape = try LiveAnswer.shape(parsed, model: model, serviceRoot: serviceRoot, pageSize: parameters.pageSize)
+        // What the commits since the last run changed, merged (a burst of commits, one run).
+        let unread = LockedValue(CommittedChange())
         let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // Observing before the first read: a commit between the two runs the query again, never goes unseen.
-        guard let id = store.changeFeed.add(ChangeFeed.Observer(sets: sets, signal: { signal.yield() }, end: { signal.finish() })) else {
+        let observer = ChangeFeed.Observer(sets: sets, signal: { change in
+            unread.withLock { $0.formUnion(change) }
+            signal.yield()
+        }, end: { signal.finish() })
+        guard let id = store.changeFeed.add(observer) else {
             throw OfflineODataError(.notOpen, "the offline store is not open")
         }
         let first: ODataResponse
@@ -47,10 +58,32 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
         continuation.yield(first)
         let rerun = Task { [weak self] in
             var last = first
+            var live: LiveAnswer?
             for await _ in signals {
                 guard let self, !Task.isCancelled else { break }
+                let change = unread.withLock { unread in
+                    defer { unread = CommittedChange() }
+                    return unread
+                }
                 do {
-                    let answer = try self.read(request)
+                    let answer: ODataResponse
+                    if let shape {
+                        let query = LocalQuery(store: store, model: model)
+                        if var kept = live, let keys = change.keys(of: shape.set) {
+                            guard try kept.apply(keys, store: store, query: query) else {
+                                live = kept
+                                continue
+                            }
+                            live = kept
+                        } else {
+                            store.changeFeed.queriesRunAgain.withLock { $0 += 1 }
+                            live = try LiveAnswer(shape: shape, query: query)
+                        }
+                        answer = live!.response
+                    } else {
+                        store.changeFeed.queriesRunAgain.withLock { $0 += 1 }
+                        answer = try self.read(request)
+                    }
                     if answer.statusCode != last.statusCode || answer.payload != last.payload {
                         continuation.yield(answer)
                         last = answer
@@ -74,13 +107,21 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
         return answers
     }
 
+    /// When the open store last committed a change of its data (`DispatchTime.now().uptimeNanoseconds` right after
+    /// the commit; 0 before the first or when closed): what a benchmark measures the latency from a commit to a live
+    /// query's answer with.
+    @_spi(Instrumentation)
+    public nonisolated var lastCommitUptimeNanoseconds: UInt64 {
+        (try? readSnapshot.opened().0.changeFeed.lastPublished) ?? 0
+    }
+
     /// How many observers the open store has (0 when closed): what a test proves a cancelled observation gone with.
     nonisolated var observerCount: Int {
         (try? readSnapshot.opened().0.changeFeed.count) ?? 0
     }
 
     /// The entity sets a read depends on (see ``observe(_:)``), or `nil` for every set.
-    static func observedSets(_ parsed: LocalRequest, model: ServiceModel) -> Set<String>? {
+    static func observedSets(_ parsed: LocalRequest, model: ServiceModel) throws(OfflineODataError) -> Set<String>? {
         guard let first = parsed.path.segments.first else { return nil }
         var set = first.name
         var sets: Set<String> = [set]
@@ -88,6 +129,11 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
             guard let next = model.targetSet(from: set, navigation: segment.name) else { return nil }
             set = next
             sets.insert(next)
+        }
+        // A filter that reads other entities (a navigation, a lambda, `$root`) may change with any set.
+        if parsed.options.contains(where: { $0.name == "$filter" }), let filter = try LocalQuery.options(parsed.options).filter,
+           let type = model.entityType(ofSet: set), !LiveAnswer.readsItsRowOnly(filter, navigation: Set(type.navigation.keys)) {
+            return nil
         }
         if let expand = parsed.options.first(where: { $0.name == "$expand" })?.value {
             if expand.contains("$expand") || expand.contains("*") { return nil }

@@ -12,6 +12,39 @@ public enum SQLCipherValue: Sendable, Hashable {
     case text(String)
     /// Bytes.
     case blob([UInt8])
+
+    /// Whether `left` sorts before `right` as SQLite's `ORDER BY` sorts with the `BINARY` collation: `NULL` first,
+    /// then numbers (integers and reals by value), then text (by its UTF-8 bytes), then blobs (by their bytes).
+    public static func sortsBefore(_ left: SQLCipherValue, _ right: SQLCipherValue) -> Bool {
+        switch (left, right) {
+        case (.integer(let a), .integer(let b)): return a < b
+        case (.real(let a), .real(let b)): return a < b
+        case (.integer(let a), .real(let b)): return Double(a) < b
+        case (.real(let a), .integer(let b)): return a < Double(b)
+        case (.text(let a), .text(let b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
+        case (.blob(let a), .blob(let b)): return a.lexicographicallyPrecedes(b)
+        default: return left.storageClass < right.storageClass
+        }
+    }
+
+    /// Whether the values `left` sort before the values `right`, term by term (the columns of an `ORDER BY`).
+    public static func sortsBefore(_ left: [SQLCipherValue], _ right: [SQLCipherValue]) -> Bool {
+        for (a, b) in zip(left, right) {
+            if sortsBefore(a, b) { return true }
+            if sortsBefore(b, a) { return false }
+        }
+        return left.count < right.count
+    }
+
+    /// SQLite's order of storage classes: NULL, numbers, text, blobs.
+    private var storageClass: Int {
+        switch self {
+        case .null: return 0
+        case .integer, .real: return 1
+        case .text: return 2
+        case .blob: return 3
+        }
+    }
 }
 
 /// A prepared statement of an ``SQLCipherConnection``: bind parameters (counted from 1, as SQLite counts),

@@ -141,12 +141,16 @@ import Testing
         defer { Task { await provider.close(); await server.stop() } }
         let model = await provider.model
         func sets(_ url: String) throws -> Set<String>? {
-            OfflineODataProvider.observedSets(try LocalRequest(url, serviceRoot: ""), model: model)
+            try OfflineODataProvider.observedSets(try LocalRequest(url, serviceRoot: ""), model: model)
         }
         #expect(try sets("Shippers?$filter=Phone eq 'x'") == ["Shippers"])
         #expect(try sets("Customers('ALFKI')/Orders") == ["Customers", "Orders"])
         #expect(try sets("Orders?$expand=Customer")?.isSuperset(of: ["Orders", "Customers"]) == true)
         #expect(try sets("Orders?$expand=Customer($expand=Orders)") == nil)
         #expect(try sets("ErrorArchive") == ["ErrorArchive"])
+        // A filter that reads other entities depends on every set; one on the entity's own properties does not.
+        #expect(try sets("Orders?$filter=Customer/Country eq 'Germany'") == nil)
+        #expect(try sets("Customers?$filter=Orders/any(o:o/Freight gt 100)") == nil)
+        #expect(try sets("Orders?$filter=ShipCountry eq 'Germany' and Freight gt 10") == ["Orders"])
     }
 }

@@ -246,3 +246,37 @@ private func names(_ connection: SQLCipherConnection) throws -> [String] {
         }
     }
 }
+
+/// ``SQLCipherValue/sortsBefore(_:_:)-(SQLCipherValue,SQLCipherValue)`` sorts as SQLite's `ORDER BY` does: values of
+/// every storage class (a column without affinity keeps each as bound), text with non-ASCII and prefixes, numbers
+/// mixed, then two-term rows.
+@Suite struct SQLCipherValueOrderTests {
+    static let values: [SQLCipherValue] = [
+        .null, .integer(3), .integer(-7), .real(2.5), .real(-7.5), .integer(Int64.max), .real(3.0), .text(""), .text("a"),
+        .text("ab"), .text("B"), .text("é"), .text("e\u{301}"), .text("z"), .text("Ω"), .blob([]), .blob([0, 1]),
+        .blob([0]), .blob([255]),
+    ]
+
+    @Test func oneTermSortsAsSQLite() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let connection = try SQLCipherConnection(path: directory.path + "/order.db", key: key)
+        defer { connection.close() }
+        try connection.execute("CREATE TABLE v (id INTEGER PRIMARY KEY, x)")
+        let insert = try connection.prepare("INSERT INTO v (id, x) VALUES (?, ?)")
+        for (id, value) in Self.values.enumerated() {
+            insert.reset()
+            try insert.bind(.integer(Int64(id)), at: 1)
+            try insert.bind(value, at: 2)
+            _ = try insert.step()
+        }
+        let select = try connection.prepare("SELECT id FROM v ORDER BY x, id")
+        var bySQLite: [Int] = []
+        while try select.step() { bySQLite.append(Int(select.integer(at: 0))) }
+        let bySwift = Self.values.indices.sorted { a, b in
+            SQLCipherValue.sortsBefore([Self.values[a], .integer(Int64(a))], [Self.values[b], .integer(Int64(b))])
+        }
+        #expect(bySwift == bySQLite)
+        #expect(!SQLCipherValue.sortsBefore(.integer(3), .real(3.0)) && !SQLCipherValue.sortsBefore(.real(3.0), .integer(3)))
+    }
+}

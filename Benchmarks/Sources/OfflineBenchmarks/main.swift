@@ -10,7 +10,7 @@
 //    process (per-open costs without the once-per-process ones), key lookup (through `read(_:)`, `await execute(_:)`
 //    and the typed `DataService`, with their ratios), a selective filter on an indexed
 //    property (≈1 % of rows), a 5-clause filter that must scan, `$orderby` on an indexed property with `$top=20`,
-//    `$count`, a live query (update → new answer, p50 and p99) — and its peak RSS.
+//    `$count`, a live query (commit → new answer and update → new answer, p50 and p99) — and its peak RSS.
 // 2b. `redownload`: after the queries, a full re-download of the store (its delta tokens expired): time, client CPU,
 //    peak RSS (`OFFLINE_BENCH_REDOWNLOAD=0` skips it).
 // 3. `sqlite`: the same rows in SQLite through GRDB with the same indexes, the same queries, each answer written as
@@ -36,7 +36,7 @@ import CurlHTTP
 import Foundation
 import ODataCore
 import OfflineBenchKit
-import OfflineStore
+@_spi(Instrumentation) import OfflineStore
 
 let count = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_N"] ?? "") ?? 100_000
 /// `OFFLINE_BENCH_CSDL_KIB` pads the CSDL with entity types no set uses, to about that many KiB (SAP services'
@@ -225,22 +225,30 @@ case "store":
     report("$count of an indexed eq (5 %), value", Double(counted))
     report("$count of an indexed eq (5 %) p50 (ns)", try measure("count", warmup: 5, iterations: 100) { _ = try get("Items/$count", [.filter(countFilter)]) }.median)
     // A live query: the selective query observed (≈1 % of the set), each round a local update of one of its items;
-    // from before the update (its write and commit included) to the new answer. GRDB's ValueObservation on the same
+    // from the commit (the time the store notes right after it) to the new answer, and from before the update (its
+    // write and commit included) to the new answer. GRDB's ValueObservation on the same
     // rows does the same in the `sqlite` part.
     let observed = (try JSON.parse(try get("Items", [.filter(selectiveFilter)]))["value"]?.arrayValue ?? []).compactMap { $0["ItemID"]?.intValue }
     var answers: AsyncThrowingStream<ODataResponse, any Error>.AsyncIterator? = try provider.observe(ODataRequest(resourcePath: "Items", queryOptions: [.filter(selectiveFilter)])).makeAsyncIterator()
     _ = try await answers?.next()
     var live: [Double] = []
+    var fromCommit: [Double] = []
     for round in 0..<300 {
         let update = ODataRequest(method: .init("PATCH")!, resourcePath: "Items(\(observed[round % observed.count]))",
                                   body: Data(#"{"Name":"Live \#(round)"}"#.utf8))
         let begin = DispatchTime.now().uptimeNanoseconds
         _ = try await provider.execute(update)
         _ = try await answers?.next()
-        if round >= 20 { live.append(elapsed(since: begin)) }
+        if round >= 20 {
+            live.append(elapsed(since: begin))
+            fromCommit.append(elapsed(since: provider.lastCommitUptimeNanoseconds))
+        }
     }
     answers = nil  // the observation ends
     live.sort()
+    fromCommit.sort()
+    report("live query, commit → new answer p50 (ns)", fromCommit[fromCommit.count / 2])
+    report("live query, commit → new answer p99 (ns)", fromCommit[fromCommit.count * 99 / 100])
     report("live query, update → new answer p50 (ns)", live[live.count / 2])
     report("live query, update → new answer p99 (ns)", live[live.count * 99 / 100])
     // The update alone (nothing observes), for how much of the above the observation costs.
@@ -377,6 +385,9 @@ func parent() throws {
         if small != nil { cells.append(ratio(smallStore)) }
         return cells
     })
+    if let store = figures["live query, commit → new answer p50 (ns)"]?["store"], let grdb = figures["live query, commit → new answer p50 (ns)"]?["sqlite"] {
+        print("\nLive query, commit → new answer p50 ÷ GRDB's ValueObservation: \(String(format: "%.2f×", store / grdb)) (target ≤ 1×)")
+    }
     for (name, label) in [("store", "4 KiB pages")] + (small.map { [("store" + $0, "\(smallPage / 1024) KiB pages")] } ?? []) {
         let row = { (metric: String) in figures["selective indexed filter" + metric]?[name] }
         if let first = row(", first query after open (ns)"), let later = row(" p50 (ns)") {
@@ -391,6 +402,9 @@ func parent() throws {
         }
     }
     print("\nKey lookup (N = \(count)) through execute and the typed DataService ÷ through read() (target ≤ 2×):")
+    if let store = figures["live query, commit → new answer p50 (ns)"]?["store"], let grdb = figures["live query, commit → new answer p50 (ns)"]?["sqlite"] {
+        print("\nLive query, commit → new answer p50 ÷ GRDB's ValueObservation: \(String(format: "%.2f×", store / grdb)) (target ≤ 1×)")
+    }
     for (name, label) in [("store", "4 KiB pages")] + (small.map { [("store" + $0, "\(smallPage / 1024) KiB pages")] } ?? []) {
         guard let read = figures[KeyLookups.read + " p50 (ns)"]?[name] else { continue }
         let ratios = [("await execute()", KeyLookups.execute), ("typed", KeyLookups.typed)].compactMap { door, metric in

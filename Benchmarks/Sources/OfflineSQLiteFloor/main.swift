@@ -7,6 +7,7 @@ import BenchmarkKit
 import Foundation
 import GRDB
 import ODataCore
+import Synchronization
 
 let environment = ProcessInfo.processInfo.environment
 let count = Int(environment["OFFLINE_BENCH_N"] ?? "") ?? 100_000
@@ -93,22 +94,38 @@ report("$count of an indexed eq (5 %) p50 (ns)", try measure("count", warmup: 5,
     _ = try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items WHERE category = 'C3'") }
 }.median)
 // The live query: GRDB's ValueObservation of the same selective query (its region: the items table), each round an
-// update of one of its rows; from before the update to the new answer, as the store's.
-func liveLatencies(_ database: DatabaseQueue) async throws -> [Double] {
+// update of one of its rows; from the commit and from before the update to the new answer, as the store's.
+func liveLatencies(_ database: DatabaseQueue) async throws -> (fromUpdate: [Double], fromCommit: [Double]) {
     let observed = try await database.read { db in try Int.fetchAll(db, sql: "SELECT itemID FROM items WHERE price < 2") }
+    // Added before the observation starts, so GRDB tells it of a commit first: the commit's time.
+    let commits = CommitTimes()
+    try await database.write { db in db.add(transactionObserver: commits, extent: .databaseLifetime) }
     let observation = ValueObservation.tracking { db in try answer(db, "SELECT * FROM items WHERE price < 2").0 }
     var answers = observation.values(in: database, scheduling: .async(onQueue: DispatchQueue(label: "observation"))).makeAsyncIterator()
     _ = try await answers.next()
     var live: [Double] = []
+    var fromCommit: [Double] = []
     for round in 0..<300 {
         let begin = DispatchTime.now().uptimeNanoseconds
         try await database.write { db in
             try db.execute(sql: "UPDATE items SET name = ? WHERE itemID = ?", arguments: ["Live \(round)", observed[round % observed.count]])
         }
         _ = try await answers.next()
-        if round >= 20 { live.append(elapsed(since: begin)) }
+        if round >= 20 {
+            live.append(elapsed(since: begin))
+            fromCommit.append(elapsed(since: commits.last.withLock { $0 }))
+        }
     }
-    return live
+    try await database.write { db in db.remove(transactionObserver: commits) }
+    return (live, fromCommit)
+}
+/// Notes the time of each commit (GRDB calls it on the writer's queue right after the commit).
+final class CommitTimes: TransactionObserver, Sendable {
+    let last = Mutex<UInt64>(0)
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
+    func databaseDidChange(with event: DatabaseEvent) {}
+    func databaseDidCommit(_ db: Database) { last.withLock { $0 = DispatchTime.now().uptimeNanoseconds } }
+    func databaseDidRollback(_ db: Database) {}
 }
 /// The update alone (nothing observes).
 func updateAlone(_ database: DatabaseQueue) async throws -> Double {
@@ -124,8 +141,11 @@ func updateAlone(_ database: DatabaseQueue) async throws -> Double {
     alone.sort()
     return alone[alone.count / 2]
 }
-var live = try await liveLatencies(database)
+var (live, fromCommit) = try await liveLatencies(database)
 live.sort()
+fromCommit.sort()
+report("live query, commit → new answer p50 (ns)", fromCommit[fromCommit.count / 2])
+report("live query, commit → new answer p99 (ns)", fromCommit[fromCommit.count * 99 / 100])
 report("live query, update → new answer p50 (ns)", live[live.count / 2])
 report("live query, update → new answer p99 (ns)", live[live.count * 99 / 100])
 report("live query, the update alone p50 (ns)", try await updateAlone(database))

@@ -158,12 +158,13 @@ final class EntityStore: Sendable {
             _ = try insert.step()
             tables[set] = table
             catalogChanged = true
+            committed.wrote(set: set)
             return table
         }
 
         func put(_ record: EntityRecord) throws {
             store.entityWrites.withLock { $0 += 1 }
-            committed.sets.insert(record.set)
+            committed.wrote(set: record.set, key: record.key)
             let table = try table(for: record.set)
             let insert = try connection.cachedStatement(table.insertSQL)
             let flags = try table.bind(record, to: insert)
@@ -174,7 +175,7 @@ final class EntityStore: Sendable {
         /// Writes a downloaded record: inserted when its key is new (one statement, no read before it), else merged
         /// into the stored record (``EntityRecord/merging(downloaded:)``: a second defining query or an `$expand` brought it).
         func putDownloaded(_ record: EntityRecord) throws {
-            committed.sets.insert(record.set)
+            committed.wrote(set: record.set, key: record.key)
             let table = try table(for: record.set)
             let insert: SQLCipherStatement
             if let last = lastInsert, last.table == table.name {
@@ -206,6 +207,7 @@ final class EntityStore: Sendable {
             _ = try update.step()
             tables[table.set] = table
             catalogChanged = true
+            committed.wrote(set: table.set)
         }
 
         /// The record of one entity as this transaction sees it.
@@ -216,7 +218,7 @@ final class EntityStore: Sendable {
 
         func remove(set: String, key: String) throws {
             store.entityWrites.withLock { $0 += 1 }
-            committed.sets.insert(set)
+            committed.wrote(set: set, key: key)
             if let table = tables[set] {
                 let delete = try connection.cachedStatement(table.deleteSQL)
                 try table.bindKey(key, to: delete)
@@ -226,7 +228,7 @@ final class EntityStore: Sendable {
         }
 
         func enqueue(_ request: QueuedRequest) throws {
-            committed.sets.insert(LocalQuery.requestQueueSet)
+            committed.wrote(set: LocalQuery.requestQueueSet)
             let insert = try connection.cachedStatement("INSERT OR REPLACE INTO queue (id, request) VALUES (?, ?)")
             try insert.bind(.integer(request.id), at: 1)
             try insert.bind(.blob(request.encoded()), at: 2)
@@ -239,14 +241,14 @@ final class EntityStore: Sendable {
         }
 
         func dequeue(_ id: Int64) throws {
-            committed.sets.insert(LocalQuery.requestQueueSet)
+            committed.wrote(set: LocalQuery.requestQueueSet)
             let delete = try connection.cachedStatement("DELETE FROM queue WHERE id = ?")
             try delete.bind(.integer(id), at: 1)
             _ = try delete.step()
         }
 
         func archiveError(_ entry: ErrorArchiveEntry) throws {
-            committed.sets.insert(LocalQuery.errorArchiveSet)
+            committed.wrote(set: LocalQuery.errorArchiveSet)
             let insert = try connection.cachedStatement("INSERT OR REPLACE INTO error_archive (id, entry, affected) VALUES (?, ?, ?)")
             try insert.bind(.integer(entry.requestID), at: 1)
             try insert.bind(.blob(JSON.serialize(entry.jsonValue(for: .v4))), at: 2)
@@ -255,14 +257,14 @@ final class EntityStore: Sendable {
         }
 
         func removeError(_ id: Int64) throws {
-            committed.sets.insert(LocalQuery.errorArchiveSet)
+            committed.wrote(set: LocalQuery.errorArchiveSet)
             let delete = try connection.cachedStatement("DELETE FROM error_archive WHERE id = ?")
             try delete.bind(.integer(id), at: 1)
             _ = try delete.step()
         }
 
         func clearQueue() throws {
-            committed.sets.insert(LocalQuery.requestQueueSet)
+            committed.wrote(set: LocalQuery.requestQueueSet)
             try connection.execute("DELETE FROM queue")
         }
 

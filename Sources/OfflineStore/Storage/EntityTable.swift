@@ -199,6 +199,26 @@ struct EntityTable: Sendable, Hashable {
         return (keyColumns.count == key.count && !key.isEmpty ? keyColumns : ["\"$key\""]) + ["\"$order\""]
     }
 
+    /// The values of ``naturalOrder(key:)``'s columns in the row of `record`: where it sorts among the rows of a read
+    /// in the natural order (as `SQLCipherValue.sortsBefore` compares them).
+    func naturalOrderValues(of record: EntityRecord, key: [String]) -> [SQLCipherValue] {
+        let keyColumns = key.compactMap(column)
+        var values: [SQLCipherValue] = []
+        if keyColumns.count == key.count && !key.isEmpty {
+            for column in keyColumns {
+                if column.property == integerKey, let number = Self.integer(ofKey: record.key) {
+                    values.append(.integer(number))  // the row ID, as ``bind(_:to:)`` writes it
+                } else {
+                    values.append(Self.columnValue(record.entity[column.property] ?? .null, kind: column.kind).0)
+                }
+            }
+        } else {
+            values.append(.text(record.key))
+        }
+        values.append(.integer(record.order))
+        return values
+    }
+
     /// The index of the natural order (so a page of a set without `$orderby` is read, not sorted). Every index
     /// ends with `"$state"`, so counting the visible entities it finds needs no row.
     func naturalIndexSQL(key: [String]) -> String {
