@@ -38,55 +38,64 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
         let parsed = try LocalRequest(request: request)
         let sets = try Self.observedSets(parsed, model: model)
         let shape = try LiveAnswer.shape(parsed, model: model, serviceRoot: serviceRoot, pageSize: parameters.pageSize)
-        // What the commits since the last run changed, merged (a burst of commits, one run).
-        let unread = LockedValue(CommittedChange())
+        let (answers, continuation) = AsyncThrowingStream.makeStream(of: ODataResponse.self, bufferingPolicy: .bufferingNewest(1))
+        // The answer kept row by row (once built) and the last answer given, under one lock: answers are given under it,
+        // so that none is older than the one before.
+        let emitter = LockedValue<(live: LiveAnswer?, last: ODataResponse?)>((nil, nil))
+        let give = { @Sendable (answer: ODataResponse, state: inout (live: LiveAnswer?, last: ODataResponse?)) in
+            if answer.statusCode != state.last?.statusCode || answer.payload != state.last?.payload {
+                continuation.yield(answer)
+                state.last = answer
+            }
+        }
+        // A commit that needs the query run again signals the task (a burst of commits, one run).
         let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // Observing before the first read: a commit between the two runs the query again, never goes unseen.
         let observer = ChangeFeed.Observer(sets: sets, signal: { change in
-            unread.withLock { $0.formUnion(change) }
+            // The rows of a commit change a kept answer at once, on the committing thread (a few key reads); what
+            // needs the query run again goes to the task below.
+            // Until the task has run it, the commits after go to the task too: no answer applies rows to an older one.
+            if let shape, emitter.withLock({ state in
+                guard var live = state.live, let keys = change.keys(of: shape.set) else {
+                    state.live = nil
+                    return false
+                }
+                do {
+                    if try live.apply(keys, store: store, query: LocalQuery(store: store, model: model)) { give(live.response, &state) }
+                    state.live = live
+                    return true
+                } catch {
+                    state.live = nil  // the task runs the query again, and reports what fails
+                    return false
+                }
+            }) { return }
             signal.yield()
         }, end: { signal.finish() })
         guard let id = store.changeFeed.add(observer) else {
             throw OfflineODataError(.notOpen, "the offline store is not open")
         }
-        let first: ODataResponse
-        do { first = try read(request) } catch {
+        do {
+            let first = try read(request)
+            emitter.withLock { give(first, &$0) }
+        } catch {
             store.changeFeed.remove(id)
             throw error
         }
-        let (answers, continuation) = AsyncThrowingStream.makeStream(of: ODataResponse.self, bufferingPolicy: .bufferingNewest(1))
-        continuation.yield(first)
         let rerun = Task { [weak self] in
-            var last = first
-            var live: LiveAnswer?
             for await _ in signals {
                 guard let self, !Task.isCancelled else { break }
-                let change = unread.withLock { unread in
-                    defer { unread = CommittedChange() }
-                    return unread
-                }
                 do {
-                    let answer: ODataResponse
+                    store.changeFeed.queriesRunAgain.withLock { $0 += 1 }
                     if let shape {
-                        let query = LocalQuery(store: store, model: model)
-                        if var kept = live, let keys = change.keys(of: shape.set) {
-                            guard try kept.apply(keys, store: store, query: query) else {
-                                live = kept
-                                continue
-                            }
-                            live = kept
-                        } else {
-                            store.changeFeed.queriesRunAgain.withLock { $0 += 1 }
-                            live = try LiveAnswer(shape: shape, query: query)
+                        // Built under the lock: a commit's rows wait for it rather than be applied to an older answer.
+                        try emitter.withLock { state in
+                            let live = try LiveAnswer(shape: shape, query: LocalQuery(store: store, model: model))
+                            give(live.response, &state)
+                            state.live = live
                         }
-                        answer = live!.response
                     } else {
-                        store.changeFeed.queriesRunAgain.withLock { $0 += 1 }
-                        answer = try self.read(request)
-                    }
-                    if answer.statusCode != last.statusCode || answer.payload != last.payload {
-                        continuation.yield(answer)
-                        last = answer
+                        let answer = try self.read(request)
+                        emitter.withLock { give(answer, &$0) }
                     }
                 } catch let error as OfflineODataError where error == .notOpen {
                     break  // closed between the commit and this run

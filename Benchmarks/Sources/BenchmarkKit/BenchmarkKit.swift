@@ -196,3 +196,19 @@ public func jsonFile(bytes: Int) -> Data {
     return Data(text.utf8)
 }
 
+
+/// The times (`DispatchTime`'s uptime in nanoseconds) at which the elements of `sequence` reach a task of its own that
+/// iterates it: what the latency of a live query is measured with, the consumer not being the task that writes.
+/// Cancel the task to end it.
+public func arrivals<S: AsyncSequence & Sendable>(of sequence: S) -> (times: AsyncStream<UInt64>, consumer: Task<Void, Never>) where S.Element: Sendable {
+    let (times, arrived) = AsyncStream.makeStream(of: UInt64.self)
+    let consumer = Task {
+        do {
+            for try await _ in sequence { arrived.yield(DispatchTime.now().uptimeNanoseconds) }
+        } catch {
+            print("the observed sequence failed: \(error)")
+        }
+        arrived.finish()
+    }
+    return (times, consumer)
+}

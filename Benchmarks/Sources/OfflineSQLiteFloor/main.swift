@@ -101,8 +101,9 @@ func liveLatencies(_ database: DatabaseQueue) async throws -> (fromUpdate: [Doub
     let commits = CommitTimes()
     try await database.write { db in db.add(transactionObserver: commits, extent: .databaseLifetime) }
     let observation = ValueObservation.tracking { db in try answer(db, "SELECT * FROM items WHERE price < 2").0 }
-    var answers = observation.values(in: database, scheduling: .async(onQueue: DispatchQueue(label: "observation"))).makeAsyncIterator()
-    _ = try await answers.next()
+    let (arrivalTimes, consumer) = arrivals(of: observation.values(in: database, scheduling: .async(onQueue: DispatchQueue(label: "observation"))))
+    var arrived = arrivalTimes.makeAsyncIterator()
+    _ = await arrived.next()
     var live: [Double] = []
     var fromCommit: [Double] = []
     for round in 0..<300 {
@@ -110,12 +111,13 @@ func liveLatencies(_ database: DatabaseQueue) async throws -> (fromUpdate: [Doub
         try await database.write { db in
             try db.execute(sql: "UPDATE items SET name = ? WHERE itemID = ?", arguments: ["Live \(round)", observed[round % observed.count]])
         }
-        _ = try await answers.next()
+        guard let time = await arrived.next() else { fatalError("the observation ended") }
         if round >= 20 {
-            live.append(elapsed(since: begin))
-            fromCommit.append(elapsed(since: commits.last.withLock { $0 }))
+            live.append(Double(time - begin))
+            fromCommit.append(Double(time - commits.last.withLock { $0 }))
         }
     }
+    consumer.cancel()
     try await database.write { db in db.remove(transactionObserver: commits) }
     return (live, fromCommit)
 }

@@ -43,18 +43,6 @@ struct CommittedChange: Sendable, Hashable {
         return keys[set]
     }
 
-    /// Adds what a later commit changed (the changes an observer has not read yet, merged).
-    mutating func formUnion(_ other: CommittedChange) {
-        all = all || other.all
-        for set in other.sets {
-            guard let added = other.keys[set] else {
-                wrote(set: set)
-                continue
-            }
-            for key in added { wrote(set: set, key: key) }
-        }
-    }
-
     /// Whether the change can touch what reads `read` (`nil`: everything).
     func touches(_ read: Set<String>?) -> Bool {
         guard let read, !all else { return !isEmpty }
