@@ -16,8 +16,9 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
     /// `ErrorArchive` for theirs. A commit of other sets costs one set comparison per observer. A commit that wrote
     /// rows of one of them makes the query run again — except for a read of a whole entity set with no other option
     /// than `$filter` (on the entity's own properties) and `$select`, without paging: its answer is kept row by row,
-    /// and a commit that wrote a few of its rows (up to 64) changes it by reading those rows alone, by key, so that
-    /// the cost of a new answer does not grow with the set. An answer equal to the last one is not emitted. Coalesced: the query runs again once for a burst of commits, and a consumer slower than
+    /// and a commit that wrote a few of its rows (up to 64) changes it by reading those rows alone, by key, on the
+    /// committing thread, so that the cost of a new answer does not grow with the set. An answer equal to the last
+    /// one is not emitted. Coalesced: the query runs again once for a burst of commits, and a consumer slower than
     /// the commits gets the newest answer, never an older one after a newer one (the buffer holds one answer).
     ///
     /// The sequence ends when the task iterating it is cancelled (its observer is removed at once) or the store
@@ -53,9 +54,10 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
         // Observing before the first read: a commit between the two runs the query again, never goes unseen.
         let observer = ChangeFeed.Observer(sets: sets, signal: { change in
             // The rows of a commit change a kept answer at once, on the committing thread (a few key reads); what
-            // needs the query run again goes to the task below.
+            // needs the query run again goes to the task below, and so does a commit that finds the lock taken (by
+            // the task running the query, or another commit's rows): the committing thread never waits for a query.
             // Until the task has run it, the commits after go to the task too: no answer applies rows to an older one.
-            if let shape, emitter.withLock({ state in
+            if let shape, emitter.withLockIfAvailable({ state in
                 guard var live = state.live, let keys = change.keys(of: shape.set) else {
                     state.live = nil
                     return false
@@ -68,7 +70,7 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
                     state.live = nil  // the task runs the query again, and reports what fails
                     return false
                 }
-            }) { return }
+            }) == true { return }
             signal.yield()
         }, end: { signal.finish() })
         guard let id = store.changeFeed.add(observer) else {
@@ -87,7 +89,7 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
                 do {
                     store.changeFeed.queriesRunAgain.withLock { $0 += 1 }
                     if let shape {
-                        // Built under the lock: a commit's rows wait for it rather than be applied to an older answer.
+                        // Built under the lock: a commit meanwhile finds it taken and comes here again after.
                         try emitter.withLock { state in
                             let live = try LiveAnswer(shape: shape, query: LocalQuery(store: store, model: model))
                             give(live.response, &state)
