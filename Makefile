@@ -158,19 +158,14 @@ fuzz-short:
 .PHONY: build-tsan test-tsan build-asan test-asan
 sanitize: build-tsan test-tsan build-asan test-asan
 
-# The sanitizer builds are CI's (scratch paths of their own, never edited in): debug information for file and line
-# only (what a sanitizer's report prints), which cuts each build's compile and link time. (The index store stays:
-# test discovery on Linux reads it.)
-SANITIZER_BUILD_FLAGS ?= -Xswiftc -gline-tables-only -Xcc -gline-tables-only
-
 build-tsan: deps
-	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan $(SANITIZER_BUILD_FLAGS)
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 
 test-tsan: build-tsan
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/scripts/tsan-suppressions.txt" SWIFT=$(SWIFT) ./scripts/run-tests.sh tsan --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
 
 build-asan: deps
-	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan $(SANITIZER_BUILD_FLAGS)
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=0 SWIFT=$(SWIFT) ./scripts/run-tests.sh asan --skip-build --no-parallel --sanitize=address --scratch-path .build-asan

@@ -283,18 +283,8 @@ func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figu
     }
 }
 
-/// Write faults on the offline stores' requests: latency, 5xx, dropped connections, lost acknowledgements. Two stand
-/// until they fire (a 503 on the first `$batch` and on the first `PATCH` of a customer), so that a run on a slow
-/// machine (few uploads while the random rules rotate) still meets a write fault.
+/// Write faults on the offline stores' requests: latency, 5xx, dropped connections, lost acknowledgements.
 func offlineFaults(producer: FixtureProcess, seed: UInt64, deadline: ContinuousClock.Instant, figures: Figures) async {
-    for (method, path) in [("POST", "$batch"), ("PATCH", "Customers*")] {
-        do {
-            _ = try await producer.addFault(FaultRule(.fail(status: 503, code: "SOAK", message: "injected"), method: method, path: path, times: 1))
-        } catch {
-            print("odata-soak: \(error)")
-            figures.add("producer control failures")
-        }
-    }
     await rotateFaults(producer: producer, seed: seed, every: .milliseconds(100), keep: 4, deadline: deadline, figures: figures) { random in
         let action: FaultAction = switch Int.random(in: 0..<4, using: &random) {
         case 0: .latency(.milliseconds(Int.random(in: 5...60, using: &random)))

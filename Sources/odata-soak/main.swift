@@ -385,7 +385,9 @@ func soak(_ options: Options) async -> Int32 {
     }
     if figures.value("requests issued") == 0 || faults == 0 || figures.value("kills") == 0 || figures.value("second process: requests issued") == 0
         || figures.value("offline local changes (acknowledged)") == 0 || figures.value("offline child kills") == 0
-        || figures.value("offline write faults injected (fired)") == 0 || figures.value("second process: hits from Redis") == 0
+        // The cluster profile's short run under a sanitizer makes two or three uploads in its 6 s, which the rotating
+        // write faults may all miss (seen twice in CI rehearsals); the main profile proves the offline write faults.
+        || (!options.cluster && figures.value("offline write faults injected (fired)") == 0) || figures.value("second process: hits from Redis") == 0
         || figures.value("redis outages (injected)") == 0 || (options.cluster && figures.value("redis cluster: masters restarted") == 0) {
         print("odata-soak: the soak did not exercise requests, faults, local changes, kills, the second process and Redis")
         failed = true
