@@ -40,10 +40,8 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
         let sets = try Self.observedSets(parsed, model: model)
         let shape = try LiveAnswer.shape(parsed, model: model, serviceRoot: serviceRoot, pageSize: parameters.pageSize)
         let (answers, continuation) = AsyncThrowingStream.makeStream(of: ODataResponse.self, bufferingPolicy: .bufferingNewest(1))
-        // The answer kept row by row (once built) and the last answer given, under one lock: answers are given under it,
-        // so that none is older than the one before.
-        let emitter = LockedValue<(live: LiveAnswer?, last: ODataResponse?)>((nil, nil))
-        let give = { @Sendable (answer: ODataResponse, state: inout (live: LiveAnswer?, last: ODataResponse?)) in
+        let emitter = LockedValue<Emitter>(Emitter())
+        let give = { @Sendable (answer: ODataResponse, state: inout Emitter) in
             if answer.statusCode != state.last?.statusCode || answer.payload != state.last?.payload {
                 continuation.yield(answer)
                 state.last = answer
@@ -54,11 +52,11 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
         // Observing before the first read: a commit between the two runs the query again, never goes unseen.
         let observer = ChangeFeed.Observer(sets: sets, signal: { change in
             // The rows of a commit change a kept answer at once, on the committing thread (a few key reads); what
-            // needs the query run again goes to the task below, and so does a commit that finds the lock taken (by
-            // the task running the query, or another commit's rows): the committing thread never waits for a query.
+            // needs the query run again goes to the task below, and so does a commit while the task runs it: the
+            // committing thread never waits for a query (the lock guards a few rows' work at most).
             // Until the task has run it, the commits after go to the task too: no answer applies rows to an older one.
-            if let shape, emitter.withLockIfAvailable({ state in
-                guard var live = state.live, let keys = change.keys(of: shape.set) else {
+            if let shape, emitter.withLock({ state in
+                guard !state.running, var live = state.live, let keys = change.keys(of: shape.set) else {
                     state.live = nil
                     return false
                 }
@@ -70,7 +68,7 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
                     state.live = nil  // the task runs the query again, and reports what fails
                     return false
                 }
-            }) == true { return }
+            }) { return }
             signal.yield()
         }, end: { signal.finish() })
         guard let id = store.changeFeed.add(observer) else {
@@ -89,11 +87,17 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
                 do {
                     store.changeFeed.queriesRunAgain.withLock { $0 += 1 }
                     if let shape {
-                        // Built under the lock: a commit meanwhile finds it taken and comes here again after.
-                        try emitter.withLock { state in
-                            let live = try LiveAnswer(shape: shape, query: LocalQuery(store: store, model: model))
-                            give(live.response, &state)
-                            state.live = live
+                        // Run outside the lock; a commit meanwhile finds `running` and signals this task again.
+                        emitter.withLock { $0.running = true }
+                        let built: LiveAnswer
+                        do { built = try LiveAnswer(shape: shape, query: LocalQuery(store: store, model: model)) } catch {
+                            emitter.withLock { $0.running = false }
+                            throw error
+                        }
+                        emitter.withLock { state in
+                            state.live = built
+                            state.running = false
+                            give(built.response, &state)
                         }
                     } else {
                         let answer = try self.read(request)
@@ -116,6 +120,15 @@ extension OfflineODataProvider: ObservingDataServiceProvider {
             rerun.cancel()
         }
         return answers
+    }
+
+    /// An observation's answer kept row by row and the last answer given, under one lock (answers are given under it,
+    /// so none is older than the one before).
+    struct Emitter: Sendable {
+        var live: LiveAnswer?
+        var last: ODataResponse?
+        /// The observer's task is running the query (outside the lock): commits meanwhile go to it.
+        var running = false
     }
 
     /// When the open store last committed a change of its data (`DispatchTime.now().uptimeNanoseconds` right after
