@@ -188,7 +188,7 @@ public actor OfflineODataProvider {
                 for query in config.definingQueries where !definingQueryList.contains(where: { $0.name == query.name }) {
                     definingQueryList.append(query)
                 }
-                try store.declareIndexes(try DeclaredIndexes.wanted(definingQueryList, model: model, serviceRoot: serviceRoot), model: model)
+                try await store.declareIndexes(try DeclaredIndexes.wanted(definingQueryList, model: model, serviceRoot: serviceRoot), model: model)
                 try await switchUser(from: config, store: store)
             } else {
                 try await reported(.initialDownload) { try await initialDownload(store: store) }

@@ -145,7 +145,7 @@ import Testing
         let filler = String(repeating: "x", count: 1_000)
         var largestLog = 0
         for batch in 0..<600 {
-            try store.writeNow { changes in
+            try store.writeBlocking { changes in
                 for item in 0..<20 {
                     try changes.put(EntityRecord(set: "Things", key: "('\(batch)-\(item)')", order: Int64(batch * 20 + item), state: .downloaded,
                                                  entity: ["Filler": .string(filler), "Batch": .int(Int64(batch))], links: JSONObject()))
@@ -191,7 +191,7 @@ import Testing
         await provider.close()
         let path = directory.path + "/northwind"
         let damaged = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
-        try damaged.writeNow { changes in try changes.putMeta("metadata", Array("<edmx:Edmx>not a document".utf8)) }
+        try damaged.writeBlocking { changes in try changes.putMeta("metadata", Array("<edmx:Edmx>not a document".utf8)) }
         damaged.close()
 
         let store = try EntityStore.open(directory: path, parameters: Northwind.parameters(directory))
@@ -199,7 +199,7 @@ import Testing
         let record = EntityRecord(set: "Regions", key: "(1)", order: 1, state: .downloaded, entity: ["RegionID": .int(1)],
                                   original: nil, links: JSONObject(), inErrorState: false, isDeleteError: false, queries: [],
                                   needsRefresh: false)
-        let error = #expect(throws: OfflineODataError.self) { try store.writeNow { changes in try changes.put(record) } }
+        let error = #expect(throws: OfflineODataError.self) { try store.writeBlocking { changes in try changes.put(record) } }
         #expect(error == .invalidMetadata)
         #expect(error?.message.contains("$metadata does not parse") == true)
         #expect(store.table("Regions") == nil)

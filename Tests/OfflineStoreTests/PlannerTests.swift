@@ -61,7 +61,7 @@ import Testing
         var customer = try #require(try store.record(set: "Customers", key: "('FRANK')"))
         customer.entity["Fax"] = ["odd": true]
         let written = [product, customer]
-        try store.writeNow { changes in for record in written { try changes.put(record) } }
+        try store.writeBlocking { changes in for record in written { try changes.put(record) } }
         return (server, directory, provider)
     }
 
@@ -297,7 +297,7 @@ import Testing
         let configuration = StoreConfiguration(serviceRoot: "http://v2.example/", definingQueries: [], downloadComplete: true, deltaLinks: [:],
                                                metadata: ServiceModelV2Tests.edmx)
         let written = records
-        try store.writeNow { changes in
+        try store.writeBlocking { changes in
             try changes.putConfiguration(configuration)
             for record in written { try changes.put(record) }
         }

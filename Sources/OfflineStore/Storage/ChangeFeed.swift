@@ -51,8 +51,8 @@ struct CommittedChange: Sendable, Hashable {
 }
 
 /// The observers of one open store (``OfflineODataProvider/observe(_:)``): each names the sets its query reads and is
-/// signalled with the change after every commit that wrote one of them (``EntityStore/writeNow(_:)`` publishes,
-/// after the commit, on the writing thread: a signal applies a few rows to a ``LiveAnswer`` or schedules the
+/// signalled with the change after every commit that wrote one of them (``EntityStore/write(_:)`` publishes,
+/// after the commit, on the store's writer thread: a signal applies a few rows to a ``LiveAnswer`` or schedules the
 /// observer's next run of its query, and never waits for a query). Closing the store ends every observer.
 final class ChangeFeed: Sendable {
     /// One observer: the sets it reads (`nil`: all), what a matching commit calls, what closing the store calls.

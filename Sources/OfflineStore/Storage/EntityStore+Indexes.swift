@@ -39,13 +39,14 @@ extension EntityStore {
     }
 
     /// Builds the indexes of every table that are missing (``indexes(of:model:)``), each in a write transaction of
-    /// its own.
+    /// its own on the writer thread (``write(_:)``: an index over a million rows does not hold a thread of the
+    /// cooperative pool).
     ///
     /// - Parameter model: The service's model, when the caller has it parsed (else it is read from the configuration).
     /// - Returns: How many were built.
     /// - Throws: `OfflineODataError.storage`.
     @discardableResult
-    func buildMissingIndexes(model: ServiceModel? = nil) throws -> Int {
+    func buildMissingIndexes(model: ServiceModel? = nil) async throws -> Int {
         let tables = allTables()
         guard !tables.isEmpty else { return 0 }
         let existing = try existingIndexNames()
@@ -53,7 +54,8 @@ extension EntityStore {
         var built = 0
         for table in tables {
             for index in indexes(of: table, model: model) where !existing.contains(index.name) {
-                try writeNow { changes in try changes.createIndex(index.sql) }
+                let sql = index.sql
+                try await write { changes in try changes.createIndex(sql) }
                 built += 1
             }
         }
@@ -68,7 +70,7 @@ extension EntityStore {
     ///   - model: The service's model.
     /// - Throws: `OfflineODataError.invalidRequest` for a declared property that has no column in its set's table;
     ///   `.storage`.
-    func declareIndexes(_ wanted: [String: [String]], model: ServiceModel?) throws {
+    func declareIndexes(_ wanted: [String: [String]], model: ServiceModel?) async throws {
         wantedIndexes.withLock { $0 = wanted }
         for (set, properties) in wanted.sorted(by: { $0.key < $1.key }) {
             guard let table = table(set) else { continue }
@@ -76,7 +78,7 @@ extension EntityStore {
                 throw OfflineODataError(.invalidRequest, "the index '\(property)' names no primitive property of \(set)")
             }
         }
-        try buildMissingIndexes(model: model)
+        try await buildMissingIndexes(model: model)
     }
 }
 

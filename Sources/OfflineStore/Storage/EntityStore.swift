@@ -17,7 +17,8 @@ import TechnicalCache
 /// format is refused, and so is a store of the LMDB format that development builds wrote before SQLCipher
 /// (``refuseLMDBFormat(in:)``; that format was never released).
 ///
-/// Two connections: one writes (transactions serialized by its lock), one reads; with the write-ahead log a
+/// Two connections: one writes (on the store's writer thread, ``write(_:)``: a writing task suspends and no
+/// thread of the cooperative pool waits for the disk; transactions serialized by its lock), one reads; with the write-ahead log a
 /// read sees the last commit while a write goes on. Queries read rows through ``select(_:)`` and ``count(_:)``
 /// with the SQL the planner (`Query/`) made. Nothing reads a whole set into memory: sync reads the rows it needs
 /// by key, by a column, or through the partial index of flagged rows (`EntityStore+Flagged.swift`).
@@ -41,6 +42,11 @@ final class EntityStore: Sendable {
     /// The database key and page size, for the short-lived connection a media resource is read through (`+Media`).
     let mediaAccess: (key: [UInt8]?, pageSize: Int)
     private let writer: LockedValue<SQLCipherConnection?>
+    /// The thread ``write(_:)`` runs its transactions on: a task that writes suspends, and no thread of Swift's
+    /// cooperative pool waits for the disk, for the log's sync or for another writer's transaction.
+    private let writerQueue = DispatchQueue(label: "ODataStores.OfflineStore.writer")
+    /// Set on ``writerQueue`` (what a test proves the hop with: ``isOnWriterThread``).
+    private static let writerQueueKey = DispatchSpecificKey<Bool>()
     private let reader: ReadingConnection
     /// The tables of the entity sets, as committed.
     private let tables: LockedValue<[String: EntityTable]>
@@ -84,6 +90,7 @@ final class EntityStore: Sendable {
             let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4,
                                                     pageSize: writerConnection.pageSize)
             writer = LockedValue(writerConnection)
+            writerQueue.setSpecific(key: Self.writerQueueKey, value: true)
             reader = ReadingConnection(readerConnection)
             tables = LockedValue(try Self.loadCatalog(readerConnection))
         } catch {
@@ -345,13 +352,23 @@ final class EntityStore: Sendable {
         return parsed
     }
 
-    /// Runs `body` in one write transaction and, once it committed, publishes the catalog it changed.
+    /// Runs `body` in one write transaction on the store's writer thread and, once it committed, publishes the
+    /// catalog it changed and the change (``ChangeFeed/publish(_:)``, on that thread too).
+    ///
+    /// The calling task suspends until the transaction committed or failed; its thread goes on with other tasks.
+    /// Writes run one after another in the order they were called.
     func write<R: Sendable>(_ body: @escaping @Sendable (Changes) throws -> R) async throws -> R {
-        try writeNow(body)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+            writerQueue.async { continuation.resume(with: Result { try self.writeBlocking(body) }) }
+        }
     }
 
-    /// ``write(_:)`` on the calling thread.
-    func writeNow<R>(_ body: (Changes) throws -> R) throws -> R {
+    /// Whether the calling code runs on the store's writer thread (inside a ``write(_:)``'s body).
+    var isOnWriterThread: Bool { DispatchQueue.getSpecific(key: Self.writerQueueKey) == true }
+
+    /// ``write(_:)`` on the calling thread, which it blocks for the transaction (and for a write under way on
+    /// another thread): for synchronous callers — opening, tests — never from a task that others share a thread with.
+    func writeBlocking<R>(_ body: (Changes) throws -> R) throws -> R {
         let (result, wiped, catalog, committed) = try writer.withLock { connection in
             guard let connection else { throw OfflineODataError(.notOpen, "the offline store is closed") }
             let changes = Changes(store: self, connection: connection, tables: tables.withLock { $0 })

@@ -90,7 +90,7 @@ extension OfflineODataProvider {
             }
         }
         store.deferringIndexes.withLock { $0 = false }
-        try store.buildMissingIndexes(model: model)
+        try await store.buildMissingIndexes(model: model)
         self.configuration = configuration
         self.counters = counters
         try await downloadMedia(definingQueryList, store: store)
