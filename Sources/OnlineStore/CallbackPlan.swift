@@ -1,10 +1,6 @@
-/// The mode of an online store.
-public enum StoreMode: String, Sendable, Hashable, CaseIterable {
-    /// The default: the cached copy (if any) is delivered, then the server's.
-    case active
-    /// Answers from the technical cache alone; no network round trip.
-    case passive
-}
+/// The store's mode is TechnicalCache's (one name for passive mode in every module), re-exported so that code that
+/// imports OnlineStore names it as before.
+@_exported public import enum TechnicalCache.StoreMode
 
 /// The state of a store's technical cache, as the state tables see it.
 public enum CacheState: String, Sendable, Hashable, CaseIterable {
@@ -31,13 +27,13 @@ public enum CallbackPlan: Sendable, Hashable {
     case cacheThenServer
     /// Only the server: `requestServerResponse` or `requestFailed`.
     case serverOnly
-    /// Only the cache: `requestCacheResponse`, no network.
-    case cacheOnly
+    /// Passive mode's cached read: only the cache (`requestCacheResponse`), no network.
+    case passiveRead
     /// `requestFailed` at once, for this reason.
     case failure(String)
 
     /// Whether the plan asks the technical cache.
-    public var readsCache: Bool { self == .cacheThenServer || self == .cacheOnly }
+    public var readsCache: Bool { self == .cacheThenServer || self == .passiveRead }
     /// Whether the plan goes to the server.
     public var contactsServer: Bool { self == .cacheThenServer || self == .serverOnly }
 
@@ -65,7 +61,7 @@ public enum CallbackPlan: Sendable, Hashable {
         case (.passive, _, .disabled): return .failure("passive mode needs the technical cache, which is disabled")
         case (.passive, .other, _): return .failure("passive mode answers cached reads only; this request needs the server")
         case (.passive, .cachedRead, .closed): return .failure("passive mode needs the technical cache, which is closed")
-        case (.passive, .cachedRead, .open): return .cacheOnly
+        case (.passive, .cachedRead, .open): return .passiveRead
         }
     }
 }

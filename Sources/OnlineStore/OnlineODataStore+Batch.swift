@@ -60,7 +60,7 @@ extension OnlineODataStore {
             let assembled = MultipartBatch.encode(BatchResponse(parts: parts))
             let response = ODataResponse(statusCode: 200, headerFields: [.contentType: assembled.contentType], payload: assembled.body, isFromCache: true)
             execution.report(.cacheResponse(response))
-            if plan == .cacheOnly {
+            if plan == .passiveRead {
                 execution.report(.finished(response))
                 return
             }

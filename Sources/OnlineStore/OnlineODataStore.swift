@@ -173,7 +173,7 @@ public final class OnlineODataStore: Sendable {
     /// Whether the store is open.
     public var isOpen: Bool { state.withLock { $0.isOpen } }
 
-    /// The store's mode; the default is ``StoreMode/active``.
+    /// The store's mode; the default is `StoreMode.active`.
     public var mode: StoreMode { state.withLock { $0.mode } }
 
     /// Switches between active and passive mode.
@@ -322,13 +322,13 @@ public final class OnlineODataStore: Sendable {
         do { url = try root + request.relativeURL() } catch {
             // An active read reports its cache answer before any failure (SPEC); a request that
             // cannot become a URL has none.
-            if plan.readsCache && plan != .cacheOnly { execution?.report(.cacheResponse(nil)) }
+            if plan.readsCache && plan != .passiveRead { execution?.report(.cacheResponse(nil)) }
             return .finished(fail(execution, error))
         }
         var headers = options.defaultHeaderFields
         for field in request.headerFields { headers[fields: field.name] = request.headerFields[fields: field.name] }
         let sent = TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body)
-        if plan == .cacheOnly, let caching {
+        if plan == .passiveRead, let caching {
             // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
             let cacheResponse = caching.lookup(url).map { Self.response(from: $0, revalidated: false) }
             execution?.report(.cacheResponse(cacheResponse))
@@ -355,7 +355,7 @@ public final class OnlineODataStore: Sendable {
                     if yieldsBeforeNetwork { await Task.yield() }
                 })
                 switch outcome {
-                case .cacheOnly(let cached):
+                case .passive(let cached):
                     // Not asked for (passive reads end in `begin`); as passive mode would answer.
                     let cacheResponse = cached.map { Self.response(from: $0, revalidated: false) }
                     execution?.report(.finished(cacheResponse))

@@ -1,11 +1,13 @@
 import Foundation
 import HTTPTypes
 
-/// How a store uses its technical cache.
-public enum CacheMode: Sendable, Hashable {
-    /// Ask the server, revalidating with the stored entry's validators (the default).
+/// How a store uses its technical cache: the one name of passive mode, for ``CachingTransport``, ``CachePolicy``
+/// and the online store (`OnlineODataStore.mode`, whose state tables decide what a request does in each).
+public enum StoreMode: String, Sendable, Hashable, CaseIterable {
+    /// The default: ask the server, revalidating with the stored entry's validators; the online store delivers the
+    /// cached copy (if any) first.
     case active
-    /// Answer from the cache only; no network round-trip, the cache is never changed.
+    /// Answer from the technical cache alone: no network round trip, the cache is never changed.
     case passive
 }
 
@@ -90,7 +92,7 @@ public enum CachePolicy {
     ///     its own validators. The default is `nil`: always ask.
     ///   - now: The time to measure the entry's age at. The default is now.
     /// - Returns: The decision.
-    public static func decision(for request: CacheRequest, stored: CacheEntry?, mode: CacheMode, maxAge: Duration? = nil, now: Date = Date()) -> CacheDecision {
+    public static func decision(for request: CacheRequest, stored: CacheEntry?, mode: StoreMode, maxAge: Duration? = nil, now: Date = Date()) -> CacheDecision {
         switch strategy(for: request, stored: stored, mode: mode, maxAge: maxAge, now: now) {
         case .serveStored: return .serveStored
         case .unsatisfiable: return .unsatisfiable
@@ -113,7 +115,7 @@ public enum CachePolicy {
     }
 
     /// The rules of ``decision(for:stored:mode:maxAge:now:)``.
-    static func strategy(for request: CacheRequest, stored: CacheEntry?, mode: CacheMode, maxAge: Duration?, now: @autoclosure () -> Date) -> Strategy {
+    static func strategy(for request: CacheRequest, stored: CacheEntry?, mode: StoreMode, maxAge: Duration?, now: @autoclosure () -> Date) -> Strategy {
         guard isCacheable(request) else {
             return mode == .passive ? .unsatisfiable : .fetch
         }
@@ -148,7 +150,7 @@ public enum CachePolicy {
         status: Int,
         headers: HTTPFields,
         hasStoredEntry: Bool,
-        mode: CacheMode
+        mode: StoreMode
     ) -> CacheAction {
         guard mode == .active, request.useCache, isGET(request.method) else { return .leave }
         switch status {

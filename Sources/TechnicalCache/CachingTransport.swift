@@ -78,7 +78,7 @@ public enum CacheChange: String, Sendable, Hashable {
 /// What a ``CachingTransport`` made of one request.
 public enum CacheOutcome: Sendable {
     /// Passive mode: the stored entry, or `nil` when nothing is stored. The server was not asked.
-    case cacheOnly(CacheEntry?)
+    case passive(CacheEntry?)
     /// The stored entry answered without the server (younger than ``CachingTransport/maxAge``, or
     /// `Cache-Control: only-if-cached`).
     case fresh(CacheEntry)
@@ -151,13 +151,13 @@ public final class CachingTransport: HTTPTransport {
         guard cache.isOpen, CacheEntry.namesEqual(request.method, "GET") else { return try await upstream.send(request) }
         switch try await intercept(request) {
         case .network(let reply): return reply
-        case .fresh(let entry), .notModified(let entry), .cacheOnly(.some(let entry)):
+        case .fresh(let entry), .notModified(let entry), .passive(.some(let entry)):
             guard let file = request.responseBodyFile else { return Self.response(from: entry) }
             guard FileManager.default.createFile(atPath: file, contents: entry.payload, attributes: [.posixPermissions: 0o600]) else {
                 throw CacheError.fileSystem.with(detail: "cannot write the stored answer into \(file)")
             }
             return Self.response(status: entry.status, headerFields: entry.headers, body: Data())
-        case .unsatisfiable, .cacheOnly(nil): return Self.response(status: 504, headerFields: [:], body: Data())
+        case .unsatisfiable, .passive(nil): return Self.response(status: 504, headerFields: [:], body: Data())
         }
     }
 
@@ -170,18 +170,18 @@ public final class CachingTransport: HTTPTransport {
     ///
     /// - Parameters:
     ///   - request: The read, its URL the cache key.
-    ///   - mode: ``CacheMode/active`` (the default) or ``CacheMode/passive`` (the lookup only).
+    ///   - mode: ``StoreMode/active`` (the default) or ``StoreMode/passive`` (the lookup only).
     ///   - cacheAnswer: Receives the stored entry (or `nil`) before anything else happens.
     ///   - beforeNetwork: Runs once, just before the first request goes to ``upstream``.
     /// - Returns: What answers the request.
     /// - Throws: What ``upstream`` throws; `CancellationError` when the task was cancelled by the time the
     ///   server answered.
-    public func intercept(_ request: TransportRequest, mode: CacheMode = .active, cacheAnswer: (CacheEntry?) -> Void = { _ in },
+    public func intercept(_ request: TransportRequest, mode: StoreMode = .active, cacheAnswer: (CacheEntry?) -> Void = { _ in },
                           beforeNetwork: () async -> Void = {}) async throws -> CacheOutcome {
         let url = request.url
         let cached = lookup(url)
         cacheAnswer(cached)
-        if mode == .passive { return .cacheOnly(cached) }
+        if mode == .passive { return .passive(cached) }
         let cacheRequest = CacheRequest(method: request.method, headers: request.headerFields)
         var request = request
         var conditional = false

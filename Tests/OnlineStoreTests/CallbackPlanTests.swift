@@ -35,7 +35,7 @@ import Testing
         let name: String = switch plan {
         case .cacheThenServer: "cache+server"
         case .serverOnly: "server"
-        case .cacheOnly: "cache"
+        case .passiveRead: "cache"
         case .failure: "failure"
         }
         #expect(name == expected)

@@ -34,7 +34,7 @@ import Testing
         switch CallbackPlan.plan(mode: cell.mode, storeIsOpen: cell.storeOpen, cache: cell.cache, kind: cell.kind.tableKind) {
         case .cacheThenServer: activeSuccess
         case .serverOnly: serverSuccess
-        case .cacheOnly: passiveSuccess
+        case .passiveRead: passiveSuccess
         case .failure: immediateFailure
         }
     }

@@ -16,7 +16,7 @@ struct DecisionCase: Sendable, CustomTestStringConvertible {
     let name: String
     let request: CacheRequest
     let stored: CacheEntry?
-    let mode: CacheMode
+    let mode: StoreMode
     let expected: CacheDecision
     var testDescription: String { name }
 }
@@ -27,7 +27,7 @@ struct ActionCase: Sendable, CustomTestStringConvertible {
     let status: Int
     let headers: HTTPFields
     let hasStored: Bool
-    let mode: CacheMode
+    let mode: StoreMode
     let expected: CacheAction
     var testDescription: String { name }
 }

@@ -88,7 +88,7 @@ import Testing
         #expect(reply.status == 504)
         var answered: CacheEntry?? = .none
         let outcome = try await transport.intercept(TransportRequest(url: "https://h/x"), mode: .passive, cacheAnswer: { answered = .some($0) })
-        guard case .cacheOnly(nil) = outcome else { Issue.record("passive: \(outcome)"); return }
+        guard case .passive(nil) = outcome else { Issue.record("passive: \(outcome)"); return }
         #expect(answered == .some(nil))
         #expect(server.sent.withLock { $0.isEmpty })
     }
