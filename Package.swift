@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "SQLCipher", targets: ["SQLCipher"]),
         .library(name: "Redis", targets: ["Redis"]),
+        .library(name: "ODataKeys", targets: ["ODataKeys"]),
         .library(name: "TechnicalCache", targets: ["TechnicalCache"]),
         .library(name: "ODataQuery", targets: ["ODataQuery"]),
         .library(name: "ODataMetadata", targets: ["ODataMetadata"]),
@@ -79,10 +80,15 @@ let package = Package(
         .target(name: "SQLCipher", dependencies: ["CSQLCipher"]),
         // A Redis client over hiredis: the technical cache's optional shared second tier.
         .target(name: "Redis", dependencies: ["CHiredis", "ODataCore"]),
+        // The key kit both stores encrypt with: keys, passphrase derivation, key envelopes, key stores.
+        .target(
+            name: "ODataKeys",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]
+        ),
         .target(
             name: "TechnicalCache",
             dependencies: [
-                "LMDB", "ODataCore", "Redis", .product(name: "Logging", package: "swift-log"),
+                "LMDB", "ODataCore", "Redis", "ODataKeys", .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
@@ -121,7 +127,7 @@ let package = Package(
         .target(
             name: "OfflineStore",
             dependencies: [
-                "ODataCore", "CurlHTTP", "ODataSession", "SQLCipher", "TechnicalCache", "ODataQuery", "ODataTelemetry", "ODataTyped",
+                "ODataCore", "CurlHTTP", "ODataSession", "SQLCipher", "ODataKeys", "ODataQuery", "ODataTelemetry", "ODataTyped",
                 "ODataMetadata",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -226,7 +232,7 @@ let package = Package(
             dependencies: ["ODataTesting", "OnlineStore", "OfflineStore", "CurlHTTP", "ODataCore", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(name: "ODataFixturesTests", dependencies: ["ODataFixtures", "CurlHTTP"]),
-        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "CurlHTTP", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "Redis", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GuideTests", dependencies: ["OnlineStore", "CurlHTTP", "OfflineStore", "ODataTesting", "ODataTyped", "NorthwindProxies", "ODataSession", "TechnicalCache", "ODataKeys", "Redis", "ODataCore", "ODataTelemetry", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProofTests", dependencies: ["ODataCore", "ODataQuery", "OnlineStore", "TechnicalCache", "ODataFixtures", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(
             name: "ODataTypedTests",

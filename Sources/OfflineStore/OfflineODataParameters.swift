@@ -3,7 +3,7 @@ public import CurlHTTP
 public import ODataCore
 public import ODataTelemetry
 public import ODataSession
-public import TechnicalCache
+public import ODataKeys
 import Foundation
 import SQLCipher
 

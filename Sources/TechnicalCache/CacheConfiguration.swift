@@ -120,7 +120,7 @@ public struct CacheConfiguration: Sendable, Hashable {
         if case .periodic(let interval) = durability, interval < .zero {
             throw CacheError.invalidConfiguration.with(detail: "the sync interval must not be negative")
         }
-        try keyDerivation.validate()
+        do { try keyDerivation.validate() } catch { throw CacheError(error) }
         try secondTier?.validate()
     }
 

@@ -1,3 +1,5 @@
+public import ODataKeys
+
 /// An error of the technical cache, its sealing (encryption) or its key store.
 ///
 /// Match a kind with its static member, as with an enum case:
@@ -73,6 +75,22 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let invalidEntry = CacheError(.invalidEntry, "invalid cache entry")
     /// A file or directory could not be created, locked or removed.
     public static let fileSystem = CacheError(.fileSystem, "a cache file operation failed")
+
+    /// The cache's error for a failure of the key kit (`ODataKeys`): the same kind where the cache has one, the
+    /// kit's detail text (which names no key material) and the kit's error as ``underlying``.
+    ///
+    /// - Parameter error: What the key kit threw.
+    public init(_ error: KeyError) {
+        let code: Code = switch error.kind {
+        case .invalidKey: .invalidKey
+        case .wrongKey: .wrongKey
+        case .invalidDerivation: .invalidConfiguration
+        case .corruptEnvelope: .corruptRecord
+        case .keyStore: .keyStore
+        case .keyUnavailable: .keyUnavailable
+        }
+        self.init(code, code == .wrongKey ? CacheError.wrongKey.detail : error.detail, underlying: error)
+    }
 
     /// The same kind of error with a more precise detail text and, when there is one, the error that caused it.
     ///

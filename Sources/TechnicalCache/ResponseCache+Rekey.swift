@@ -28,7 +28,8 @@ extension ResponseCache {
         }
         let newKey = SealingKey.random()
         let secret = newKey.withUnsafeBytes { Data($0) } + old.indexKey.withUnsafeBytes { Data($0) }
-        let envelope = try KeyEnvelope.seal(secret: secret, passphrase: passphrase, derivation: configuration.keyDerivation)
+        let envelope: KeyEnvelope
+        do { envelope = try KeyEnvelope.seal(secret: secret, passphrase: passphrase, derivation: configuration.keyDerivation) } catch { throw CacheError(error) }
         let newSealer = Sealer(key: newKey)
         var failures = 0
         var refreshes = OpenCache.RefreshFlush()

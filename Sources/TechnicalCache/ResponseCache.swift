@@ -212,6 +212,9 @@ public final class ResponseCache: Sendable {
         } catch let error as CacheError {
             environment.close()
             throw error
+        } catch let error as KeyError {
+            environment.close()
+            throw CacheError(error)
         } catch {
             environment.close()
             throw CacheError.storage.with(detail: "cannot open the cache in \(directory): \(error)", underlying: error)
@@ -222,7 +225,8 @@ public final class ResponseCache: Sendable {
         guard secret.count == 2 * SealingKey.byteCount else {
             throw CacheError.corruptRecord.with(detail: "the key-check record holds \(secret.count) bytes of key material")
         }
-        let dataKey = try SealingKey(bytes: secret.prefix(SealingKey.byteCount))
+        let dataKey: SealingKey
+        do { dataKey = try SealingKey(bytes: secret.prefix(SealingKey.byteCount)) } catch { throw CacheError(error) }
         let indexKey = SymmetricKey(data: secret.suffix(SealingKey.byteCount))
         return CacheCrypto(sealer: Sealer(key: dataKey), indexKey: indexKey, generation: generation)
     }

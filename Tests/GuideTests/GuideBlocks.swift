@@ -6,6 +6,7 @@ import HTTPTypes
 import Logging
 import NorthwindProxies
 import ODataCore
+import ODataKeys
 import ODataSession
 import ODataTelemetry
 import ODataTesting

@@ -28,7 +28,7 @@ import TechnicalCache
     }
 
     @Test func sealingKeyNeeds32Bytes() throws {
-        #expect(throws: CacheError.invalidKey) { try SealingKey(bytes: [UInt8](repeating: 1, count: 31)) }
+        #expect(throws: KeyError.invalidKey) { try SealingKey(bytes: [UInt8](repeating: 1, count: 31)) }
         let key = try SealingKey(bytes: [UInt8](repeating: 1, count: 32))
         let copy = key.withUnsafeBytes { Array($0) }
         #expect(copy == [UInt8](repeating: 1, count: 32))
@@ -58,9 +58,9 @@ import TechnicalCache
     }
 
     @Test func badDerivationInputIsRefused() {
-        #expect(throws: CacheError.invalidKey) { try cheapDerivation.deriveKey(from: "", salt: Data([1])) }
-        #expect(throws: CacheError.invalidConfiguration) { try KeyDerivation.pbkdf2(rounds: 0).deriveKey(from: "x", salt: Data([1])) }
-        #expect(throws: CacheError.invalidConfiguration) { try KeyDerivation.scrypt(costLog2: 40).deriveKey(from: "x", salt: Data([1])) }
+        #expect(throws: KeyError.invalidKey) { try cheapDerivation.deriveKey(from: "", salt: Data([1])) }
+        #expect(throws: KeyError.invalidDerivation) { try KeyDerivation.pbkdf2(rounds: 0).deriveKey(from: "x", salt: Data([1])) }
+        #expect(throws: KeyError.invalidDerivation) { try KeyDerivation.scrypt(costLog2: 40).deriveKey(from: "x", salt: Data([1])) }
     }
 
     @Test func envelopeOpensWithTheRightPassphraseOnly() throws {
@@ -70,7 +70,7 @@ import TechnicalCache
         #expect(envelope.derivation == cheapDerivation)
         let restored = try KeyEnvelope(serialized: envelope.serialized)
         #expect(try restored.open(passphrase: "right") == secret)
-        #expect(throws: CacheError.wrongKey) { try restored.open(passphrase: "wrong") }
+        #expect(throws: KeyError.wrongKey) { try restored.open(passphrase: "wrong") }
         // The secret is not in the record in clear.
         #expect(envelope.serialized.range(of: secret) == nil)
         // A new passphrase wraps the same secret under a new salt.
@@ -82,13 +82,13 @@ import TechnicalCache
     @Test func damagedEnvelopesAreRefused() throws {
         let envelope = try KeyEnvelope.seal(secret: Data(repeating: 1, count: 64), passphrase: "p", derivation: cheapDerivation)
         let bytes = envelope.serialized
-        #expect(throws: CacheError.corruptRecord) { try KeyEnvelope(serialized: bytes.prefix(10)) }
-        #expect(throws: CacheError.corruptRecord) { try KeyEnvelope(serialized: Data("XXXX".utf8) + bytes.dropFirst(4)) }
-        #expect(throws: CacheError.corruptRecord) { try KeyEnvelope(serialized: bytes + Data([0])) }
+        #expect(throws: KeyError.corruptEnvelope) { try KeyEnvelope(serialized: bytes.prefix(10)) }
+        #expect(throws: KeyError.corruptEnvelope) { try KeyEnvelope(serialized: Data("XXXX".utf8) + bytes.dropFirst(4)) }
+        #expect(throws: KeyError.corruptEnvelope) { try KeyEnvelope(serialized: bytes + Data([0])) }
         // A flipped byte in the sealed secret is a wrong key, not a crash.
         var flipped = bytes
         flipped[flipped.count - 5] ^= 0xFF
-        #expect(throws: CacheError.wrongKey) { try KeyEnvelope(serialized: flipped).open(passphrase: "p") }
+        #expect(throws: KeyError.wrongKey) { try KeyEnvelope(serialized: flipped).open(passphrase: "p") }
     }
 
     @Test func fileKeyStoreKeepsAnOwnerOnlyKey() throws {
@@ -104,7 +104,30 @@ import TechnicalCache
         #expect(try store.loadKey() == key)
         #expect(try permissions(dir.path + "/k") == 0o600)
         try Data().write(to: URL(fileURLWithPath: dir.path + "/k"))
-        #expect(throws: CacheError.keyStore) { try store.loadKey() }
-        #expect(throws: CacheError.keyStore) { try FileKeyStore(path: dir.path + "/missing/dir/k").saveKey("x") }
+        #expect(throws: KeyError.keyStore) { try store.loadKey() }
+        #expect(throws: KeyError.keyStore) { try FileKeyStore(path: dir.path + "/missing/dir/k").saveKey("x") }
+    }
+}
+
+/// The key kit's errors reach a cache's caller as the cache's own (`CacheError(_:)`), and an offline store's caller
+/// as the store's: one kit, each module its own error.
+@Suite struct KeyErrorMappingTests {
+    @Test(arguments: [(KeyError.invalidKey, CacheError.invalidKey), (.wrongKey, .wrongKey), (.invalidDerivation, .invalidConfiguration),
+                      (.corruptEnvelope, .corruptRecord), (.keyStore, .keyStore), (.keyUnavailable, .keyUnavailable)])
+    func eachKindBecomesTheCachesKind(kit: KeyError, cache: CacheError) {
+        let mapped = CacheError(kit.with(detail: "detail of the kit"))
+        #expect(mapped == cache)
+        #expect(mapped.underlying as? KeyError == kit)
+    }
+
+    @Test func aKeyStoreThatCannotSaveFailsTheCachesOpenWithTheCachesError() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        let error = #expect(throws: CacheError.self) {
+            try cache.open(encryption: .keyStore(FileKeyStore(path: dir.path + "/missing/dir/key")))
+        }
+        #expect(error == .keyStore)
+        #expect(error?.underlying is KeyError)
     }
 }

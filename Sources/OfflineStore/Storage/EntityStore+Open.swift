@@ -1,4 +1,5 @@
 import Foundation
+import ODataKeys
 import ODataTyped
 import SQLCipher
 
@@ -20,12 +21,13 @@ extension EntityStore {
         try refuseLMDBFormat(in: directory)
         let secret: Data?
         if let stored = try StoreKeyCheck.read(in: directory) {
-            secret = try StoreKeyCheck.open(stored, parameters: parameters, directory: directory)
+            do { secret = try StoreKeyCheck.open(stored, parameters: parameters, directory: directory) } catch let error as KeyError { throw StoreKeyCheck.storeError(error) }
         } else {
             if let size = try? FileManager.default.attributesOfItem(atPath: databasePath(in: directory))[.size] as? Int, size > 0 {
                 throw OfflineODataError(.storage, "the store at \(directory) has lost its key-check record; it cannot be opened")
             }
-            let (record, created) = try StoreKeyCheck.create(parameters: parameters, directory: directory)
+            let (record, created): ([UInt8], Data?)
+            do { (record, created) = try StoreKeyCheck.create(parameters: parameters, directory: directory) } catch let error as KeyError { throw StoreKeyCheck.storeError(error) }
             try StoreKeyCheck.write(record, in: directory)
             secret = created
         }

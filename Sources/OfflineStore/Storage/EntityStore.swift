@@ -3,7 +3,7 @@ import ODataCore
 import ODataTyped
 import SQLCipher
 import Synchronization
-import TechnicalCache
+import ODataKeys
 
 /// The storage of an offline store: one SQLCipher database (`store.db` in the store's directory, keyed with
 /// ``StoreKeyCheck/databaseKey(secret:)``; plaintext only for a store without encryption) beside its key-check

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import TechnicalCache
+import ODataKeys
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,7 +22,8 @@ enum StoreKeyCheck {
 
     /// Opens a stored record with the parameters' key: the store's secret, or `nil` for a plaintext store.
     ///
-    /// - Throws: `OfflineODataError.wrongKey` (the key does not open it, or the default key is lost),
+    /// - Throws: `KeyError` (`.wrongKey`: the key does not open it; ``storeError(_:)`` makes it the store's error),
+    ///   `OfflineODataError.wrongKey` (the default key is lost),
     ///   `.encryptionMismatch` (a key for a plaintext store, or none for an encrypted one), `.storage` (corrupt).
     static func open(_ stored: [UInt8], parameters: OfflineODataParameters, directory: String) throws -> Data? {
         if stored == plaintextMarker {
@@ -40,18 +41,14 @@ enum StoreKeyCheck {
             passphrase = key
         } else if parameters.disableDefaultEncryptionKey {
             throw OfflineODataError(.encryptionMismatch, "the store is encrypted; give its storeEncryptionKey")
-        } else if let key = try? keyStore(parameters, directory).loadKey() {
+        } else if let key = try keyStore(parameters, directory).passphrase(creatingIfMissing: false) {
             passphrase = key
         } else {
             throw OfflineODataError(.wrongKey, "the store is encrypted with a default key but the key store holds none")
         }
-        do {
-            let secret = try envelope.open(passphrase: passphrase)
-            guard secret.count == 64 else { throw OfflineODataError(.storage, "the store's key material has \(secret.count) bytes, expected 64") }
-            return secret
-        } catch let error as CacheError where error == CacheError.wrongKey {
-            throw OfflineODataError(.wrongKey, "the encryption key does not open this store; nothing was changed")
-        }
+        let secret = try envelope.open(passphrase: passphrase)
+        guard secret.count == 64 else { throw OfflineODataError(.storage, "the store's key material has \(secret.count) bytes, expected 64") }
+        return secret
     }
 
     /// A record for a new store: its bytes and the secret it holds (`nil`: plaintext). A default key is made and
@@ -62,12 +59,8 @@ enum StoreKeyCheck {
             passphrase = key
         } else if parameters.disableDefaultEncryptionKey {
             passphrase = nil
-        } else if let key = try keyStore(parameters, directory).loadKey() {
-            passphrase = key
         } else {
-            let key = FileKeyStore.generateKey()
-            try keyStore(parameters, directory).saveKey(key)
-            passphrase = key
+            passphrase = try keyStore(parameters, directory).passphrase(creatingIfMissing: true)
         }
         guard let passphrase else { return (plaintextMarker, nil) }
         let secret = randomSecret()
@@ -81,6 +74,18 @@ enum StoreKeyCheck {
         SealingKey.random().withUnsafeBytes { secret.append(contentsOf: $0) }
         SealingKey.random().withUnsafeBytes { secret.append(contentsOf: $0) }
         return secret
+    }
+
+    /// The offline store's error for a failure of the key kit (``open(_:parameters:directory:)`` and
+    /// ``create(parameters:directory:)`` throw nothing else of it): the kit's detail, which names no key material.
+    static func storeError(_ error: KeyError) -> OfflineODataError {
+        switch error.kind {
+        case .wrongKey: return OfflineODataError(.wrongKey, "the encryption key does not open this store; nothing was changed")
+        case .keyUnavailable: return OfflineODataError(.wrongKey, "the store is encrypted with a default key but the key store holds none")
+        case .invalidKey, .invalidDerivation: return OfflineODataError(.invalidParameters, error.detail)
+        case .keyStore: return OfflineODataError(.storage, "the store's key store failed: \(error.detail)")
+        case .corruptEnvelope: return OfflineODataError(.storage, "the store's key-check record is corrupt")
+        }
     }
 
     private static func keyStore(_ parameters: OfflineODataParameters, _ directory: String) -> any KeyStore {

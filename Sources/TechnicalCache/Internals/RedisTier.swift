@@ -64,7 +64,8 @@ final class RedisTier: Sendable {
     /// a fixed label and the namespace, so a guess of the passphrase must be checked per namespace.
     static func deriveCrypto(passphrase: String, namespace: String, derivation: KeyDerivation) throws(CacheError) -> CacheCrypto {
         let salt = Array(SHA256.hash(data: Data("ODataStores Redis tier v1\u{0}".utf8) + Data(namespace.utf8)))
-        let master = try derivation.deriveKey(from: passphrase, salt: salt)
+        let master: SealingKey
+        do { master = try derivation.deriveKey(from: passphrase, salt: salt) } catch { throw CacheError(error) }
         let dataKey = HKDF<SHA256>.expand(pseudoRandomKey: master.symmetricKey, info: Data("ODataStores Redis tier data key".utf8), outputByteCount: 32)
         let indexKey = HKDF<SHA256>.expand(pseudoRandomKey: master.symmetricKey, info: Data("ODataStores Redis tier index key".utf8), outputByteCount: 32)
         return CacheCrypto(sealer: Sealer(key: SealingKey(dataKey)), indexKey: indexKey, generation: 0)
