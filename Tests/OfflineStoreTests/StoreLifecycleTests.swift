@@ -79,6 +79,32 @@ final class StateRecorder: OfflineODataDelegate {
         }
     }
 
+    /// A key store that stops answering (a secret service down) fails the open as a storage error that says so,
+    /// not as a lost key; the store and its key are untouched and open again once the key store answers.
+    @Test func aKeyStoreThatFailsToLoadIsAStorageErrorNotALostKey() async throws {
+        struct Unavailable: KeyStore {
+            struct Down: Error {}
+            func loadKey() throws -> String? { throw Down() }
+            func saveKey(_ key: String) throws { throw Down() }
+        }
+        try await withTemporaryDirectory { directory in
+            var parameters = Self.parameters(directory, transport: Self.backEnd())
+            let keyPath = directory.appendingPathComponent("secrets.key").path
+            parameters.keyStore = FileKeyStore(path: keyPath)
+            try await Self.openedProvider(parameters).close()
+            let key = try #require(try FileKeyStore(path: keyPath).loadKey())
+            var failing = parameters
+            failing.keyStore = Unavailable()
+            let error = await #expect(throws: OfflineODataError.self) { try await Self.openedProvider(failing) }
+            #expect(error == .storage, "\(String(describing: error))")
+            #expect(error?.message.contains("key store") == true, "\(String(describing: error))")
+            #expect(error.map { "\($0)" }?.contains(key) == false, "the error names no key")
+            let again = try await Self.openedProvider(parameters)
+            #expect(try await again.execute(.get("Products")).entitySet().entities.count == 1)
+            await again.close()
+        }
+    }
+
     @Test func aStorePathThatDoesNotExistRemovesNothing() throws {
         let parameters = OfflineODataParameters(storeName: "shop", storePath: "/nonexistent-\(UUID().uuidString)")
         try OfflineODataProvider.removeStore(parameters: parameters)
