@@ -1,4 +1,7 @@
-public import ODataCore
+import ODataCore
+/// A failed request has one type, the ErrorArchive's entry: the delegate and the upload's result report the entry the
+/// archive holds.
+@_exported public import struct ODataTyped.ErrorArchiveEntry
 
 /// The state of an offline store.
 public enum OfflineODataStoreState: String, Sendable, Hashable {
@@ -46,55 +49,6 @@ public struct OfflineODataDownloadProgress: Sendable, Hashable {
     }
 }
 
-/// A queued request that failed during an upload, reported once to the delegate and kept in the
-/// `ErrorArchive`.
-public struct OfflineODataFailedRequest: Sendable, Hashable {
-    /// The queued request's ID.
-    public var requestID: Int64
-    /// The HTTP method.
-    public var method: String
-    /// The URL relative to the service root, as sent (or as it would have been sent).
-    public var url: String
-    /// The body, if any.
-    public var body: String?
-    /// The application's tag of the request.
-    public var customTag: String?
-    /// The HTTP status of the back end's answer; `nil` for a transport error or a request not sent.
-    public var statusCode: Int?
-    /// The back end's OData error, when it gave one.
-    public var serviceError: ODataServiceError?
-    /// What went wrong, for a person (the OData message, the transport error, or the failed request
-    /// this one depended on).
-    public var message: String
-    /// `Set(key)` of the entity the request affected.
-    public var affectedEntity: String
-
-    /// Creates a report.
-    ///
-    /// - Parameters:
-    ///   - requestID: The request's ID.
-    ///   - method: The HTTP method.
-    ///   - url: The relative URL.
-    ///   - body: The body.
-    ///   - customTag: The application's tag.
-    ///   - statusCode: The HTTP status, if an answer came.
-    ///   - serviceError: The OData error, if any.
-    ///   - message: What went wrong.
-    ///   - affectedEntity: The affected entity's reference.
-    public init(requestID: Int64, method: String, url: String, body: String?, customTag: String?, statusCode: Int?,
-                serviceError: ODataServiceError?, message: String, affectedEntity: String) {
-        self.requestID = requestID
-        self.method = method
-        self.url = url
-        self.body = body
-        self.customTag = customTag
-        self.statusCode = statusCode
-        self.serviceError = serviceError
-        self.message = message
-        self.affectedEntity = affectedEntity
-    }
-}
-
 /// Receives an offline store's state changes and progress. Calls arrive on the provider's
 /// executor, in order; keep them short.
 public protocol OfflineODataDelegate: AnyObject, Sendable {
@@ -116,8 +70,8 @@ public protocol OfflineODataDelegate: AnyObject, Sendable {
     ///
     /// - Parameters:
     ///   - provider: The provider.
-    ///   - failure: The request and its error.
-    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest)
+    ///   - failure: The request and its error: the entry the `ErrorArchive` holds for it, committed before this call.
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: ErrorArchiveEntry)
 
     /// An upload made progress (after each queued request is settled).
     ///
@@ -178,7 +132,7 @@ extension OfflineODataDelegate {
     /// - Parameters:
     ///   - provider: The provider.
     ///   - failure: The failure.
-    public func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {}
+    public func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: ErrorArchiveEntry) {}
 
     /// Does nothing.
     ///

@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import Logging
 import ODataCore
+import ODataTyped
 import ODataTelemetry
 import Tracing
 
@@ -63,9 +64,9 @@ extension OfflineODataProvider {
         telemetry.counter(MetricName.uploadedRequests, [("result", "failed")]).increment(by: Int64(result.failed.count))
         for failure in result.failed {
             telemetry.logger.warning("offline request failed", metadata: [
-                "request_id": .stringConvertible(failure.requestID), "method": .string(failure.method),
-                "status": .string(failure.statusCode.map(String.init) ?? "none"),
-                "code": .string(failure.serviceError?.code ?? ""),
+                "request_id": .stringConvertible(failure.requestID), "method": .string(failure.requestMethod),
+                "status": .string(failure.httpStatusCode.map(String.init) ?? "none"),
+                "code": .string(failure.code ?? ""),
             ])
         }
         telemetry.logger.debug("offline upload settled requests", metadata: [

@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 import ODataCore
+import ODataTyped
 import ODataQuery
 import ODataTelemetry
 import Synchronization
@@ -280,7 +281,7 @@ public actor OfflineODataProvider {
         delegate?.offlineODataProvider(self, didChangeState: newState)
     }
 
-    func reportFailure(_ failure: OfflineODataFailedRequest) {
+    func reportFailure(_ failure: ErrorArchiveEntry) {
         delegate?.offlineODataProvider(self, requestDidFail: failure)
     }
 

@@ -23,9 +23,9 @@ extension Session {
         return true
     }
 
-    private func sayFailures(_ failures: [OfflineODataFailedRequest]) {
+    private func sayFailures(_ failures: [ErrorArchiveEntry]) {
         for failure in failures {
-            say("failed \(failure.requestID) \(failure.method) \(failure.url): \(failure.statusCode.map(String.init) ?? "-") \(failure.message)")
+            say("failed \(failure.requestID) \(failure.requestMethod) \(failure.requestURL): \(failure.httpStatusCode.map(String.init) ?? "-") \(failure.message)")
         }
     }
 

@@ -423,8 +423,8 @@ final class StoreObserver: OfflineODataDelegate {
         print("download:", progress.definingQuery, progress.entities, "entities", progress.isComplete ? "(complete)" : "")
     }
 
-    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
-        print("upload failed:", failure.method, failure.url, failure.statusCode ?? 0, failure.message)
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: ErrorArchiveEntry) {
+        print("upload failed:", failure.requestMethod, failure.requestURL, failure.httpStatusCode ?? 0, failure.message)
     }
 }
 
@@ -586,7 +586,7 @@ func OfflineStore_OfflineSync_4(store: OnlineODataStore, provider: OfflineODataP
 let result = try await provider.upload()
 try await provider.download()
 for failure in result.failed {
-    print("to repair:", failure.requestID, failure.statusCode ?? 0, failure.message)
+    print("to repair:", failure.requestID, failure.httpStatusCode ?? 0, failure.message)
 }
     _ = result
     }
@@ -614,8 +614,8 @@ func OfflineStore_RepairingErrors_0(store: OnlineODataStore, provider: OfflineOD
     do {
 let result = try await provider.upload()
 for failure in result.failed {
-    print(failure.requestID, failure.method, failure.url, failure.statusCode ?? 0,
-          failure.serviceError?.code ?? "", failure.message)
+    print(failure.requestID, failure.requestMethod, failure.requestURL, failure.httpStatusCode ?? 0,
+          failure.code ?? "", failure.message)
 }
     _ = result
     }
@@ -924,9 +924,9 @@ try OfflineODataProvider.removeStore(parameters: OfflineODataParameters(storeNam
 // Sources/OfflineStore/OfflineStore.docc/TheSAPSDKCallByCall.md, block 6
 enum OfflineStore_TheSAPSDKCallByCall_6 {
 final class RequestErrorDelegate: OfflineODataDelegate {
-    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: ErrorArchiveEntry) {
         /// A. Notify the user that a create, update or delete failed
-        print("request \(failure.requestID) \(failure.method) \(failure.url) failed: \(failure.statusCode ?? 0) \(failure.message)")
+        print("request \(failure.requestID) \(failure.requestMethod) \(failure.requestURL) failed: \(failure.httpStatusCode ?? 0) \(failure.message)")
         /// B. Purge its entry from the ErrorArchive later, with a DELETE (below)
     }
 }

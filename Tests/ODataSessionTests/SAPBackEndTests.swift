@@ -179,7 +179,7 @@ import Testing
         // The create failed, naming CSRF; the update and the delete after it still went (the delete of the
         // product that was never created fails at the back end in its turn).
         let failure = try #require(result.failed.first)
-        #expect(failure.method == "POST" && failure.statusCode == 403)
+        #expect(failure.requestMethod == "POST" && failure.httpStatusCode == 403)
         #expect(failure.message.contains("CSRF"))
         #expect(try sap.logged(method: "POST", path: "ProductSet").count == 2)  // one retry, no more
         #expect(provider.session.statistics.csrfTokenFetches == 2)
@@ -381,7 +381,7 @@ import Testing
         try await queueChanges(provider, partner: partner, newProduct: "ZZ-SECRT2")
         try sap.admin("POST", "faults", json: #"{"match":"BusinessPartnerSet","method":"MERGE","scenario":"precondition"}"#)
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [412])  // an ErrorArchive entry to search
+        #expect(result.failed.map(\.httpStatusCode) == [412])  // an ErrorArchive entry to search
         let archive = try await provider.execute(.get("ErrorArchive")).payload
         await provider.close()
 

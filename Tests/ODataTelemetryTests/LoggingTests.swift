@@ -58,7 +58,7 @@ import Testing
         _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "ProductSet('HT-1000')", body: Data(#"{"Name":"Renamed in a payload"}"#.utf8)))
         _ = try sap.admin("POST", "faults", json: #"{"match":"ProductSet","method":"MERGE","scenario":"precondition"}"#)  // a V2 service: MERGE
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [412])
+        #expect(result.failed.map(\.httpStatusCode) == [412])
         await provider.close()
 
         let log = lines.withLock { $0 }

@@ -65,10 +65,10 @@ private struct ScenarioOutcome: Equatable {
         var outcome = ScenarioOutcome(sent: result.sent, succeeded: result.succeeded)
         #expect(try await provider.hasPendingUpload == false)
         outcome.failures = recorder.failures.withLock { $0 }.map {
-            "\($0.requestID) \($0.statusCode.map(String.init) ?? "-") \($0.serviceError?.code ?? "-") \($0.message) \($0.affectedEntity)"
+            "\($0.requestID) \($0.httpStatusCode.map(String.init) ?? "-") \($0.code ?? "-") \($0.message) \($0.affectedEntityReference)"
         }
         #expect(outcome.failures == result.failed.map {
-            "\($0.requestID) \($0.statusCode.map(String.init) ?? "-") \($0.serviceError?.code ?? "-") \($0.message) \($0.affectedEntity)"
+            "\($0.requestID) \($0.httpStatusCode.map(String.init) ?? "-") \($0.code ?? "-") \($0.message) \($0.affectedEntityReference)"
         })
         outcome.archive = try await provider.getAll("ErrorArchive?$orderby=RequestID").map { row in
             ["RequestID", "RequestMethod", "RequestURL", "RequestBody", "HTTPStatusCode", "Code", "Message", "Domain", "AffectedEntityReference"]

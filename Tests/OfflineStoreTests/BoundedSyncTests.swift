@@ -68,7 +68,7 @@ import Testing
 
         // The upload fails (the producer changed the order: 412); once the failed change is given up, the next
         // download reads the entity again: found through the index of flagged rows.
-        #expect(try await provider.upload().failed.map(\.statusCode) == [412])
+        #expect(try await provider.upload().failed.map(\.httpStatusCode) == [412])
         let entry = try #require(try await provider.getAll("ErrorArchive").first?["RequestID"]?.intValue)
         _ = try await provider.execute(.local("DELETE", "ErrorArchive(\(entry))"))
         #expect(try store.recordsNeedingRefresh().map(\.reference) == ["Orders(10248)"])

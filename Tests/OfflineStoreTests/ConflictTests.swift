@@ -69,7 +69,7 @@ import Testing
         try Self.otherClient(server, ["City": "Remote"])
         _ = try await provider.execute(.local("PATCH", "Employees(4)", body: #"{"City":"Local"}"#))
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [412])
+        #expect(result.failed.map(\.httpStatusCode) == [412])
         let archived = try #require(try await provider.getAll("ErrorArchive").first)
         let message = archived["Message"]?.stringValue ?? ""
         #expect(message.contains(#"City: here "Local", on the back end "Remote", downloaded "\#(downloaded)""#), "\(message)")

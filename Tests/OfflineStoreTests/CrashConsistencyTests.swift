@@ -728,7 +728,7 @@ struct KillRun {
         }
         // The local state settled: the pending change uploaded, the failed one given up (read again by the download).
         let upload = try await provider.upload()
-        #expect(upload.failed.isEmpty && upload.succeeded == 1, "\(upload.failed.map { "\($0.method) \($0.url): \($0.statusCode.map(String.init) ?? "-") \($0.message)" })")
+        #expect(upload.failed.isEmpty && upload.succeeded == 1, "\(upload.failed.map { "\($0.requestMethod) \($0.requestURL): \($0.httpStatusCode.map(String.init) ?? "-") \($0.message)" })")
         for id in expectedErrors { _ = try await provider.execute(.local("DELETE", "ErrorArchive(\(id))")) }
         try await provider.download()
         try await expectProducersEntities(provider, all: true)

@@ -57,7 +57,7 @@ import Testing
         try Data("mine".utf8).write(to: file)
         try await provider.replaceMedia(of: "Photos(2)", from: file, contentType: "text/plain")
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [412])
+        #expect(result.failed.map(\.httpStatusCode) == [412])
         #expect(try server.read { try $0.media(in: "Photos", key: ["PhotoID": 2]) } == theirs)
         let archive = try await provider.getAll("ErrorArchive")
         #expect(archive.count == 1)

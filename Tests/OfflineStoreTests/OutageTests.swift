@@ -155,7 +155,7 @@ struct OutageTests {
         try await Self.patch(provider, ["ALFKI"])
         let result = try await provider.upload()
         #expect(clock.sleeps == sleeps)
-        #expect(result.failed.map(\.statusCode) == (archived ? [status] : []))
+        #expect(result.failed.map(\.httpStatusCode) == (archived ? [Int32(status)] : []))
         #expect(transport.requests("PATCH", "Customers('ALFKI')").count == sleeps.count + 1)
         await provider.close()
     }
@@ -175,7 +175,7 @@ struct OutageTests {
         try await Self.patch(provider, ["ALFKI"])
         let result = try await provider.upload()
         #expect(clock.sleeps == [.seconds(1), .seconds(2)])
-        #expect(result.failed.map(\.statusCode) == [500])
+        #expect(result.failed.map(\.httpStatusCode) == [500])
         await provider.close()
     }
 

@@ -263,7 +263,7 @@ import Testing
         #expect(try await provider.get("ContactSet('\(contactID)')")["BusinessPartnerID"]?.isNull == true)
 
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [423], "\(result.failed.map(\.message))")
+        #expect(result.failed.map(\.httpStatusCode) == [423], "\(result.failed.map(\.message))")
         #expect(result.succeeded == 1)
         let restored = try await provider.get("ContactSet('\(contactID)')")
         #expect(restored["BusinessPartnerID"]?.stringValue == partner)

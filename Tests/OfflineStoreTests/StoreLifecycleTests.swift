@@ -123,7 +123,7 @@ final class StateRecorder: OfflineODataDelegate {
             _ = try await provider.execute(.local("PATCH", "Products(1)", body: #"{"Name":"Rye"}"#, tag: "rename"))
             _ = try await provider.execute(.local("DELETE", "Products(1)", tag: "retire"))
             let result = try await provider.upload()
-            #expect(result.failed.map(\.statusCode) == [404, 404])
+            #expect(result.failed.map(\.httpStatusCode) == [404, 404])
             let archive = try await provider.getAll("ErrorArchive?$orderby=RequestID")
             #expect(archive.map { $0["RequestMethod"]?.stringValue } == ["PATCH", "DELETE"])
             #expect(archive.map { $0["HTTPStatusCode"]?.intValue } == [404, 404])
@@ -233,7 +233,7 @@ final class ArchiveReadingDelegate: OfflineODataDelegate {
 
     func offlineODataProvider(_ provider: OfflineODataProvider, didChangeState state: OfflineODataStoreState) {}
 
-    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: ErrorArchiveEntry) {
         let found = (try? provider.read(.get("ErrorArchive", .filter("RequestID eq \(failure.requestID)"))))
             .flatMap { try? JSON.parse($0.payload)["value"]?.arrayValue?.count } ?? -1
         seen.withLock { $0.append((failure.requestID, found)) }

@@ -111,7 +111,7 @@ import Testing
         try Data("mine".utf8).write(to: file)
         try await provider.replaceMedia(of: "Photos(3)", property: "Thumbnail", from: file, contentType: "text/plain")
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [412])
+        #expect(result.failed.map(\.httpStatusCode) == [412])
         #expect(try Self.thumbnail(server, 3) == theirs)
         let archive = try await provider.getAll("ErrorArchive")
         #expect(archive.count == 1)

@@ -45,7 +45,7 @@ import Testing
         _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"Fax":"fourth"}"#))
         _ = try await provider.execute(.local("PATCH", "Customers('ALFKI')", body: #"{"Fax":"fifth"}"#))
         let conflict = try await provider.upload()
-        #expect(conflict.failed.map(\.statusCode) == [412, 412])
+        #expect(conflict.failed.map(\.httpStatusCode) == [412, 412])
         #expect(try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "ALFKI"]) }?["Fax"] == "third")
         await provider.close()
     }
@@ -151,7 +151,7 @@ import Testing
         _ = try server.faults.add(FaultRule(.fail(status: 422, code: "NoPhone", message: "Phone required"), method: "POST", path: "Shippers", times: 1))
         _ = try await provider.execute(.local("POST", "Shippers", body: #"{"CompanyName":"Refused"}"#))
         let first = try await provider.upload()
-        #expect(first.failed.map(\.statusCode) == [422])
+        #expect(first.failed.map(\.httpStatusCode) == [422])
         _ = try await provider.execute(.local("PATCH", "Shippers(-1)", body: #"{"Phone":"555"}"#))
         server.resetCounters()
         let second = try await provider.upload()

@@ -27,7 +27,7 @@ final class TemporaryDirectory: Sendable {
 final class RecordingDelegate: OfflineODataDelegate {
     let states = LockedValue<[OfflineODataStoreState]>([])
     let progress = LockedValue<[OfflineODataDownloadProgress]>([])
-    let failures = LockedValue<[OfflineODataFailedRequest]>([])
+    let failures = LockedValue<[ErrorArchiveEntry]>([])
     let resolutions = LockedValue<[OfflineODataResolvedConflict]>([])
 
     func offlineODataProvider(_ provider: OfflineODataProvider, didResolveConflict resolved: OfflineODataResolvedConflict) {
@@ -35,9 +35,9 @@ final class RecordingDelegate: OfflineODataDelegate {
     }
 
     /// The requests the delegate was told failed.
-    var failedRequests: [OfflineODataFailedRequest] { failures.withLock { $0 } }
+    var failedRequests: [ErrorArchiveEntry] { failures.withLock { $0 } }
 
-    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: ErrorArchiveEntry) {
         failures.withLock { $0.append(failure) }
     }
 

@@ -76,7 +76,7 @@ struct UploadMachineConflictTests {
         switch policy {
         case .archive:
             #expect(run.trace == ["read>0", "send 1", "commit fail1:OData", "read>1", "progress 1/1@1", "finish sent 1 ok 0 failed 1"], "\(run.trace)")
-            #expect(run.failures.first?.statusCode == status)
+            #expect(run.failures.first?.httpStatusCode == Int32(status))
         case .serverWins:
             #expect(run.trace == ["read>0", "send 1", "read 1", "commit won1", "read>1", "progress 1/1@1", "finish sent 1 ok 0 failed 0"], "\(run.trace)")
             guard case .serverWon(_, let report)? = run.committed.first else { Issue.record("no server win"); return }
@@ -120,7 +120,8 @@ struct UploadMachineConflictTests {
         #expect(run.sends[1] == 1, "nothing re-sent")
         let failure = try #require(run.failures.first)
         #expect(failure.message.contains("Price: here 20, on the back end 19, downloaded 18"), "\(failure.message)")
-        let conflict = try #require(failure.serviceError?.innerError?.objectValue?["conflict"]?.objectValue)
+        let innerError = try #require(failure.innerError)
+        let conflict = try #require(JSON.parse(Data(innerError.utf8)).objectValue?["conflict"]?.objectValue)
         #expect(conflict["fields"] == ["Price"])
         #expect(conflict["remote"]?.objectValue == Self.repriced)
         #expect(conflict["base"]?.objectValue == Self.base)

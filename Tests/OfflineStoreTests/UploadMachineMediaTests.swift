@@ -40,9 +40,9 @@ struct UploadMachineMediaTests {
 
         let refused = UploadMachineTests.run([Self.media(1, "Photos(1)")], answers: [1: [UploadMachineTests.status(412)]])
         #expect(refused.sends[1] == 1)
-        #expect(refused.failures.map(\.statusCode) == [412])
+        #expect(refused.failures.map(\.httpStatusCode) == [412])
         #expect(refused.domains == [.oData])
-        #expect(refused.failures.first?.affectedEntity == "Photos(1)")
+        #expect(refused.failures.first?.affectedEntityReference == "Photos(1)")
     }
 
     /// The new media ETag goes to a later media replace of the entity, not to an update of its properties (and the

@@ -44,7 +44,7 @@ struct UploadMachineTests {
         /// The conflicts the resolver was asked about.
         var asked: [OfflineODataConflict] = []
 
-        var failures: [OfflineODataFailedRequest] {
+        var failures: [ErrorArchiveEntry] {
             committed.compactMap { if case .failed(_, let failure, _) = $0 { failure } else { nil } }
         }
         var domains: [UploadFailureDomain] {
@@ -171,7 +171,7 @@ struct UploadMachineTests {
     func aStatusIsResentByMethodAndRepeatability(method: String, status: Int, repeatable: Bool, sends: Int) {
         let run = Self.run([Self.request(1, method, "Customers('A')")], repeatable: repeatable, answers: [1: [Self.status(status)]])
         #expect(run.sends[1] == sends, "\(run.trace)")
-        #expect(run.failures.map(\.statusCode) == [status])
+        #expect(run.failures.map(\.httpStatusCode) == [Int32(status)])
         let mayHaveExecuted = run.failures.first?.message.contains("may have executed") == true
         #expect(mayHaveExecuted == (sends == 1 && [408, 429, 500, 502, 503].contains(status)), "\(run.failures.map(\.message))")
     }
@@ -264,7 +264,7 @@ struct UploadMachineTests {
             guard case .commit(let outcomes) = next, case .failed(_, let failure, .oData) = outcomes.first else {
                 Issue.record("not archived: \(String(describing: next))"); return
             }
-            #expect(failure.statusCode == status)
+            #expect(failure.httpStatusCode == Int32(status))
         }
     }
 
@@ -278,7 +278,7 @@ struct UploadMachineTests {
     func eachFailureIsArchivedWithItsDomain(answer: UploadAnswer, domain: UploadFailureDomain, statusCode: Int?) {
         let run = Self.run([Self.request(1, "PUT", "Customers('A')")], retries: 0, answers: [1: [answer]])
         #expect(run.domains == [domain])
-        #expect(run.failures.map(\.statusCode) == [statusCode])
+        #expect(run.failures.map(\.httpStatusCode) == [statusCode.map { Int32($0) }])
         #expect(run.end == .finish(OfflineODataUploadResult(sent: 1, succeeded: 0, failed: run.failures)))
     }
 
@@ -350,7 +350,7 @@ struct UploadMachineTests {
         let answers = Dictionary(uniqueKeysWithValues: statuses.enumerated().map { (Int64($0.offset + 1), [$0.element < 300 ? Self.ok($0.element) : Self.status($0.element)]) })
         let run = Self.run(queue, batch: 10, answers: answers)
         #expect(run.trace.filter { $0.hasPrefix("commit") }.count == 1, "\(run.trace)")
-        #expect(run.failures.map(\.statusCode) == statuses.filter { $0 >= 300 }.map { Optional($0) })
+        #expect(run.failures.map(\.httpStatusCode) == statuses.filter { $0 >= 300 }.map { Optional(Int32($0)) })
         #expect(run.end == .finish(OfflineODataUploadResult(sent: 3, succeeded: statuses.filter { $0 < 300 }.count, failed: run.failures)))
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import ODataFixtures
+import ODataTyped
 import Synchronization
 import Testing
 
@@ -9,9 +10,9 @@ import Testing
 
 /// Records failed-request reports.
 final class FailureRecorder: OfflineODataDelegate {
-    let failures = LockedValue<[OfflineODataFailedRequest]>([])
+    let failures = LockedValue<[ErrorArchiveEntry]>([])
 
-    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: OfflineODataFailedRequest) {
+    func offlineODataProvider(_ provider: OfflineODataProvider, requestDidFail failure: ErrorArchiveEntry) {
         failures.withLock { $0.append(failure) }
     }
 }
@@ -49,8 +50,8 @@ final class FailureRecorder: OfflineODataDelegate {
         #expect(result.sent == 9, "the dependent update is not sent")
         let failures = recorder.failures.withLock { $0 }
         #expect(failures.map(\.requestID) == [2, 4, 5, 6], "each failure reported once, in queue order")
-        #expect(failures.map(\.statusCode) == [400, 409, 422, nil])
-        #expect(failures[0].serviceError?.code == "InvalidCity")
+        #expect(failures.map(\.httpStatusCode) == [400, 409, 422, nil])
+        #expect(failures[0].code == "InvalidCity")
         #expect(failures[3].message.contains("request 5"))
         #expect(server.counters.executions(method: "PATCH", path: "Shippers(-2)") == 0)
 
@@ -62,6 +63,12 @@ final class FailureRecorder: OfflineODataDelegate {
         #expect(archive[1]["Message"] == "Employee has orders")
         #expect(archive[0]["RequestMethod"] == "PATCH")
         #expect(archive[0]["RequestBody"] == #"{"City":"Nowhere"}"#)
+        // A failed request has one type: the delegate and the result report the entries the archive holds.
+        let page = try await provider.execute(ODataRequest(resourcePath: "ErrorArchive", queryOptions: [.orderBy(["RequestID"])]))
+        var entries = try QueryResult<ErrorArchiveEntry>.decode(page.payload).entities
+        for index in entries.indices { entries[index].odata = ODataMetadata() }
+        #expect(entries == failures)
+        #expect(result.failed == failures)
         let counted = try await provider.get("ErrorArchive?$filter=HTTPStatusCode%20ge%20400&$count=true&$top=1")
         #expect(counted["@odata.count"] == 3)
 
@@ -121,7 +128,7 @@ final class FailureRecorder: OfflineODataDelegate {
         let queued = try await provider.pendingRequests()
         #expect(queued.count == 1)
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [412])
+        #expect(result.failed.map(\.httpStatusCode) == [412])
         let archive = try await provider.getAll("ErrorArchive")
         #expect(archive.map { $0["HTTPStatusCode"] ?? .null } == [412])
         #expect(archive.first?["Code"] == "PreconditionFailed")
@@ -138,7 +145,7 @@ final class FailureRecorder: OfflineODataDelegate {
         defer { withExtendedLifetime(directory) {}; Task { await server.stop() } }
         _ = try server.mutate { data in try data.update(in: "Customers", key: ["CustomerID": "BERGS"], changes: ["Phone": "0921-99 99 99"]) }
         _ = try await provider.execute(.local("PATCH", "Customers('BERGS')", body: #"{"City":"Umeå"}"#))
-        #expect(try await provider.upload().failed.map(\.statusCode) == [412])
+        #expect(try await provider.upload().failed.map(\.httpStatusCode) == [412])
         // The usual "upload, then download": the entity in error state keeps its local state.
         try await provider.download()
         #expect(try await provider.get("Customers('BERGS')")["City"] == "Umeå")
@@ -179,7 +186,7 @@ final class FailureRecorder: OfflineODataDelegate {
         _ = try await provider.execute(.local("PATCH", "Customers('GHOST')", body: #"{"City":"Nowhere"}"#))
         _ = try await provider.execute(.local("DELETE", "Customers('PARIS')"))
         let result = try await provider.upload()
-        #expect(result.failed.map(\.statusCode) == [400, nil, 403])
+        #expect(result.failed.map(\.httpStatusCode) == [400, nil, 403])
         for entry in try await provider.getAll("ErrorArchive") {
             _ = try await provider.execute(.local("DELETE", "ErrorArchive(\(entry["RequestID"]?.intValue ?? 0))"))
         }

@@ -114,7 +114,7 @@ import Testing
         #expect(server.counters.executions(method: method == "MERGE" ? "PATCH" : "MERGE", path: "Customers('BERGS')") == 0)
         let city = try server.read { try $0.entity(in: "Customers", key: ["CustomerID": "BERGS"]) }?["City"]
         if version == .v2 && configured == .patch {
-            #expect(result.failed.map(\.statusCode) == [400], "this V2 producer refuses PATCH")
+            #expect(result.failed.map(\.httpStatusCode) == [400], "this V2 producer refuses PATCH")
             #expect(result.failed.first?.message.contains("PATCH not supported") == true, "\(result.failed.map(\.message))")
             #expect(city == "Luleå")
         } else {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import ODataCore
-import ODataTyped
+public import ODataTyped
 import ODataSession
 import ODataTelemetry
 import Tracing
@@ -14,8 +14,8 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     public var sent: Int
     /// Requests the back end accepted.
     public var succeeded: Int
-    /// Requests that failed (also in the `ErrorArchive`), in queue order.
-    public var failed: [OfflineODataFailedRequest]
+    /// Requests that failed, in queue order: each the entry the `ErrorArchive` holds for it.
+    public var failed: [ErrorArchiveEntry]
     /// Requests still queued when the upload ended: those it did not settle because the back end could not be
     /// reached (``OfflineODataError/backEndUnreachable``), or queued while it ran after it had read the queue.
     public var stillQueued: Int
@@ -31,7 +31,7 @@ public struct OfflineODataUploadResult: Sendable, Hashable {
     ///   - failed: Requests that failed.
     ///   - stillQueued: Requests still queued at the end.
     ///   - resolvedConflicts: Conflicts resolved.
-    public init(sent: Int = 0, succeeded: Int = 0, failed: [OfflineODataFailedRequest] = [], stillQueued: Int = 0,
+    public init(sent: Int = 0, succeeded: Int = 0, failed: [ErrorArchiveEntry] = [], stillQueued: Int = 0,
                 resolvedConflicts: [OfflineODataResolvedConflict] = []) {
         self.sent = sent
         self.succeeded = succeeded

@@ -1,5 +1,6 @@
 import Foundation
 import ODataCore
+import ODataTyped
 import ODataSession
 
 /// The values the upload's rules take and give: their settings, the owner's actions, the store changes and why an
@@ -39,7 +40,7 @@ extension UploadMachine {
         /// An accepted create: the back end's key and ETag replace the local ones (committed alone).
         case created(QueuedRequest, UploadReply)
         /// A failed request, archived with its domain.
-        case failed(QueuedRequest, OfflineODataFailedRequest, UploadFailureDomain)
+        case failed(QueuedRequest, ErrorArchiveEntry, UploadFailureDomain)
         /// A conflict the back end's entity won: the local copy becomes the report's remote entity (goes when the
         /// back end has none), and this and every later queued change of the entity are dropped (committed alone:
         /// ``committed(keyChanged:dropped:)`` gets their IDs).

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataTyped
 import ODataSession
 
 /// The upload's rules as a value: which request goes next, one by one or in a `$batch`, which failure is
@@ -424,15 +425,19 @@ struct UploadMachine {
     }
 
     private mutating func fail(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String, domain: UploadFailureDomain) {
-        let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message)
+        let failure = Self.failedRequest(entry, statusCode: statusCode, serviceError: serviceError, message: message, domain: domain)
         pending.append(.failed(entry, failure, domain))
         if entry.isCreate { failedCreates[entry.entity] = entry.id }
         result.failed.append(failure)
     }
 
-    /// The one place a failed request's report is made.
-    static func failedRequest(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String) -> OfflineODataFailedRequest {
-        OfflineODataFailedRequest(requestID: entry.id, method: entry.method, url: entry.url, body: entry.body, customTag: entry.customTag,
-                                  statusCode: statusCode, serviceError: serviceError, message: message, affectedEntity: entry.entity)
+    /// The one place a failed request's report is made: the ErrorArchive's entry, which the delegate and the result get too.
+    static func failedRequest(_ entry: QueuedRequest, statusCode: Int?, serviceError: ODataServiceError?, message: String,
+                              domain: UploadFailureDomain) -> ErrorArchiveEntry {
+        ErrorArchiveEntry(
+            requestID: entry.id, requestMethod: entry.method, requestURL: entry.url, requestBody: entry.body,
+            httpStatusCode: statusCode.map { Int32(clamping: $0) }, code: serviceError?.code, message: message,
+            innerError: serviceError?.innerError.map(JSON.string), domain: domain.rawValue, customTag: entry.customTag,
+            affectedEntityReference: entry.entity)
     }
 }

@@ -15,8 +15,8 @@ enum UploadSteps {
             return accepted(entry, etag: reply.etag, laterInSnapshot: laterInSnapshot, snapshotEnd: snapshotEnd)
         case .created(let entry, let reply):
             return { changes in _ = try created(entry, reply: reply, model: model, changes: changes) }
-        case .failed(let entry, let failure, let domain):
-            return failed(entry, failure, domain: domain)
+        case .failed(let entry, let failure, _):
+            return failed(entry, failure)
         case .serverWon(let entry, let resolved):
             return { changes in _ = try serverWon(entry, resolved, changes: changes) }
         case .resolved(let entry, let reply, _, let keep, let laterInSnapshot, let snapshotEnd):
@@ -111,8 +111,7 @@ enum UploadSteps {
 
     /// A failed request: ErrorArchive entry, entity in error state (a failed delete makes it visible again with
     /// `isDeleteError`), request dequeued.
-    static func failed(_ entry: QueuedRequest, _ failure: OfflineODataFailedRequest, domain: UploadFailureDomain) -> UploadStep {
-        let archived = archiveRecord(for: entry, failure: failure, domain: domain.rawValue)
+    static func failed(_ entry: QueuedRequest, _ archived: ErrorArchiveEntry) -> UploadStep {
         if let link = entry.link { return failedLink(entry, link, archived: archived) }
         let (set, key) = split(entry.entity)
         return { changes in
@@ -127,15 +126,6 @@ enum UploadSteps {
             }
             try changes.dequeue(entry.id)
         }
-    }
-
-    /// The ErrorArchive entry of a failed request.
-    static func archiveRecord(for entry: QueuedRequest, failure: OfflineODataFailedRequest, domain: String) -> ErrorArchiveEntry {
-        ErrorArchiveEntry(
-            requestID: entry.id, requestMethod: entry.method, requestURL: entry.url, requestBody: entry.body,
-            httpStatusCode: failure.statusCode.map { Int32(clamping: $0) }, code: failure.serviceError?.code, message: failure.message,
-            innerError: failure.serviceError?.innerError.map(JSON.string), domain: domain, customTag: entry.customTag,
-            affectedEntityReference: entry.entity)
     }
 
     /// `Set(key)` split into the set and the key.
