@@ -56,33 +56,89 @@ extension OfflineODataProvider {
     }
 
     /// Reads the defining queries named (all when nil) into the staging table and applies them (see
-    /// ``download(definingQueries:)``).
+    /// ``download(definingQueries:)``): the reads and writes ``DownloadPlan`` decides.
     private func downloadQueries(_ names: [String]?, configuration: inout StoreConfiguration, store: EntityStore) async throws {
-        let chosen = definingQueryList.filter { names?.contains($0.name) ?? true }
-        let known = Set(configuration.definingQueries.map(\.name))
-        let removedQueries = Set(configuration.definingQueries.map(\.name)).subtracting(definingQueryList.map(\.name))
+        var plan = DownloadPlan(names: names, definingQueries: definingQueryList, configuration: configuration)
 
         // Network first, page by page into the staging table; the entity tables are not written until every answer is in.
         try await store.beginStaging()
-        var fullQueries: Set<String> = []
-        var newLinks: [String: String] = [:]
-        for query in chosen {
-            if known.contains(query.name), let link = configuration.deltaLinks[query.name] {
+        while let action = plan.next() {
+            switch action {
+            case .readDelta(let query, let link):
                 do {
-                    if let link = try await deltaRead(query, link: link, store: store) { newLinks[query.name] = link }
-                    continue
+                    plan.read(query, endedWith: try await deltaRead(query, link: link, store: store))
                 } catch is DeltaExpired {
-                    // Read in full instead: what the delta staged stays but its removals and link changes.
-                    try await store.discardStagedChanges(of: query.name)
+                    plan.deltaExpired(query)
+                }
+            case .discardStagedDelta(let query):
+                // What the delta staged goes (its removals and link changes too); the query is read in full next.
+                try await store.discardStagedChanges(of: query.name)
+                plan.discarded(query)
+            case .readFull(let query):
+                plan.read(query, endedWith: try await fullRead(query, store: store))
+            }
+        }
+        let refreshed = try await readFlaggedRecords(store: store)
+        let firstOrder = self.counters.nextOrder
+        let (fullNames, removedNames) = (plan.fullQueries, plan.removedQueries)
+        let newConfiguration = plan.configuration(after: configuration)
+        configuration = newConfiguration
+
+        let order = try await store.write { changes in
+            var counters = try changes.currentCounters()
+            var order = max(firstOrder, counters.nextOrder)
+            func perform(_ change: DownloadPlan.RecordChange, _ set: String, _ key: String) throws {
+                switch change {
+                case .none: break
+                case .put(let record): try changes.put(record)
+                case .remove: try changes.remove(set: set, key: key)
                 }
             }
-            fullQueries.insert(query.name)
-            if let link = try await fullRead(query, store: store) { newLinks[query.name] = link }
+            try changes.forEachStagedRemoval { removal in
+                guard let record = try changes.current(set: removal.set, key: removal.key) else { return }
+                try perform(DownloadPlan.released(record, from: [removal.query]), record.set, record.key)
+            }
+            try changes.forEachRecord(heldBy: fullNames.union(removedNames)) { record in
+                let again = try changes.isStaged(set: record.set, key: record.key, kind: .full)
+                try perform(DownloadPlan.held(record, readAgainInFull: again, fullQueries: fullNames, removedQueries: removedNames), record.set, record.key)
+            }
+            // The full reads' entities first, then the deltas'.
+            for kind in [EntityStore.StagedKind.full, .delta] {
+                try changes.forEachStaged(kind) { incoming in
+                    let stored = try changes.current(set: incoming.set, key: incoming.key)
+                    let alsoFull = try stored != nil && kind == .delta && changes.isStaged(set: incoming.set, key: incoming.key, kind: .full)
+                    var change = DownloadPlan.arrived(incoming, kind: kind, over: stored, alsoReadInFull: alsoFull)
+                    if stored == nil, case .put(var record) = change {
+                        record.order = order
+                        order += 1
+                        change = .put(record)
+                    }
+                    try perform(change, incoming.set, incoming.key)
+                }
+            }
+            try changes.forEachStagedLink { link in
+                guard let record = try changes.current(set: link.set, key: link.key) else { return }
+                try perform(DownloadPlan.linked(record, link), record.set, record.key)
+            }
+            for (set, key, entity) in refreshed {
+                guard let record = try changes.current(set: set, key: key) else { continue }
+                try perform(DownloadPlan.refreshed(record, with: entity), set, key)
+            }
+            counters.nextOrder = order
+            try changes.putCounters(counters)
+            try changes.putConfiguration(newConfiguration)
+            try changes.clearStaging()
+            return order
         }
+        counters.nextOrder = max(counters.nextOrder, order)
+        self.configuration = newConfiguration
+        try await downloadMedia(plan.chosen, store: store)
+    }
 
-        // Entities whose local copy may be behind (a download skipped them while they had local
-        // state, or their failed change was given up) and that no answer above brings: read again
-        // (found through the partial index of flagged rows, not by reading the sets).
+    /// Entities whose local copy may be behind (a download skipped them while they had local state, or their failed
+    /// change was given up) and that no answer of this download brings, read again by key (found through the partial
+    /// index of flagged rows, not by reading the sets); nil for one the back end no longer has.
+    private func readFlaggedRecords(store: EntityStore) async throws -> [(set: String, key: String, entity: EntityRecord?)] {
         var refreshed: [(set: String, key: String, entity: EntityRecord?)] = []
         for record in try store.recordsNeedingRefresh() {
             if try store.isStaged(set: record.set, key: record.key) { continue }
@@ -103,106 +159,7 @@ extension OfflineODataProvider {
             }
             refreshed.append((record.set, record.key, fresh))
         }
-        let finalRefreshed = refreshed
-        let firstOrder = self.counters.nextOrder
-        let fullNames = fullQueries
-        let removedNames = removedQueries
-        for query in chosen {
-            if let link = newLinks[query.name] { configuration.deltaLinks[query.name] = link } else { configuration.deltaLinks[query.name] = nil }
-        }
-        for name in removedQueries { configuration.deltaLinks[name] = nil }
-        configuration.definingQueries = definingQueryList
-        let newConfiguration = configuration
-
-        let order = try await store.write { changes in
-            var counters = try changes.currentCounters()
-            var order = max(firstOrder, counters.nextOrder)
-            /// Drops `queries` from a record; a downloaded record no query holds goes.
-            func release(_ record: EntityRecord, queries: Set<String>) throws {
-                var record = record
-                record.queries.removeAll { queries.contains($0) }
-                if record.queries.isEmpty && !record.hasLocalState {
-                    try changes.remove(set: record.set, key: record.key)
-                } else {
-                    try changes.put(record)
-                }
-            }
-            try changes.forEachStagedRemoval { removal in
-                guard let record = try changes.current(set: removal.set, key: removal.key) else { return }
-                try release(record, queries: [removal.query])
-            }
-            // What a full read or a removed defining query held: released unless the full read brought it again.
-            try changes.forEachRecord(heldBy: fullNames.union(removedNames)) { record in
-                if try changes.isStaged(set: record.set, key: record.key, kind: .full) {
-                    if !removedNames.isEmpty { try release(record, queries: removedNames) }
-                } else {
-                    try release(record, queries: fullNames.union(removedNames))
-                }
-            }
-            // The full reads' entities first, then the deltas'. A changed entity in a delta carries the properties
-            // that changed (OData JSON 4.01 §15.3): merged into the local copy, unless a full read brought it too.
-            for kind in [EntityStore.StagedKind.full, .delta] {
-                try changes.forEachStaged(kind) { incoming in
-                    if var record = try changes.current(set: incoming.set, key: incoming.key) {
-                        let stored = record
-                        var queries = record.queries
-                        for name in incoming.queries where !queries.contains(name) { queries.append(name) }
-                        if record.hasLocalState {
-                            // Its local state wins; the back end's change is read again once it is released.
-                            record.needsRefresh = true
-                        } else {
-                            if try kind == .delta && !changes.isStaged(set: incoming.set, key: incoming.key, kind: .full) {
-                                for (name, value) in incoming.entity { record.entity[name] = value }
-                            } else {
-                                record.entity = incoming.entity
-                            }
-                            for (name, value) in incoming.links { record.links[name] = value }
-                            record.needsRefresh = false
-                        }
-                        record.queries = queries
-                        // An entity the back end did not change costs a read, not a write (a full re-download
-                        // brings mostly those; a write re-encrypts its pages and its indexes' pages).
-                        if record != stored { try changes.put(record) }
-                    } else {
-                        var record = incoming
-                        record.order = order
-                        order += 1
-                        try changes.put(record)
-                    }
-                }
-            }
-            try changes.forEachStagedLink { change in
-                // An OData 4.0 added or deleted link (§15.5.2): the source's navigation gains or loses the target.
-                guard var record = try changes.current(set: change.set, key: change.key), !record.hasLocalState else { return }
-                var targets = record.links[change.relationship]?.arrayValue ?? []
-                if change.isRemoved {
-                    targets.removeAll { change.target == nil || $0.stringValue == change.target }
-                } else if let target = change.target, !targets.contains(where: { $0.stringValue == target }) {
-                    targets.append(.string(target))
-                }
-                record.links[change.relationship] = .array(targets)
-                try changes.put(record)
-            }
-            for (set, key, entity) in finalRefreshed {
-                guard var record = try changes.current(set: set, key: key), !record.hasLocalState else { continue }
-                if let entity {
-                    record.entity = entity.entity
-                    for (name, value) in entity.links { record.links[name] = value }
-                    record.needsRefresh = false
-                    try changes.put(record)
-                } else {
-                    try changes.remove(set: set, key: key)  // gone on the back end
-                }
-            }
-            counters.nextOrder = order
-            try changes.putCounters(counters)
-            try changes.putConfiguration(newConfiguration)
-            try changes.clearStaging()
-            return order
-        }
-        counters.nextOrder = max(counters.nextOrder, order)
-        self.configuration = newConfiguration
-        try await downloadMedia(chosen, store: store)
+        return refreshed
     }
 
     /// Reads the changes behind a delta link, following next and delta links.
