@@ -330,7 +330,10 @@ public final class OnlineODataStore: Sendable {
         let sent = TransportRequest(method: request.method.rawValue, url: url, headerFields: headers, body: request.body)
         if plan == .passiveRead, let caching {
             // Passive mode: the cache's answer is the result (the same object); nil is not a failure.
-            let cacheResponse = caching.lookup(url).map { Self.response(from: $0, revalidated: false) }
+            guard case .passive(let cached) = caching.passiveAnswer(sent, useCache: request.useCache) else {
+                return .finished(fail(execution, ODataError(.invalidState, "passive mode answers cached reads only; this request needs the server")))
+            }
+            let cacheResponse = cached.map { Self.response(from: $0, revalidated: false) }
             execution?.report(.cacheResponse(cacheResponse))
             execution?.report(.finished(cacheResponse))
             return .finished(.success(cacheResponse))
@@ -348,7 +351,7 @@ public final class OnlineODataStore: Sendable {
         let response: ODataResponse
         do {
             if plan.readsCache, let caching {
-                let outcome = try await caching.intercept(sent, mode: .active, cacheAnswer: { cached in
+                let outcome = try await caching.intercept(sent, cacheAnswer: { cached in
                     // The cache's answer as an event: built only when someone can see it.
                     if let execution { execution.report(.cacheResponse(cached.map { Self.response(from: $0, revalidated: false) })) }
                 }, beforeNetwork: {
@@ -356,7 +359,8 @@ public final class OnlineODataStore: Sendable {
                 })
                 switch outcome {
                 case .passive(let cached):
-                    // Not asked for (passive reads end in `begin`); as passive mode would answer.
+                    // `intercept` answers active reads only (passive ones end in `begin` with `passiveAnswer`); the
+                    // case is answered as passive mode would, not trapped.
                     let cacheResponse = cached.map { Self.response(from: $0, revalidated: false) }
                     execution?.report(.finished(cacheResponse))
                     return .success(cacheResponse)

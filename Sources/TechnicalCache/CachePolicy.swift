@@ -116,10 +116,12 @@ public enum CachePolicy {
 
     /// The rules of ``decision(for:stored:mode:maxAge:now:)``.
     static func strategy(for request: CacheRequest, stored: CacheEntry?, mode: StoreMode, maxAge: Duration?, now: @autoclosure () -> Date) -> Strategy {
-        guard isCacheable(request) else {
-            return mode == .passive ? .unsatisfiable : .fetch
+        if mode == .passive {
+            // Passive mode answers a read with what is stored (nothing stored is an answer too) and never stores, so a
+            // request's `no-store` changes nothing; anything else would need the server.
+            return request.useCache && isGET(request.method) ? .serveStored : .unsatisfiable
         }
-        if mode == .passive { return .serveStored }
+        guard isCacheable(request) else { return .fetch }
         if hasDirective("only-if-cached", in: request.headers) {
             // RFC 9111 §5.2.1.7: answer from the cache or with 504.
             return stored == nil ? .unsatisfiable : .serveStored

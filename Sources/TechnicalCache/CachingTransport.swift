@@ -98,7 +98,7 @@ public enum CacheOutcome: Sendable {
 ///
 /// As an `HTTPTransport` it decorates `upstream`: a `GET` through ``send(_:)`` is answered as above (a cached
 /// answer carries the stored status, headers and body); every other method goes to `upstream` untouched. The
-/// online store calls ``intercept(_:mode:cacheAnswer:beforeNetwork:)`` instead, which also hands over the cached
+/// online store calls ``intercept(_:cacheAnswer:beforeNetwork:)`` instead, which also hands over the cached
 /// answer before the network (active mode's first callback) and answers passive reads; and, for the parts of a
 /// `$batch` (one network request for many cached reads), ``lookup(_:)`` and ``update(status:headerFields:body:for:stored:sentAt:)``.
 ///
@@ -161,8 +161,25 @@ public final class CachingTransport: HTTPTransport {
         }
     }
 
-    /// The cache side of one request, in one call: the lookup (handed to `cacheAnswer` at once), and in
-    /// active mode the decision, the network through ``upstream`` (after `beforeNetwork`), the retry without
+    /// Passive mode's answer to a request, decided by the same table as every other (``CachePolicy``'s passive rows):
+    /// a read is answered with what is stored — ``CacheOutcome/passive(_:)``, `nil` when nothing is — and never
+    /// changes an entry; anything else is ``CacheOutcome/unsatisfiable``. The server is never asked, nothing waits.
+    ///
+    /// - Parameters:
+    ///   - request: The request, its URL the cache key.
+    ///   - useCache: The request's `useCache`; false makes a read unsatisfiable in passive mode.
+    /// - Returns: ``CacheOutcome/passive(_:)`` or ``CacheOutcome/unsatisfiable``.
+    public func passiveAnswer(_ request: TransportRequest, useCache: Bool = true) -> CacheOutcome {
+        let cacheRequest = CacheRequest(method: request.method, headers: request.headerFields, useCache: useCache)
+        let cached = lookup(request.url)
+        switch CachePolicy.strategy(for: cacheRequest, stored: cached, mode: .passive, maxAge: nil, now: Date()) {
+        case .serveStored: return .passive(cached)
+        case .unsatisfiable, .fetch, .revalidate: return .unsatisfiable
+        }
+    }
+
+    /// The cache side of one active-mode request, in one call: the lookup (handed to `cacheAnswer` at once), the
+    /// decision, the network through ``upstream`` (after `beforeNetwork`), the retry without
     /// validators when a 304 is about another representation, and the change the answer makes to the cache —
     /// as of when the request was sent, so that an answer never replaces one to a request sent later.
     ///
@@ -170,18 +187,16 @@ public final class CachingTransport: HTTPTransport {
     ///
     /// - Parameters:
     ///   - request: The read, its URL the cache key.
-    ///   - mode: ``StoreMode/active`` (the default) or ``StoreMode/passive`` (the lookup only).
     ///   - cacheAnswer: Receives the stored entry (or `nil`) before anything else happens.
     ///   - beforeNetwork: Runs once, just before the first request goes to ``upstream``.
     /// - Returns: What answers the request.
     /// - Throws: What ``upstream`` throws; `CancellationError` when the task was cancelled by the time the
     ///   server answered.
-    public func intercept(_ request: TransportRequest, mode: StoreMode = .active, cacheAnswer: (CacheEntry?) -> Void = { _ in },
+    public func intercept(_ request: TransportRequest, cacheAnswer: (CacheEntry?) -> Void = { _ in },
                           beforeNetwork: () async -> Void = {}) async throws -> CacheOutcome {
         let url = request.url
         let cached = lookup(url)
         cacheAnswer(cached)
-        if mode == .passive { return .passive(cached) }
         let cacheRequest = CacheRequest(method: request.method, headers: request.headerFields)
         var request = request
         var conditional = false
@@ -261,7 +276,7 @@ public final class CachingTransport: HTTPTransport {
     }
 
     /// Applies what a server's answer to a read does to the cache (``CachePolicy/action(for:status:headers:hasStoredEntry:mode:)``):
-    /// for the answers that came by another way than ``intercept(_:mode:cacheAnswer:beforeNetwork:)``, such as
+    /// for the answers that came by another way than ``intercept(_:cacheAnswer:beforeNetwork:)``, such as
     /// the parts of a `$batch`. Nothing happens while the cache is closed.
     ///
     /// - Parameters:

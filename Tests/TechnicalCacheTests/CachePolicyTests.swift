@@ -57,6 +57,7 @@ struct ActionCase: Sendable, CustomTestStringConvertible {
               stored: nil, mode: .active, expected: .unsatisfiable),
         .init(name: "passive, entry: serve", request: get(), stored: withETag, mode: .passive, expected: .serveStored),
         .init(name: "passive, nothing stored: serve nil (not a failure)", request: get(), stored: nil, mode: .passive, expected: .serveStored),
+        .init(name: "passive, no-store GET: serve (passive mode never stores)", request: get([.cacheControl: "no-store"]), stored: withETag, mode: .passive, expected: .serveStored),
         .init(name: "passive, PATCH: unsatisfiable", request: CacheRequest(method: "PATCH"), stored: withETag, mode: .passive, expected: .unsatisfiable),
         .init(name: "passive, useCache=false: unsatisfiable", request: get(useCache: false), stored: withETag, mode: .passive, expected: .unsatisfiable),
     ]
