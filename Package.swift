@@ -211,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TechnicalCacheTests",
-            dependencies: ["TechnicalCache", "LMDB", "ODataCore", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["TechnicalCache", "LMDB", "ODataCore", "ODataFixtures", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         // The OASIS OData ABNF test cases (unchanged copy, with their licence) drive ABNFConformanceTests.

@@ -302,8 +302,17 @@ public final class CachingTransport: HTTPTransport {
         do {
             switch action {
             case .store:
-                let done = try await cache.store(CacheEntry(status: status, headers: headers, payload: payload, storedAt: sentAt), for: url, keepingNewer: true)
-                listener?.cacheChanged(url: url, change: done ? .stored : .notStored)
+                // Handed to the cache's writer: the answer goes to the caller now, the entry commits in a group
+                // (`ResponseCache.storeBehind`); until then a lookup of the URL answers it from memory.
+                let listener = self.listener
+                try await cache.storeBehind(CacheEntry(status: status, headers: headers, payload: payload, storedAt: sentAt), for: url,
+                                            keepingNewer: true) { result in
+                    switch result {
+                    case .success(let stored): listener?.cacheChanged(url: url, change: stored ? .stored : .notStored)
+                    case .failure(let error) where error == .notOpen: break  // closed meanwhile: nothing to record
+                    case .failure(let error): listener?.cacheStorageFailed(url: url, operation: .write, error: error)
+                    }
+                }
             case .refresh:
                 let refreshed = try await cache.refresh(for: url, with304Headers: headers, revalidating: stored, confirmed: confirmed, at: sentAt)
                 listener?.cacheChanged(url: url, change: refreshed == nil ? .refreshSuperseded : .refreshed)

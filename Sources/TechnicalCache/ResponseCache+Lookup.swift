@@ -11,10 +11,18 @@ extension ResponseCache {
     /// failure; the cache stays usable.
     ///
     /// - Parameter url: The literal request URL.
+    /// An entry handed to the writer and not yet committed (``storeBehind(_:for:keepingNewer:completion:)``) is returned
+    /// from memory.
+    ///
     /// - Returns: The entry (with ``CacheEntry/lastUsedAt`` set to now), or `nil`.
     /// - Throws: ``CacheError/notOpen`` when the cache is closed.
     public func entry(for url: String) throws -> CacheEntry? {
         let cache = try openCache()
+        // Handed to the writer, not yet committed (`storeBehind`): the newest answer there is.
+        if let pending = cache.pending.entry(for: url) {
+            counters.withLock { $0.hits += 1; $0.memoryHits += 1 }
+            return pending
+        }
         // The keys' generation only (not a copy of the keys) for an entry held in memory.
         let generation = cache.crypto.withLock { $0.generation }
         if let hot = heldEntry(for: url, generation: generation, cache: cache),

@@ -53,6 +53,20 @@ extension ResponseCache {
         if tier != nil { secondTierDidRefresh(refreshed, for: url) }
         return refreshed
     }
+    /// A 304 about an entry handed to the writer and not yet committed (``storeBehind(_:for:keepingNewer:completion:)``):
+    /// the pending entry is refreshed in memory and written refreshed. Nil when none is pending for `url`, when the 304
+    /// is about another representation, or when the refreshed entry may not be stored (the written path decides then).
+    private func refreshPending(_ url: String, with304Headers headers: HTTPFields, revalidating revalidated: CacheEntry?,
+                                confirmed: Bool, at date: Date) throws -> CacheEntry? {
+        try openCache().pending.update(url) { pending in
+            if let revalidated, pending.etag != revalidated.etag || pending.lastModified != revalidated.lastModified { return nil }
+            guard (confirmed && revalidated != nil) || CachePolicy.notModified(headers, confirms: pending) else { return nil }
+            var entry = pending
+            entry.refresh(with: headers, at: Date(timeIntervalSince1970: Double(OpenCache.milliseconds(max(date, entry.storedAt))) / 1000))
+            return entry.hasDirective("no-store") ? nil : entry
+        }
+    }
+
     /// How long a 304's refresh may wait in memory before a background write (it is written earlier by
     /// any other write, and at ``close()``).
     static let refreshFlushDelay: DispatchTimeInterval = .milliseconds(100)
@@ -84,6 +98,9 @@ extension ResponseCache {
     /// has the validators of the one refreshed is checked now (a read) and again when it is written.
     /// A process killed in between loses only the refresh: the entry stays as it was stored.
     private func prepareRefresh(for url: String, with304Headers headers: HTTPFields, revalidating revalidated: CacheEntry?, confirmed: Bool, at date: Date) throws -> PreparedRefresh {
+        if let refreshed = try refreshPending(url, with304Headers: headers, revalidating: revalidated, confirmed: confirmed, at: date) {
+            return .deferred(refreshed)
+        }
         guard var entry = try revalidated ?? entry(for: url) else { return .none }
         guard (confirmed && revalidated != nil) || CachePolicy.notModified(headers, confirms: entry) else {
             counters.withLock { $0.supersededWrites += 1 }

@@ -8,8 +8,13 @@ extension ResponseCache {
     /// Waits until the Redis writes asked for so far (and local copies of Redis hits) ran; returns at once
     /// without a second tier. Writes to Redis run off the callers' path, so tests and benchmarks that read
     /// from another instance call this first.
+    ///
+    /// The entries handed to the cache's writer (``storeBehind(_:for:keepingNewer:completion:)``) go to Redis after
+    /// their local commit: those are waited for first.
     public func waitForSecondTier() {
-        tier?.waitForWrites()
+        guard let tier else { return }
+        if let cache = try? openCache() { cache.pending.queue.sync {} }  // closed: `close()` wrote them
+        tier.waitForWrites()
     }
 
     /// Starts the tier with the passphrase the cache was opened with (the fleet's shared secret).

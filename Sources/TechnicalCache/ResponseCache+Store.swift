@@ -31,6 +31,7 @@ extension ResponseCache {
     public func store(_ entry: CacheEntry, for url: String, keepingNewer: Bool = false) async throws -> Bool {
         let prepared = try prepareStore(entry, url: url, condition: keepingNewer ? .storedNoLaterThan(entry.storedAt) : .always)
         let cache = prepared.cache
+        cache.pending.cancel(url)  // this write replaces an entry handed to the writer before
         let outcome = try await runWrite(cache, .write) { txn in try self.applyStore(prepared, txn) }
         let stored = finishStore(outcome, cache: cache)
         if tier != nil { secondTierDidStore(entry, for: url, stored: stored) }
@@ -77,10 +78,15 @@ extension ResponseCache {
     }
 
     func prepareStore(_ entry: CacheEntry, url: String, condition: StoreCondition = .always) throws -> PreparedStore {
+        try prepareStore(entry, url: url, condition: condition, in: openCache())
+    }
+
+    /// ``prepareStore(_:url:condition:)`` for a cache the caller holds (the writer of handed-over entries, which also
+    /// runs while the cache closes).
+    func prepareStore(_ entry: CacheEntry, url: String, condition: StoreCondition, in cache: OpenCache) throws -> PreparedStore {
         guard (100...999).contains(entry.status) else {
             throw CacheError.invalidEntry.with(detail: "status \(entry.status) is not an HTTP status code")
         }
-        let cache = try openCache()
         let crypto = cache.crypto.withLock { $0 }
         let key = crypto.entryKey(for: url, partition: configuration.partition)
         if CachePolicy.hasDirective("no-store", in: entry.headers) {
@@ -149,7 +155,7 @@ extension ResponseCache {
         return StoreOutcome(stored: true, oversize: false, removed: false, evictions: result.count, evictedBytes: result.bytes)
     }
 
-    private func finishStore(_ outcome: StoreOutcome, cache: OpenCache) -> Bool {
+    func finishStore(_ outcome: StoreOutcome, cache: OpenCache) -> Bool {
         count(outcome.refreshes, cache: cache)
         counters.withLock {
             if outcome.stored { $0.writes += 1 }
@@ -173,6 +179,7 @@ extension ResponseCache {
     @discardableResult
     public func removeEntry(for url: String) async throws -> Bool {
         let cache = try openCache()
+        cache.pending.cancel(url)  // an entry handed to the writer before goes too
         let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         let removed = try await runWrite(cache, .removal) { txn in try Self.applyRemove(key: key, cache: cache, txn) }
         finishRemove(removed, cache: cache)

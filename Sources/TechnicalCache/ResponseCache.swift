@@ -240,6 +240,8 @@ public final class ResponseCache: Sendable {
             defer { current = nil }
             return current
         }) else { return }
+        // The entries handed to the writer are written first (after a group it may be writing).
+        cache.pending.queue.sync { self.writePending(cache) }
         tier?.deactivate()
         do {
             let flushed = try cache.environment.write { txn -> OpenCache.RefreshFlush in

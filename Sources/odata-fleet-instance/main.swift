@@ -206,11 +206,11 @@ func runInstances(_ plan: Plan) async {
         return total
     }
     total.instances = stores.count
-    for store in stores {
-        count(store, into: &total)
-        store.close()
-    }
+    for store in stores { count(store, into: &total) }
+    // The report goes out before the stores close: a close writes what the caches still hold for their writers, and
+    // a caller may end the process meanwhile (WriteBehindKillTests kills it there).
     emit(total)
+    for store in stores { store.close() }
 }
 
 /// Rounds of one new instance each (an empty cache: every read a local miss), until standard input closes.

@@ -107,6 +107,10 @@ final class OpenCache: Sendable {
     let lastSync = LockedValue<ContinuousClock.Instant>(.now)
     /// Entries read recently, held decoded (see `HotEntries`).
     let hot: HotEntries
+    /// Entries handed to the writer, not yet committed (see `PendingWrites`).
+    let pending = PendingWrites(byteLimit: OpenCache.pendingByteLimit)
+    /// The bytes of entries handed to the writer that may wait for their commit before a hand-over waits too.
+    static let pendingByteLimit = 32 << 20
     /// A random identity of this opening, so that an entry read from an earlier one is never taken for current.
     let identity = UInt64.random(in: .min ... .max)
 

@@ -1,0 +1,170 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import LMDB
+import ODataCore
+import Testing
+@testable import TechnicalCache
+
+/// An online read's answer reaches its caller before its cache entry commits (#45 part 2): the entry goes to the
+/// cache's writer, which commits in groups; until then a lookup answers it from memory.
+@Suite struct WriteBehindTests {
+    /// Holds the cache's write lock from another thread, as another writer (or another process) would, until released.
+    final class HeldCommit: Sendable {
+        private let inside = DispatchSemaphore(value: 0)
+        private let release = DispatchSemaphore(value: 0)
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ cache: ResponseCache) throws {
+            let environment = try cache.openCache().environment
+            Thread { [inside, release, done] in
+                _ = try? environment.write { _ in  // an empty transaction: nothing to report if it fails
+                    inside.signal()
+                    release.wait()
+                }
+                done.signal()
+            }.start()
+            inside.wait()
+        }
+
+        func end() {
+            release.signal()
+            done.wait()
+        }
+    }
+
+    /// Runs `body` with a bound: a read that waited for the held commit would never return.
+    static func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            guard let first = try await group.next(), let value = first else {
+                group.cancelAll()
+                throw CancellationError()
+            }
+            group.cancelAll()
+            return value
+        }
+    }
+
+    @Test func aReadIsAnsweredBeforeItsEntryCommitsAndTheNextReadHitsIt() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let server = CachingTransportTests.Server()
+        let outcomes = CachingTransportTests.Outcomes()
+        let transport = CachingTransport(cache: cache, upstream: server, listener: outcomes)
+        let url = "https://h/svc/Products"
+
+        let held = try HeldCommit(cache)
+        let first = try await Self.bounded { try await transport.send(TransportRequest(url: url)) }
+        #expect(first.status == 200 && first.body == Data(#"{"value":[]}"#.utf8))
+        // Delivered, not committed: the entry waits in memory.
+        #expect(cache.pendingWrites.entries == 1)
+        #expect(try !cache.containsEntry(for: url))
+        #expect(cache.statistics.writes == 0)
+        // The next read of the URL is a cache hit: revalidated with the pending entry's ETag, the 304 answered with it.
+        let second = try await Self.bounded { try await transport.send(TransportRequest(url: url)) }
+        #expect(server.sent.withLock { $0.last?.headerFields[.ifNoneMatch] } == #"W/"1""#)
+        #expect(second.status == 200 && second.body == first.body)
+        #expect(outcomes.heard.withLock { $0 } == ["miss", "hit", "304", "refreshed"])
+        #expect(try !cache.containsEntry(for: url), "still held")
+
+        held.end()
+        await cache.flushPendingWrites()
+        #expect(cache.pendingWrites.entries == 0)
+        #expect(try cache.containsEntry(for: url))
+        #expect(cache.statistics.writes == 1, "one write: the refresh went into the pending entry")
+        #expect(outcomes.heard.withLock { $0 }.last == "stored")
+        #expect(try cache.entry(for: url)?.payload == first.body)
+    }
+
+    @Test func entriesHandedOverTogetherCommitInGroups() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let before = cache.openCacheTransactionID()
+        let held = try HeldCommit(cache)
+        for index in 0..<300 {
+            try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: Data("\(index)".utf8)), for: "https://h/\(index)")
+        }
+        #expect(cache.pendingWrites.entries == 300)
+        #expect(try cache.entry(for: "https://h/299")?.payload == Data("299".utf8), "a lookup answers a pending entry")
+        held.end()
+        await cache.flushPendingWrites()
+        #expect(cache.statistics.writes == 300)
+        // The held transaction, then at most two groups (256 + 44; the writer may have taken the first before the rest
+        // arrived, so three at most), never one per entry.
+        #expect(cache.openCacheTransactionID() - before <= 4, "\(cache.openCacheTransactionID() - before) transactions")
+        for index in [0, 150, 299] { #expect(try cache.containsEntry(for: "https://h/\(index)")) }
+    }
+
+    @Test func aDirectWriteOrRemovalWinsOverAPendingEntry() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let told = LockedValue<[Bool]>([])
+        let held = try HeldCommit(cache)
+        try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: Data("behind".utf8)), for: "https://h/a") { result in
+            told.withLock { $0.append((try? result.get()) ?? false) }
+        }
+        try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: Data("behind".utf8)), for: "https://h/b")
+        // The direct writes start while the commit is held: each cancels its URL's pending entry at once, and the
+        // group the writer took (blocked behind the held commit) skips both when it runs.
+        let store = Task { try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data("direct".utf8)), for: "https://h/a") }
+        let remove = Task { try await cache.removeEntry(for: "https://h/b") }
+        while cache.pendingWrites.entries > 0 { await Task.yield() }
+        held.end()
+        _ = try await (store.value, remove.value)
+        await cache.flushPendingWrites()
+        #expect(try cache.entry(for: "https://h/a")?.payload == Data("direct".utf8))
+        #expect(try cache.entry(for: "https://h/b") == nil)
+        #expect(told.withLock { $0 } == [false], "the replaced entry is told it was not stored")
+    }
+
+    @Test func aStatusThatIsNoHTTPStatusIsRefusedAtTheHandOver() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        await #expect(throws: CacheError.invalidEntry) {
+            try await cache.storeBehind(CacheEntry(status: 42, headers: [:], payload: Data()), for: "https://h/x")
+        }
+        #expect(cache.pendingWrites.entries == 0)
+        cache.close()
+        await #expect(throws: CacheError.notOpen) {
+            try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: Data()), for: "https://h/x")
+        }
+    }
+
+    @Test func closingWritesThePendingEntries() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration())
+        try cache.open(encryption: .key("k"))
+        let held = try HeldCommit(cache)
+        try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: Data("kept".utf8)), for: "https://h/k")
+        held.end()
+        cache.close()
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        #expect(try cache.entry(for: "https://h/k")?.payload == Data("kept".utf8))
+    }
+}
+
+extension ResponseCache {
+    /// The environment's last transaction ID (for counting the transactions a test's writes took).
+    func openCacheTransactionID() -> UInt64 {
+        (try? openCache().environment.lastTransactionID) ?? 0
+    }
+}
