@@ -43,6 +43,14 @@ extension OnlineODataStore {
         try cache.reset()
     }
 
+    /// Waits until the cache entries of the reads answered so far are committed. A read's answer reaches its caller
+    /// before its entry commits (the cache's writer commits in groups; until then the entry answers from memory), so
+    /// ``statistics`` may not count it yet: call this first where that matters (tests, a graceful shutdown). Returns
+    /// at once without a cache. ``close()`` writes them too.
+    public func waitForCacheWrites() async {
+        await cache?.flushPendingWrites()
+    }
+
     /// The encryption the cache opens with: none when switched off, the options' key or key store, else the key file.
     var initialEncryption: CacheEncryption {
         if options.disableCacheEncryption { return .disabled }

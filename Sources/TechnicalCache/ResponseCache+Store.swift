@@ -105,13 +105,18 @@ extension ResponseCache {
 
     /// Whether the entry stored for the prepared key allows the write.
     private static func conditionHolds(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> Bool {
-        if case .always = prepared.condition { return true }
-        let crypto = prepared.cache.crypto.withLock { $0 }
+        try conditionHolds(prepared.condition, key: prepared.key, in: prepared.cache, txn)
+    }
+
+    /// Whether the entry stored for `key` allows a write under `condition`.
+    static func conditionHolds(_ condition: StoreCondition, key: [UInt8], in cache: OpenCache, _ txn: LMDBTransaction) throws -> Bool {
+        if case .always = condition { return true }
+        let crypto = cache.crypto.withLock { $0 }
         // nil: nothing stored; .some(nil): stored but damaged.
-        let meta = try prepared.cache.withStoredValue(forKey: prepared.key, txn) { buffer in
-            buffer.map { crypto.openMeta($0, key: prepared.key) }
+        let meta = try cache.withStoredValue(forKey: key, txn) { buffer in
+            buffer.map { crypto.openMeta($0, key: key) }
         }
-        switch prepared.condition {
+        switch condition {
         case .always:
             return true
         case .storedNoLaterThan(let date):

@@ -23,7 +23,7 @@ extension ResponseCache {
     ///   - entry: The response to keep (credentials already dropped from its headers).
     ///   - url: The literal request URL.
     ///   - keepingNewer: As for ``store(_:for:keepingNewer:)``: an entry with a later ``CacheEntry/storedAt``, pending or
-    ///     stored, is kept.
+    ///     stored, is kept (when it is already stored, this one is not handed over: no lookup answers it).
     ///   - completion: Told once, on the writer's thread, whether the entry was stored, or the write's error (counted
     ///     in ``CacheStatistics/storageFailures`` like any write's). Keep it short.
     /// - Throws: ``CacheError/notOpen``; ``CacheError/invalidEntry`` for a status outside 100…999 (nothing is handed over).
@@ -33,6 +33,12 @@ extension ResponseCache {
             throw CacheError.invalidEntry.with(detail: "status \(entry.status) is not an HTTP status code")
         }
         let cache = try openCache()
+        if keepingNewer, !committedEntryAllows(entry, for: url, in: cache) {
+            // An answer to a later request is committed: this one is not handed over, so no lookup answers it meanwhile.
+            counters.withLock { $0.supersededWrites += 1 }
+            completion(.success(false))
+            return
+        }
         let handed = cache.pending.add(entry, for: url, keepingNewer: keepingNewer, completion: completion)
         if let superseded = handed.superseded {
             counters.withLock { $0.supersededWrites += 1 }
@@ -70,24 +76,52 @@ extension ResponseCache {
             }
             let ready = prepared.filter { $0.store != nil }
             do {
-                let outcomes = try runWrite(cache, .write) { txn -> [StoreOutcome?] in
-                    try ready.map { item in
-                        // Replaced or cancelled since the group was taken: what replaced it is written instead.
-                        guard cache.pending.isCurrent(item.url, id: item.id) else { return nil }
-                        return try self.applyStore(item.store!, txn)
+                // One transaction for the group; when it fails (an entry the map has no room for, say), each entry
+                // is tried on its own, so that one entry's failure loses that entry only.
+                let outcomes = try cache.environment.write { txn -> [StoreOutcome?] in
+                    try ready.map { item in try self.applyCurrent(item.url, id: item.id, item.store!, cache, txn) }
+                }
+                for (item, outcome) in zip(ready, outcomes) { finishBehind(item.url, item.store!, outcome, item.completion, cache) }
+            } catch {
+                for item in ready {
+                    do {
+                        let outcome = try runWrite(cache, .write) { txn in try self.applyCurrent(item.url, id: item.id, item.store!, cache, txn) }
+                        finishBehind(item.url, item.store!, outcome, item.completion, cache)
+                    } catch {
+                        // Lost (counted by `runWrite`); the URL's entry stays as it was stored before.
+                        if cache.pending.isCurrent(item.url, id: item.id) { item.completion(.failure(error)) }
                     }
                 }
-                for (item, outcome) in zip(ready, outcomes) {
-                    guard let outcome else { continue }  // its completion was told when it was replaced or cancelled
-                    let stored = finishStore(outcome, cache: cache)
-                    if tier != nil { secondTierDidStore(item.store!.entry, for: item.url, stored: stored) }
-                    item.completion(.success(stored))
-                }
-            } catch {
-                // The group is lost (counted by `runWrite`); the entries stay as they were stored before it.
-                for item in ready where cache.pending.isCurrent(item.url, id: item.id) { item.completion(.failure(error)) }
             }
             cache.pending.finished(group)
         }
+    }
+
+    /// Whether the committed entry of `url` (if any) was stored no later than `entry`, read without waiting for a
+    /// writer. The group checks it again in its transaction (a write may commit in between), and reports its failure:
+    /// a read that fails here hands the entry over.
+    private func committedEntryAllows(_ entry: CacheEntry, for url: String, in cache: OpenCache) -> Bool {
+        let key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
+        do {
+            return try cache.environment.read { txn in try Self.conditionHolds(.storedNoLaterThan(entry.storedAt), key: key, in: cache, txn) }
+        } catch {
+            return true
+        }
+    }
+
+    /// Writes a handed-over entry unless it was replaced or cancelled since its group was taken (then what replaced it
+    /// is written instead, and nil is returned).
+    private func applyCurrent(_ url: String, id: UInt64, _ store: PreparedStore, _ cache: OpenCache, _ txn: LMDBTransaction) throws -> StoreOutcome? {
+        guard cache.pending.isCurrent(url, id: id) else { return nil }
+        return try applyStore(store, txn)
+    }
+
+    /// After the commit of a handed-over entry: the counts, the second tier, the completion (told already when it was
+    /// replaced or cancelled, `outcome` nil).
+    private func finishBehind(_ url: String, _ store: PreparedStore, _ outcome: StoreOutcome?, _ completion: PendingWrites.Completion, _ cache: OpenCache) {
+        guard let outcome else { return }
+        let stored = finishStore(outcome, cache: cache)
+        if tier != nil { secondTierDidStore(store.entry, for: url, stored: stored) }
+        completion(.success(stored))
     }
 }

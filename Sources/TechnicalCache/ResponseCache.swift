@@ -236,11 +236,15 @@ public final class ResponseCache: Sendable {
     /// Operations running at that moment end normally or throw ``CacheError/notOpen``; closing a closed
     /// cache does nothing.
     public func close() {
+        // The entries handed to the writer are written first (after a group it may be writing), while the cache is
+        // still open: what their completions read (the cache's size) is the committed one.
+        guard let open = state.withLock({ $0 }) else { return }
+        open.pending.queue.sync { self.writePending(open) }
         guard let cache = state.withLock({ current -> OpenCache? in
             defer { current = nil }
             return current
         }) else { return }
-        // The entries handed to the writer are written first (after a group it may be writing).
+        // Handed over since (no hand-over succeeds once the state is cleared).
         cache.pending.queue.sync { self.writePending(cache) }
         tier?.deactivate()
         do {

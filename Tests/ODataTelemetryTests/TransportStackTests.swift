@@ -68,6 +68,7 @@ import Testing
         #expect(httpRequests("GET", "2xx") == 1)
         // The cache keyed the answer by the URL the application asked for, before the session added `sap-client`.
         let cache = try #require(store.cache)
+        await store.waitForCacheWrites()  // the entry commits after the answer
         #expect(try cache.containsEntry(for: root + "Products"))
         #expect(try !cache.containsEntry(for: first.url))
 

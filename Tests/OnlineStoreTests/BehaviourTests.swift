@@ -71,6 +71,7 @@ import Testing
             #expect(try await missExecution.result() == nil)
             #expect(miss.cacheResponses.withLock { $0 }.count == 1 && miss.cacheResponses.withLock { $0[0] } == nil)
             #expect(harness.backEnd.requests.isEmpty, "passive mode sends nothing")
+            await store.waitForCacheWrites()
             let statistics = store.statistics.cache
             #expect(statistics?.writes == 1, "passive mode changes no entry")
         }

@@ -147,6 +147,39 @@ import Testing
         }
     }
 
+    @Test func anEntryTheMapCannotHoldIsLostAloneNotWithItsGroup() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        var configuration = testConfiguration()
+        configuration.mapSizeLimit = 256 << 10  // a 1 MiB entry cannot be written (MDB_MAP_FULL)
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: configuration)
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let results = LockedValue<[String: Result<Bool, CacheError>]>([:])
+        let held = try HeldCommit(cache)
+        for index in 0..<21 {
+            let url = "https://h/\(index)"
+            let payload = index == 10 ? patternPayload(index: index, count: 1 << 20) : Data("\(index)".utf8)
+            try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: payload), for: url) { result in
+                results.withLock { $0[url] = result }
+            }
+        }
+        held.end()
+        await cache.flushPendingWrites()
+        let told = results.withLock { $0 }
+        #expect(told.count == 21, "every hand-over is told its outcome")
+        guard case .failure(let error)? = told["https://h/10"] else {
+            Issue.record("the entry too large for the map failed: \(String(describing: told["https://h/10"]))")
+            return
+        }
+        #expect(error == .storage)
+        #expect(cache.statistics.writes == 20 && cache.statistics.storageFailures == 1)
+        for index in (0..<21) where index != 10 {
+            #expect(try cache.entry(for: "https://h/\(index)")?.payload == Data("\(index)".utf8), "entry \(index) committed")
+        }
+        #expect(try !cache.containsEntry(for: "https://h/10"))
+    }
+
     @Test func closingWritesThePendingEntries() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
