@@ -430,6 +430,7 @@ import Testing
             }
             let response = try #require(answer.withLock { $0 }).get()
             #expect(response.statusCode == 200 && !response.isFromCache)
+            await store.waitForCacheWrites()  // entries commit after their answers
             #expect(store.statistics.cache?.writes == 0)
         }
     }

@@ -40,6 +40,7 @@ import Testing
             #expect(sent.headers[.contentType] == "image/png")
             #expect(sent.headers[HTTPField.Name("X-CSRF-Token")!] == "token")
             // A stream above the cache's cap is not stored.
+            await store.waitForCacheWrites()  // entries commit after their answers
             #expect(store.statistics.cache?.writes ?? 0 == 0)
             #expect(store.statistics.requests == 0)
             store.close()
@@ -76,6 +77,7 @@ import Testing
             // stored, read whole each time.
             #expect(conditional.withLock { $0["Photos(1)/$value"] } == [nil, #"W/"s1""#])
             #expect(conditional.withLock { $0["Photos(2)/$value"] } == [nil, nil])
+            await store.waitForCacheWrites()  // entries commit after their answers
             #expect(store.statistics.cache?.writes == 1)
             // The JSON path's requests are not the streams'.
             #expect(store.statistics.requests == 0)
