@@ -147,6 +147,9 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Writes dropped because the stored entry had moved on meanwhile: a 304 refresh whose entry was
     /// replaced by another representation, or a store that was told to keep a newer entry.
     public var supersededWrites = 0
+    /// Answers not stored because the cache's writer was behind by more than it may hold in memory (32 MiB): an
+    /// online read's answer is handed to the writer and never waits for it (``ResponseCache/storeBehind(_:for:keepingNewer:completion:)``).
+    public var shedWrites = 0
     /// Entries evicted to stay within the budget.
     public var evictions = 0
     /// Bytes evicted to stay within the budget.

@@ -16,8 +16,10 @@ extension ResponseCache {
     /// that ends before that — killed, or crashed — loses the entries not yet committed and nothing else: the cache
     /// holds what it held before them. ``close()`` writes them first; ``flushPendingWrites()`` waits for them.
     ///
-    /// The call waits only when more than 32 MiB of handed-over entries wait for their commit (a writer slower than
-    /// the answers arrive), until a group made room.
+    /// The call never waits for the writer: when the entries waiting for their commit hold 32 MiB (a writer slower
+    /// than the answers arrive, as while the kernel throttles the disk's dirty pages), a further entry is **shed** —
+    /// not held, not stored, counted in ``CacheStatistics/shedWrites``, its completion told `false` — and the URL's
+    /// next read goes to the server. A lone entry larger than that is taken.
     ///
     /// - Parameters:
     ///   - entry: The response to keep (credentials already dropped from its headers).
@@ -40,12 +42,17 @@ extension ResponseCache {
             return
         }
         let handed = cache.pending.add(entry, for: url, keepingNewer: keepingNewer, completion: completion)
+        guard handed.taken else {
+            // The writer is behind by more than the memory it may hold: the read does not wait for it.
+            counters.withLock { $0.shedWrites += 1 }
+            completion(.success(false))
+            return
+        }
         if let superseded = handed.superseded {
             counters.withLock { $0.supersededWrites += 1 }
             superseded(.success(false))
         }
         if handed.startWriter { cache.pending.queue.async { self.writePending(cache) } }
-        if handed.full { await cache.pending.roomMade() }
     }
 
     /// Waits until every entry handed to the writer so far (``storeBehind(_:for:keepingNewer:completion:)``) is

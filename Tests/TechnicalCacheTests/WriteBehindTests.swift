@@ -180,6 +180,34 @@ import Testing
         #expect(try !cache.containsEntry(for: "https://h/10"))
     }
 
+    @Test func aWriterBehindByMoreThanItMayHoldShedsAnswersAndTheReadNeverWaits() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: 96 << 20))
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let payload = patternPayload(index: 1, count: 1 << 20)  // one buffer, shared by every entry
+        let told = LockedValue<[Int: Bool]>([:])
+        let held = try HeldCommit(cache)
+        // With the commit held nothing leaves the memory: a hand-over that waited for room would wait for ever.
+        try await Self.bounded {
+            for index in 0..<40 {
+                try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: payload), for: "https://h/\(index)") { result in
+                    if case .success(let stored) = result { told.withLock { $0[index] = stored } }
+                }
+            }
+        }
+        let taken = cache.pendingWrites.entries
+        #expect(taken > 0 && taken < 40 && cache.pendingWrites.bytes <= 32 << 20, "\(cache.pendingWrites)")
+        #expect(cache.statistics.shedWrites == 40 - taken)
+        #expect(told.withLock { $0 } == Dictionary(uniqueKeysWithValues: (taken..<40).map { ($0, false) }), "the shed ones are told at once")
+        #expect(try cache.entry(for: "https://h/\(taken - 1)") != nil && cache.entry(for: "https://h/\(taken)") == nil)
+        held.end()
+        await cache.flushPendingWrites()
+        #expect(cache.statistics.writes == taken)
+        #expect(told.withLock { $0 }.values.filter { $0 }.count == taken)
+    }
+
     @Test func closingWritesThePendingEntries() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

@@ -1,6 +1,7 @@
 // The cache at scale (issue 31): N entries of mixed sizes under a budget below their bytes, so that eviction
 // runs all the time, then a Zipf-like mix of lookups, writes and 304 refreshes — each operation timed on its
-// own, the longest pause a caller saw, the evictions each store saw, and the resident memory by kind.
+// own, the longest pause a caller saw, the evictions each store saw, and the resident memory by kind. Then N/2 new
+// keys handed to the cache's writer as an online read's answers are (`storeBehind`): the read's wait for the cache.
 //
 // `CACHE_SCALE=1000,100000` picks the Ns (default 1k, 100k, 1M); `CACHE_SCALE_OPS` the operations of the
 // mix (default: N, at least 50k and at most 300k); `CACHE_SCALE_MEMORY` the cache's `memoryBudget` in bytes (a
@@ -99,6 +100,16 @@ struct ScaleResult {
     var slowFillStores: [SlowStore]
     var maxDirtyPages: Int
     var memoryBudget: Int
+    /// An online read's wait for the cache (issue 45 part 3): the hand-over of each answer to the cache's writer
+    /// (`storeBehind`) during a second fill of N/2 new keys, all with eviction; the same URL looked up right after.
+    var readWait: Samples
+    /// Lookups right after a hand-over that did not find the entry (a reader reads its own write: 0).
+    var ownWriteMisses: Int
+    /// The hand-overs shed (`CacheStatistics.shedWrites`): the writer was behind by more than it may hold.
+    var shed: Int
+    /// The second fill from its first hand-over to the last commit, per entry; the wait for the writer at its end.
+    var behindFillPerEntry: Double
+    var behindFlush: Double
 }
 
 
@@ -216,6 +227,24 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
     sample()
     let statistics = cache.statistics
     let fileAtEnd = fileBytes(dataFile)
+
+    // An online read's path (issue 45 part 3): N/2 new keys handed to the cache's writer as `CachingTransport` does
+    // after a 200, each timed from the call to its return (what the read's caller waits for), then looked up.
+    var waits: [Double] = []
+    waits.reserveCapacity(n / 2)
+    var ownWriteMisses = 0
+    let behindStart = now()
+    for index in n..<(n + n / 2) {
+        let start = now()
+        try await cache.storeBehind(entry(index, version: 0), for: url(index), keepingNewer: true)
+        waits.append(Double(now() - start))
+        if try cache.entry(for: url(index)) == nil { ownWriteMisses += 1 }
+        if index % 10_000 == 0 { sample() }
+    }
+    let flushStart = now()
+    await cache.flushPendingWrites()
+    let behindEnd = now()
+    let shed = cache.statistics.shedWrites
     cache.close()
     let bands = payloadBands.map { band in
         Samples(name: band.name, nanoseconds: zip(lookups, lookupBytes).filter { band.bytes.contains($0.1) }.map(\.0))
@@ -231,7 +260,8 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
         hitRate: Double(hits) / Double(max(lookups.count, 1)), peakRSS: peakResidentBytes(),
         peakAnonymous: peak.anonymous, peakFile: peak.file, entries: statistics.entryCount, budget: budget, load: loadAverage(),
         initialMap: initialMap, fileAfterFill: fileAfterFill, fileAtEnd: fileAtEnd, slowFillStores: slowStores, maxDirtyPages: maxDirty,
-        memoryBudget: configuration.memoryBudget)
+        memoryBudget: configuration.memoryBudget, readWait: Samples(name: "read's wait", nanoseconds: waits), ownWriteMisses: ownWriteMisses, shed: shed,
+        behindFillPerEntry: Double(behindEnd - behindStart) / Double(max(n / 2, 1)), behindFlush: Double(behindEnd - flushStart))
 }
 
 func megabytes(_ bytes: Int) -> String { String(format: "%.0f MiB", Double(bytes) / 1_048_576) }
@@ -251,6 +281,14 @@ func printScale(_ results: [ScaleResult]) {
          String(format: "%.0f %%", result.hitRate * 100),
          "\(megabytes(result.peakRSS)) (\(megabytes(result.peakAnonymous)) / \(megabytes(result.peakFile)))"]
     })
+    printTable(title: "An online read's wait for the cache: N/2 new keys handed to the cache's writer (storeBehind) with eviction; p50 / p99 / p99.9 / max",
+               header: ["N", "read's wait", "shed (writer behind)", "own write missed", "fill per entry (to the last commit)", "wait for the writer at the end"],
+               rows: results.map { result in
+        let wait = result.readWait
+        return [String(result.n),
+                "\(formatDuration(wait.median)) / \(formatDuration(wait.percentile(99))) / \(formatDuration(wait.percentile(99.9))) / \(formatDuration(wait.nanoseconds.last ?? .nan))",
+                String(result.shed), String(result.ownWriteMisses), formatDuration(result.behindFillPerEntry), formatDuration(result.behindFlush)]
+    })
     printScaleDiagnostics(results)
     guard let first = results.first, let last = results.last, last.n > first.n else { return }
     func ratio(_ a: Double, _ b: Double) -> String { String(format: "%.2f×", b / a) }
@@ -266,6 +304,7 @@ func printScale(_ results: [ScaleResult]) {
     if let middle = results.dropLast().last(where: { $0.n < last.n && $0.n >= last.n / 10 }) {
         print(String(format: "Fill per entry at %d ÷ at %d: %.2f× (target ≤ 1.5×)", last.n, middle.n, last.fillPerEntry / middle.fillPerEntry))
     }
+    print("The read's longest wait for the cache at N = \(last.n): \(formatDuration(last.readWait.nanoseconds.last ?? .nan)) (target ≤ 10 ms; a fill store's longest: \(formatDuration(last.fillStore.nanoseconds.last ?? .nan)))")
     print(String(format: "Targets at N = %d: lookup p99 ÷ p50 %.2f× (≤ 3×), lookup max %@ (≤ 5 ms), store p99.9 %@ (≤ 1 ms), store max %@ (≤ 10 ms)",
                  last.n, last.lookup.percentile(99) / last.lookup.median, formatDuration(last.lookup.nanoseconds.last ?? .nan),
                  formatDuration(last.store.percentile(99.9)), formatDuration(max(last.store.nanoseconds.last ?? 0, last.fillStore.nanoseconds.last ?? 0))))

@@ -20,7 +20,7 @@ final class PendingWrites: Sendable {
         let entry: CacheEntry
         let keepingNewer: Bool
         let completion: Completion
-        var bytes: Int { entry.payload.count + 256 }
+        var bytes: Int { entry.payload.count + 256 }  // as `add` counts them
     }
 
     private struct State {
@@ -31,8 +31,6 @@ final class PendingWrites: Sendable {
         var nextID: UInt64 = 1
         var bytes = 0
         var draining = false
-        /// Writers waiting for room (the held bytes above ``PendingWrites/byteLimit``).
-        var waitingForRoom: [CheckedContinuation<Void, Never>] = []
         /// Callers of ``flushed()`` waiting for the groups to end.
         var waitingForDrain: [CheckedContinuation<Void, Never>] = []
     }
@@ -40,7 +38,7 @@ final class PendingWrites: Sendable {
     private let state = LockedValue(State())
     /// The queue the groups are written on (a thread of their own, never a cooperative one).
     let queue = DispatchQueue(label: "ODataStores.TechnicalCache.pendingWrites")
-    /// The bytes held (payloads plus a small overhead each) beyond which a hand-over waits for a group to commit.
+    /// The bytes held (payloads plus a small overhead each) beyond which a hand-over is shed (not held, not stored).
     let byteLimit: Int
     /// The most entries one group writes.
     static let groupLimit = 256
@@ -60,15 +58,19 @@ final class PendingWrites: Sendable {
     /// The number of entries and bytes held (for tests and statistics).
     var held: (entries: Int, bytes: Int) { state.withLock { ($0.items.count, $0.bytes) } }
 
-    /// Hands `entry` over. Returns whether the caller must start the writer (none runs), whether the held bytes
-    /// are above the limit (the caller then waits for ``roomMade()``), and the completion of an entry this one
-    /// superseded, to be told `false` outside the lock.
+    /// Hands `entry` over, unless the held bytes would go above ``byteLimit`` (a writer slower than the answers
+    /// arrive): then it is shed, not held (an entry alone is always taken). Returns whether it was taken, whether the
+    /// caller must start the writer (none runs), and the completion of an entry this one superseded (or of this one,
+    /// when a later answer is pending), to be told `false` outside the lock.
     func add(_ entry: CacheEntry, for url: String, keepingNewer: Bool, completion: @escaping Completion)
-        -> (startWriter: Bool, full: Bool, superseded: Completion?) {
+        -> (taken: Bool, startWriter: Bool, superseded: Completion?) {
         state.withLock { state in
             if keepingNewer, let pending = state.items[url], pending.entry.storedAt > entry.storedAt {
-                return (false, state.bytes > byteLimit, completion)  // an answer to a later request is pending
+                return (true, false, completion)  // an answer to a later request is pending
             }
+            let bytes = entry.payload.count + 256
+            let growth = bytes - (state.items[url]?.bytes ?? 0)
+            if state.bytes > 0, growth > 0, state.bytes + growth > byteLimit { return (false, false, nil) }
             let id = state.nextID
             state.nextID += 1
             let item = Item(id: id, entry: entry, keepingNewer: keepingNewer, completion: completion)
@@ -77,7 +79,7 @@ final class PendingWrites: Sendable {
             if state.queued.insert(url).inserted { state.queue.append(url) }
             let start = !state.draining
             state.draining = true
-            return (start, state.bytes > byteLimit, replaced?.completion)
+            return (true, start, replaced?.completion)
         }
     }
 
@@ -96,18 +98,6 @@ final class PendingWrites: Sendable {
         }
     }
 
-    /// Waits until the held bytes are at or below the limit again.
-    func roomMade() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                guard state.bytes > byteLimit, state.draining else { return true }
-                state.waitingForRoom.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
     /// Drops the pending entry of `url` (a direct write or removal of it follows); its completion is told `false`.
     func cancel(_ url: String) {
         let item = state.withLock { state -> Item? in
@@ -116,7 +106,6 @@ final class PendingWrites: Sendable {
             return item
         }
         item?.completion(.success(false))
-        resumeWaiters()
     }
 
     /// The next group: up to ``groupLimit`` URLs with their pending entries, in hand-over order; nil when none waits
@@ -148,7 +137,6 @@ final class PendingWrites: Sendable {
                 state.bytes -= item.bytes
             }
         }
-        resumeWaiters()
     }
 
     /// Waits until every entry handed over so far is written (or failed).
@@ -163,12 +151,4 @@ final class PendingWrites: Sendable {
         }
     }
 
-    private func resumeWaiters() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard state.bytes <= byteLimit || !state.draining else { return [] }
-            defer { state.waitingForRoom = [] }
-            return state.waitingForRoom
-        }
-        for waiter in waiters { waiter.resume() }
-    }
 }
