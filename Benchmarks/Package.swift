@@ -116,6 +116,18 @@ let package = Package(
                 .product(name: "CurlHTTP", package: "ODataStores"),
             ]
         ),
+        // One process, many jobs (issue 45 part 4): 64 concurrent online reads alone and beside an offline download,
+        // an upload and a cache fill.
+        .executableTarget(
+            name: "ProcessBenchmarks",
+            dependencies: [
+                "BenchmarkKit", "OfflineBenchKit",
+                .product(name: "OnlineStore", package: "ODataStores"),
+                .product(name: "OfflineStore", package: "ODataStores"),
+                .product(name: "TechnicalCache", package: "ODataStores"),
+                .product(name: "ODataCore", package: "ODataStores"),
+            ]
+        ),
         .executableTarget(
             name: "MediaBenchmarks",
             dependencies: [

@@ -26,8 +26,9 @@ extension ResponseCache {
     ///   - url: The literal request URL.
     ///   - keepingNewer: As for ``store(_:for:keepingNewer:)``: an entry with a later ``CacheEntry/storedAt``, pending or
     ///     stored, is kept (when it is already stored, this one is not handed over: no lookup answers it).
-    ///   - completion: Told once, on the writer's thread, whether the entry was stored, or the write's error (counted
-    ///     in ``CacheStatistics/storageFailures`` like any write's). Keep it short.
+    ///   - completion: Told once whether the entry was stored, or the write's error (counted in
+    ///     ``CacheStatistics/storageFailures`` like any write's): on the writer's thread, or at once on the caller's when
+    ///     the entry is not handed over (shed, or older than the stored one). Keep it short.
     /// - Throws: ``CacheError/notOpen``; ``CacheError/invalidEntry`` for a status outside 100…999 (nothing is handed over).
     public func storeBehind(_ entry: CacheEntry, for url: String, keepingNewer: Bool = false,
                             completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void = { _ in }) async throws(CacheError) {

@@ -41,50 +41,8 @@ import OfflineBenchKit
 let count = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_N"] ?? "") ?? 100_000
 /// `OFFLINE_BENCH_CSDL_KIB` pads the CSDL with entity types no set uses, to about that many KiB (SAP services'
 /// `$metadata` run to megabytes): what the store does with a large CSDL while it downloads.
-let csdlPadding: String = {
-    let kib = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_CSDL_KIB"] ?? "") ?? 0
-    var padding = ""
-    var index = 0
-    while padding.utf8.count < kib * 1024 {
-        index += 1
-        padding += "<EntityType Name=\"Pad\(index)\"><Key><PropertyRef Name=\"ID\"/></Key><Property Name=\"ID\" Type=\"Edm.Int32\" Nullable=\"false\"/>"
-        for property in 0..<20 { padding += "<Property Name=\"Field\(property)\" Type=\"Edm.String\" MaxLength=\"40\"/>" }
-        padding += "</EntityType>\n"
-    }
-    return padding
-}()
-let csdl = """
-    <?xml version="1.0" encoding="utf-8"?>
-    <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
-      <edmx:DataServices>
-        <Schema Namespace="Bench" xmlns="http://docs.oasis-open.org/odata/ns/edm">
-          <EntityType Name="Item">
-            <Key><PropertyRef Name="ItemID"/></Key>
-            <Property Name="ItemID" Type="Edm.Int32" Nullable="false"/>
-            <Property Name="Name" Type="Edm.String"/>
-            <Property Name="Category" Type="Edm.String"/>
-            <Property Name="Price" Type="Edm.Double"/>
-            <Property Name="Quantity" Type="Edm.Int32"/>
-            <Property Name="Discontinued" Type="Edm.Boolean"/>
-            <Property Name="Region" Type="Edm.String"/>
-            <Property Name="Created" Type="Edm.DateTimeOffset"/>
-          </EntityType>
-          \(csdlPadding)
-          <EntityContainer Name="Container">
-            <EntitySet Name="Items" EntityType="Bench.Item"/>
-          </EntityContainer>
-        </Schema>
-      </edmx:DataServices>
-    </edmx:Edmx>
-    """
-
-func json(_ item: Item) -> JSONValue {
-    .object(JSONObject([
-        ("ItemID", .int(Int64(item.id))), ("Name", .string(item.name)), ("Category", .string(item.category)),
-        ("Price", .double(item.price)), ("Quantity", .int(Int64(item.quantity))), ("Discontinued", .bool(item.discontinued)),
-        ("Region", .string(item.region)), ("Created", .string(item.created)),
-    ]))
-}
+let csdlKiB = Int(ProcessInfo.processInfo.environment["OFFLINE_BENCH_CSDL_KIB"] ?? "") ?? 0
+let csdl = benchServiceCSDL(paddingKiB: csdlKiB)
 
 let environment = ProcessInfo.processInfo.environment
 // A role may name a page size after `@` (`store@1024`): that store is made with it, in a directory of its own.
@@ -307,14 +265,7 @@ func parent() throws {
     let reused = kept != nil && FileManager.default.fileExists(atPath: work + "/\(storeDirectoryName)/store.db")
     try FileManager.default.createDirectory(atPath: work + "/data", withIntermediateDirectories: true)
     defer { if kept == nil { try? FileManager.default.removeItem(atPath: work) } }
-    var payloadBytes = 0
-    do {
-        let items = makeItems(count: count)
-        try csdl.write(toFile: work + "/data/Bench.metadata.xml", atomically: true, encoding: .utf8)
-        let payload = JSON.serialize(.object(JSONObject([("value", .array(items.map(json)))])))
-        payloadBytes = payload.count
-        try Data(payload).write(to: URL(fileURLWithPath: work + "/data/Items.json"))
-    }
+    let payloadBytes = try writeBenchData(makeItems(count: count), to: work + "/data", paddingKiB: csdlKiB)
     print("# OfflineBenchmarks\n")
     print("Machine: \(machineDescription())")
     print("Producer: \(binary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000")
@@ -430,10 +381,8 @@ guard role == "upload" || role == "parent" else { exit(0) }
 // The upload runs in a process of its own over a fresh store of its own.
 guard let uploadBinary = fixtureBinary() else { exit(1) }
 let uploadWork = FileManager.default.temporaryDirectory.appendingPathComponent("offline-bench-upload-\(UUID().uuidString)").path
-try FileManager.default.createDirectory(atPath: uploadWork + "/data", withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: uploadWork) }
-try csdl.write(toFile: uploadWork + "/data/Bench.metadata.xml", atomically: true, encoding: .utf8)
-try Data(JSON.serialize(.object(JSONObject([("value", .array(makeItems(count: min(count, 10_000)).map(json)))])))).write(to: URL(fileURLWithPath: uploadWork + "/data/Items.json"))
+try writeBenchData(makeItems(count: min(count, 10_000)), to: uploadWork + "/data", paddingKiB: csdlKiB)
 let (producer, serviceRoot) = try startProducer(binary: uploadBinary, data: uploadWork + "/data")
 defer { producer.terminate() }
 let parameters = OfflineODataParameters(storeName: "bench", storePath: uploadWork, storeEncryptionKey: "benchmark key")

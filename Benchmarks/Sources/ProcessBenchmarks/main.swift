@@ -1,0 +1,197 @@
+// ProcessBenchmarks: "one process, many jobs" (issue 45 part 4). 64 concurrent online reads — each reader on its own
+// 1 KiB URL of one nginx on loopback, alternating an active read (cache + 304) and an uncached GET — first alone, then
+// while the same process runs, on its own tasks as service code would:
+// (a) an offline initial download of `PROCESS_BENCH_N` entities (default 1,000,000) from the fixture producer;
+// (b) an upload of `PROCESS_BENCH_UPLOAD` queued updates (default 10,000) to it;
+// (c) a response-cache fill with eviction of `PROCESS_BENCH_FILL` entries (default 1,000,000) of 0.5–64 KiB, budget
+//     60 % of their bytes, through `ResponseCache.store` (a cache other than the readers').
+// The readers pause `PROCESS_BENCH_PACE_MS` between reads (a service under load, not a saturating loop).
+// Each read is timed on its own: p50, p99 and max per phase, and the ratio of each phase's p99 to the alone phase's.
+// Targets (2 cores): p99 under load ≤ 1.5× alone, max ≤ 20 ms.
+//
+// Needs nginx and the fixture producer (`swift build -c release --product odata-fixture-server` at the repository
+// root, else its debug build, or ODATA_FIXTURE_SERVER).
+import BenchmarkKit
+import Foundation
+import ODataCore
+import OfflineBenchKit
+import OfflineStore
+import OnlineStore
+import TechnicalCache
+
+let environment = ProcessInfo.processInfo.environment
+let downloadCount = Int(environment["PROCESS_BENCH_N"] ?? "") ?? 1_000_000
+let uploadCount = Int(environment["PROCESS_BENCH_UPLOAD"] ?? "") ?? 10_000
+let fillCount = Int(environment["PROCESS_BENCH_FILL"] ?? "") ?? 1_000_000
+let readers = 64
+/// `PROCESS_BENCH_PACE_MS`: each reader's pause between two reads (default 10 ms: 6,400 reads/s in all, about a quarter of
+/// what this machine serves; 0 reads back to back, and then every job's CPU shows in the reads' times).
+let pace = Int(environment["PROCESS_BENCH_PACE_MS"] ?? "") ?? 10
+
+/// The reads of one phase: each read's time, active and uncached apart.
+struct PhaseReads: Sendable {
+    var active: [Double] = []
+    var uncached: [Double] = []
+    mutating func add(_ other: PhaseReads) {
+        active += other.active
+        uncached += other.uncached
+    }
+}
+
+/// A flag the job sets when it is done; the readers stop at their next read.
+final class Stop: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopped = false
+    var isSet: Bool { lock.withLock { stopped } }
+    func set() { lock.withLock { stopped = true } }
+}
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// 64 readers until `stop` is set (and at least `minimum` reads each), alternating active and uncached reads.
+func read(_ store: OnlineODataStore, until stop: Stop, minimum: Int) async throws -> PhaseReads {
+    try await withThrowingTaskGroup(of: PhaseReads.self) { group in
+        for index in 0..<readers {
+            group.addTask {
+                var reads = PhaseReads()
+                let active = ODataRequest(resourcePath: "c\(index).json", useCache: true)
+                let uncached = ODataRequest(resourcePath: "c\(index).json", useCache: false)
+                var count = 0
+                while count < minimum || !stop.isSet {
+                    let cached = count % 2 == 0
+                    let start = now()
+                    let response = try await store.response(for: cached ? active : uncached)
+                    let elapsed = Double(now() - start)
+                    precondition(response?.statusCode == 200, "a read failed: \(String(describing: response?.statusCode))")
+                    if cached { reads.active.append(elapsed) } else { reads.uncached.append(elapsed) }
+                    count += 1
+                    if pace > 0 { try await Task.sleep(for: .milliseconds(pace)) }
+                }
+                return reads
+            }
+        }
+        var all = PhaseReads()
+        for try await reads in group { all.add(reads) }
+        return all
+    }
+}
+
+/// Runs `job` on a task of its own while the readers read; returns the reads and the job's seconds.
+func phase(_ store: OnlineODataStore, _ job: @escaping @Sendable () async throws -> Void) async throws -> (PhaseReads, Double) {
+    let stop = Stop()
+    let start = now()
+    let jobTask = Task {
+        defer { stop.set() }
+        try await job()
+        return Double(now() - start) / 1e9
+    }
+    let reads = try await read(store, until: stop, minimum: 20)
+    return (reads, try await jobTask.value)
+}
+
+func payloadSize(_ index: Int) -> Int {
+    var z = UInt64(index) &+ 0x9E37_79B9_7F4A_7C15
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    let unit = Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
+    return Int(512 * pow(128, unit))
+}
+
+func runBenchmarks() async throws {
+    guard let producerBinary = fixtureBinary() else {
+        print("ProcessBenchmarks: build the fixture producer first (swift build -c release --product odata-fixture-server at the repository root)")
+        exit(1)
+    }
+    let work = FileManager.default.temporaryDirectory.appendingPathComponent("process-bench-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: work) }
+    print("# ProcessBenchmarks: one process, many jobs\n")
+    print("Machine: \(machineDescription()); load average at the start: \(loadAverage())")
+    print("Producer: \(producerBinary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000")
+
+    // The online side: nginx with 64 files of 1 KiB, one store with the default cache.
+    var files: [String: Data] = [:]
+    for index in 0..<readers { files["c\(index).json"] = jsonFile(bytes: 1024) }
+    let nginx = try Nginx.start(files: files)
+    defer { nginx.stop() }
+    var options = OnlineStoreOptions()
+    options.storeDirectory = URL(fileURLWithPath: work + "/online")
+    options.cacheEncryptionKey = "benchmark passphrase"
+    options.cacheKeyDerivation = .pbkdf2(rounds: 1_000)
+    let store = try OnlineODataStore(serviceRoot: "http://127.0.0.1:\(nginx.port)/", options: options)
+    try await store.open()
+    defer { store.close() }
+    for index in 0..<readers { _ = try await store.response(for: .get("c\(index).json")) }
+    await store.waitForCacheWrites()
+
+    // The offline side's data, written before any phase (not measured).
+    try writeBenchData(makeItems(count: downloadCount), to: work + "/data")
+    let (producer, serviceRoot) = try startProducer(binary: producerBinary, data: work + "/data")
+    defer { producer.terminate() }
+
+    var rows: [(String, PhaseReads, Double?)] = []
+    let alone = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 200 : 400)
+    rows.append(("alone", alone, nil))
+
+    let provider = try await makeBenchProvider(work: work + "/offline", serviceRoot: serviceRoot)
+    let (downloadReads, downloadSeconds) = try await phase(store) { try await provider.open() }
+    rows.append(("(a) during an initial download of \(downloadCount) entities", downloadReads, downloadSeconds))
+
+    for id in 1...uploadCount {
+        _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Items(\(id))", body: Data(#"{"Name":"Uploaded \#(id)"}"#.utf8)))
+    }
+    let (uploadReads, uploadSeconds) = try await phase(store) {
+        let result = try await provider.upload()
+        precondition(result.succeeded == uploadCount && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
+    }
+    rows.append(("(b) during an upload of \(uploadCount) updates", uploadReads, uploadSeconds))
+    await provider.close()
+
+    let workingSet = (0..<fillCount).reduce(0) { $0 + payloadSize($1) + 300 }
+    let fillCache = try ResponseCache(directory: work + "/fill", configuration: CacheConfiguration(
+        sizeLimit: workingSet * 6 / 10, keyDerivation: .pbkdf2(rounds: 1_000), durability: .periodic(interval: .seconds(3600))))
+    try fillCache.open(encryption: .key("fill key"))
+    let noise = Data((0..<(64 << 10)).map { _ in UInt8.random(in: 0...255) })
+    let (fillReads, fillSeconds) = try await phase(store) {
+        for index in 0..<fillCount {
+            try await fillCache.store(CacheEntry(status: 200, headers: [.eTag: "W/\"\(index)\""], payload: noise.prefix(payloadSize(index))),
+                                      for: "https://services.example/odata/Items(\(index))")
+        }
+    }
+    let evictions = fillCache.statistics.evictions
+    fillCache.close()
+    rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted)", fillReads, fillSeconds))
+
+    func triple(_ values: [Double]) -> String {
+        let samples = Samples(name: "", nanoseconds: values)
+        return "\(formatDuration(samples.median)) / \(formatDuration(samples.percentile(99))) / \(formatDuration(samples.nanoseconds.last ?? .nan))"
+    }
+    let aloneActive = Samples(name: "", nanoseconds: alone.active), aloneUncached = Samples(name: "", nanoseconds: alone.uncached)
+    printTable(title: "64 concurrent 1 KiB reads (each reader alternates active and uncached, \(pace) ms between reads), p50 / p99 / max; load at the end: \(loadAverage())",
+               header: ["phase", "job took", "reads", "active read", "uncached read", "p99 ÷ alone (active / uncached)"],
+               rows: rows.map { name, reads, seconds in
+        let active = Samples(name: "", nanoseconds: reads.active), uncached = Samples(name: "", nanoseconds: reads.uncached)
+        return [name, seconds.map { String(format: "%.1f s", $0) } ?? "—", String(reads.active.count + reads.uncached.count),
+                triple(reads.active), triple(reads.uncached),
+                String(format: "%.2f× / %.2f×", active.percentile(99) / aloneActive.percentile(99), uncached.percentile(99) / aloneUncached.percentile(99))]
+    })
+    print("")
+    for (name, reads, _) in rows.dropFirst() {
+        let worstP99 = max(Samples(name: "", nanoseconds: reads.active).percentile(99) / aloneActive.percentile(99),
+                           Samples(name: "", nanoseconds: reads.uncached).percentile(99) / aloneUncached.percentile(99))
+        let worstMax = max(reads.active.max() ?? 0, reads.uncached.max() ?? 0)
+        print(String(format: "- %@: p99 %.2f× alone (target ≤ 1.5×), max %@ (target ≤ 20 ms)", name, worstP99, formatDuration(worstMax)))
+    }
+}
+
+let finished = DispatchSemaphore(value: 0)
+nonisolated(unsafe) var failure: (any Error)?
+Task.detached {
+    do { try await runBenchmarks() } catch { failure = error }
+    finished.signal()
+}
+finished.wait()
+if let failure {
+    print("ProcessBenchmarks failed: \(failure)")
+    exit(1)
+}
