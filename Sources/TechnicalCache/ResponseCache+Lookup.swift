@@ -10,10 +10,10 @@ extension ResponseCache {
     /// A damaged entry (failed authentication or decoding) is removed and counted as an integrity
     /// failure; the cache stays usable.
     ///
-    /// - Parameter url: The literal request URL.
     /// An entry handed to the writer and not yet committed (``storeBehind(_:for:keepingNewer:completion:)``) is returned
     /// from memory.
     ///
+    /// - Parameter url: The literal request URL.
     /// - Returns: The entry (with ``CacheEntry/lastUsedAt`` set to now), or `nil`.
     /// - Throws: ``CacheError/notOpen`` when the cache is closed.
     public func entry(for url: String) throws -> CacheEntry? {
