@@ -112,6 +112,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkKit", "OfflineBenchKit",
                 .product(name: "OfflineStore", package: "ODataStores"),
+                .product(name: "SQLCipher", package: "ODataStores"),
                 .product(name: "ODataCore", package: "ODataStores"),
                 .product(name: "CurlHTTP", package: "ODataStores"),
             ]

@@ -5,6 +5,8 @@
 // plain SQLite answers):
 // 1. `download`: the initial download of N generated entities from the fixture producer (real HTTP, paged, a
 //    commit per page): entities per second, client CPU, peak RSS.
+// 1b. `downloadFloor`: the same pages into SQLCipher with no store layer in between (`DownloadFloor.swift`), and the
+//    store's download ÷ it in client CPU (issue 45 part 5; `OFFLINE_BENCH_FLOOR=0` leaves it out).
 // 2. `store`: the downloaded store opened again and queried through the public API — open, the first query after
 //    open vs later ones (wall time and the querying thread's CPU time), the first after a reopen in the same
 //    process (per-open costs without the once-per-process ones), key lookup (through `read(_:)`, `await execute(_:)`
@@ -97,6 +99,15 @@ case "download":
     await provider.close()
     let size = (try? FileManager.default.attributesOfItem(atPath: work + "/\(storeDirectoryName)/store.db")[.size] as? Int) ?? 0
     report("store file (bytes)", Double(size))
+    report("peak RSS, download (bytes)", Double(peakResidentBytes()))
+    exit(0)
+case "downloadFloor":
+    // 1b. The download's floor (`DownloadFloor.swift`): the same pages into SQLCipher with no store layer.
+    let floor = try await downloadFloor(work: environment["OFFLINE_BENCH_WORK"]!, serviceRoot: environment["OFFLINE_BENCH_ROOT"]!,
+                                        pageSize: databasePageSize)
+    precondition(floor.rows == count, "the floor inserted \(floor.rows) rows of \(count)")
+    report("initial download (ns)", floor.wall)
+    report("initial download, client CPU (ns)", floor.cpu)
     report("peak RSS, download (bytes)", Double(peakResidentBytes()))
     exit(0)
 case "redownload":
@@ -301,6 +312,8 @@ func parent() throws {
         }
     }
     if !reused { try child("download") }
+    // `OFFLINE_BENCH_FLOOR=0` leaves the download's floor out.
+    if environment["OFFLINE_BENCH_FLOOR"] != "0" { try child("downloadFloor") }
     try child("store")
     let small = smallPage == 0 || smallPage == 4096 ? nil : "@\(smallPage)"
     if let small {
@@ -368,6 +381,12 @@ func parent() throws {
         if let downloadCPU = figures["initial download, client CPU (ns)"]?[name] {
             print("\nInitial download\(name == "download" ? "" : " (\(smallPage / 1024) KiB pages)"): \(String(format: "%.0f", Double(count) / (downloadCPU / 1e9))) entities per client CPU-second")
         }
+    }
+    if let store = figures["initial download, client CPU (ns)"]?["download"], let floor = figures["initial download, client CPU (ns)"]?["downloadFloor"],
+       let storeWall = figures["initial download (ns)"]?["download"], let floorWall = figures["initial download (ns)"]?["downloadFloor"] {
+        print(String(format: "\nInitial download against its floor (the same pages, JSON.parse, prepared inserts into SQLCipher, no store layer): "
+                     + "store %.0f, floor %.0f entities per client CPU-second; store ÷ floor %.2f× in client CPU (target ≤ 1.5×), %.2f× in wall time",
+                     Double(count) / (store / 1e9), Double(count) / (floor / 1e9), store / floor, storeWall / floorWall))
     }
     for metric in ["selective indexed filter, matches", "5-clause filter (scan), matches", "$count of an indexed eq (5 %), value"] {
         let row = figures[metric] ?? [:]
