@@ -17,6 +17,7 @@ import ODataCore
 import OfflineBenchKit
 import OfflineStore
 import OnlineStore
+import Synchronization
 import TechnicalCache
 
 let environment = ProcessInfo.processInfo.environment
@@ -39,11 +40,10 @@ struct PhaseReads: Sendable {
 }
 
 /// A flag the job sets when it is done; the readers stop at their next read.
-final class Stop: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stopped = false
-    var isSet: Bool { lock.withLock { stopped } }
-    func set() { lock.withLock { stopped = true } }
+final class Stop: Sendable {
+    private let stopped = Mutex(false)
+    var isSet: Bool { stopped.withLock { $0 } }
+    func set() { stopped.withLock { $0 = true } }
 }
 
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -87,14 +87,6 @@ func phase(_ store: OnlineODataStore, _ job: @escaping @Sendable () async throws
     }
     let reads = try await read(store, until: stop, minimum: 20)
     return (reads, try await jobTask.value)
-}
-
-func payloadSize(_ index: Int) -> Int {
-    var z = UInt64(index) &+ 0x9E37_79B9_7F4A_7C15
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    let unit = Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-    return Int(512 * pow(128, unit))
 }
 
 func runBenchmarks() async throws {
@@ -147,14 +139,14 @@ func runBenchmarks() async throws {
     rows.append(("(b) during an upload of \(uploadCount) updates", uploadReads, uploadSeconds))
     await provider.close()
 
-    let workingSet = (0..<fillCount).reduce(0) { $0 + payloadSize($1) + 300 }
+    let workingSet = (0..<fillCount).reduce(0) { $0 + scalePayloadSize($1) + 300 }
     let fillCache = try ResponseCache(directory: work + "/fill", configuration: CacheConfiguration(
         sizeLimit: workingSet * 6 / 10, keyDerivation: .pbkdf2(rounds: 1_000), durability: .periodic(interval: .seconds(3600))))
     try fillCache.open(encryption: .key("fill key"))
     let noise = Data((0..<(64 << 10)).map { _ in UInt8.random(in: 0...255) })
     let (fillReads, fillSeconds) = try await phase(store) {
         for index in 0..<fillCount {
-            try await fillCache.store(CacheEntry(status: 200, headers: [.eTag: "W/\"\(index)\""], payload: noise.prefix(payloadSize(index))),
+            try await fillCache.store(CacheEntry(status: 200, headers: [.eTag: "W/\"\(index)\""], payload: noise.prefix(scalePayloadSize(index))),
                                       for: "https://services.example/odata/Items(\(index))")
         }
     }
