@@ -202,10 +202,16 @@ import Testing
         #expect(cache.statistics.shedWrites == 40 - taken)
         #expect(told.withLock { $0 } == Dictionary(uniqueKeysWithValues: (taken..<40).map { ($0, false) }), "the shed ones are told at once")
         #expect(try cache.entry(for: "https://h/\(taken - 1)") != nil && cache.entry(for: "https://h/\(taken)") == nil)
+        // A newer answer for a URL with an entry pending replaces it even now: shed, the older one would be written.
+        let newer = patternPayload(index: 2, count: 1 << 20)
+        try await Self.bounded { try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: newer), for: "https://h/0") }
+        #expect(cache.statistics.shedWrites == 40 - taken && cache.statistics.supersededWrites == 1)
+        #expect(try cache.entry(for: "https://h/0")?.payload == newer)
         held.end()
         await cache.flushPendingWrites()
         #expect(cache.statistics.writes == taken)
-        #expect(told.withLock { $0 }.values.filter { $0 }.count == taken)
+        #expect(told.withLock { $0 }.values.filter { $0 }.count == taken - 1, "the first entry was replaced before its commit")
+        #expect(try cache.entry(for: "https://h/0")?.payload == newer)
     }
 
     @Test func closingWritesThePendingEntries() async throws {

@@ -20,7 +20,9 @@ final class PendingWrites: Sendable {
         let entry: CacheEntry
         let keepingNewer: Bool
         let completion: Completion
-        var bytes: Int { entry.payload.count + 256 }  // as `add` counts them
+        var bytes: Int { Self.bytes(of: entry) }
+        /// What an entry counts against ``PendingWrites/byteLimit``: its payload plus a small overhead.
+        static func bytes(of entry: CacheEntry) -> Int { entry.payload.count + 256 }
     }
 
     private struct State {
@@ -59,7 +61,8 @@ final class PendingWrites: Sendable {
     var held: (entries: Int, bytes: Int) { state.withLock { ($0.items.count, $0.bytes) } }
 
     /// Hands `entry` over, unless the held bytes would go above ``byteLimit`` (a writer slower than the answers
-    /// arrive): then it is shed, not held (an entry alone is always taken). Returns whether it was taken, whether the
+    /// arrive): then it is shed, not held (an entry alone, and one that replaces its URL's pending entry, are always
+    /// taken). Returns whether it was taken, whether the
     /// caller must start the writer (none runs), and the completion of an entry this one superseded (or of this one,
     /// when a later answer is pending), to be told `false` outside the lock.
     func add(_ entry: CacheEntry, for url: String, keepingNewer: Bool, completion: @escaping Completion)
@@ -68,9 +71,9 @@ final class PendingWrites: Sendable {
             if keepingNewer, let pending = state.items[url], pending.entry.storedAt > entry.storedAt {
                 return (true, false, completion)  // an answer to a later request is pending
             }
-            let bytes = entry.payload.count + 256
-            let growth = bytes - (state.items[url]?.bytes ?? 0)
-            if state.bytes > 0, growth > 0, state.bytes + growth > byteLimit { return (false, false, nil) }
+            // A URL's newer answer always replaces its pending one (shed, the older one would be written after the
+            // caller saw the newer); a URL without one is shed when the writer is too far behind.
+            if state.items[url] == nil, state.bytes > 0, state.bytes + Item.bytes(of: entry) > byteLimit { return (false, false, nil) }
             let id = state.nextID
             state.nextID += 1
             let item = Item(id: id, entry: entry, keepingNewer: keepingNewer, completion: completion)
