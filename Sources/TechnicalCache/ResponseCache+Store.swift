@@ -103,11 +103,6 @@ extension ResponseCache {
         return PreparedStore(cache: cache, key: key, entry: entry, sealed: sealed, generation: crypto.generation, storable: true, oversize: false, condition: condition)
     }
 
-    /// Whether the entry stored for the prepared key allows the write.
-    private static func conditionHolds(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> Bool {
-        try conditionHolds(prepared.condition, key: prepared.key, in: prepared.cache, txn)
-    }
-
     /// Whether the entry stored for `key` allows a write under `condition`.
     static func conditionHolds(_ condition: StoreCondition, key: [UInt8], in cache: OpenCache, _ txn: LMDBTransaction) throws -> Bool {
         if case .always = condition { return true }
@@ -140,7 +135,7 @@ extension ResponseCache {
 
     private func applyStoreAfterRefreshes(_ prepared: PreparedStore, _ txn: LMDBTransaction) throws -> StoreOutcome {
         let cache = prepared.cache
-        guard try Self.conditionHolds(prepared, txn) else {
+        guard try Self.conditionHolds(prepared.condition, key: prepared.key, in: prepared.cache, txn) else {
             return StoreOutcome(stored: false, oversize: false, removed: false, evictions: 0, evictedBytes: 0, superseded: true)
         }
         guard prepared.storable, var sealed = prepared.sealed else {

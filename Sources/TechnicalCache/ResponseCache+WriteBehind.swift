@@ -17,10 +17,10 @@ extension ResponseCache {
     /// holds what it held before them. ``close()`` writes them first; ``flushPendingWrites()`` waits for them.
     ///
     /// The call never waits for the writer: when the entries waiting for their commit hold 32 MiB (a writer slower
-    /// than the answers arrive, as while the kernel throttles the disk's dirty pages), a further entry (for a URL with none pending: a newer answer always
-    /// replaces its URL's pending one) is **shed** —
-    /// not held, not stored, counted in ``CacheStatistics/shedWrites``, its completion told `false` — and the URL's
-    /// next read goes to the server. A lone entry larger than that is taken.
+    /// than the answers arrive, as while the kernel throttles the disk's dirty pages), a further entry for a URL with
+    /// none pending is **shed** — not held, not stored, counted in ``CacheStatistics/shedWrites``, its completion told
+    /// `false` — and the URL's next read goes to the server. A newer answer always replaces its URL's pending one, and
+    /// a lone entry larger than 32 MiB is taken.
     ///
     /// - Parameters:
     ///   - entry: The response to keep (credentials already dropped from its headers).

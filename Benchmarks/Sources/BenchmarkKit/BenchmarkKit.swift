@@ -25,6 +25,11 @@ public struct Samples: Sendable {
 
     /// The median.
     public var median: Double { percentile(50) }
+
+    /// "p50 / p99 / max" as the tables print them.
+    public var p50p99Max: String {
+        "\(formatDuration(median)) / \(formatDuration(percentile(99))) / \(formatDuration(nanoseconds.last ?? .nan))"
+    }
 }
 
 /// Measures `body` `iterations` times after `warmup` untimed runs; each sample is one call.

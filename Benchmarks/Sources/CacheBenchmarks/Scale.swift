@@ -253,9 +253,7 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
 func megabytes(_ bytes: Int) -> String { String(format: "%.0f MiB", Double(bytes) / 1_048_576) }
 
 func printScale(_ results: [ScaleResult]) {
-    func triple(_ samples: Samples) -> String {
-        "\(formatDuration(samples.median)) / \(formatDuration(samples.percentile(99))) / \(formatDuration(samples.nanoseconds.last ?? .nan))"
-    }
+    func triple(_ samples: Samples) -> String { samples.p50p99Max }
     printTable(title: "The cache at scale: N keys of 0.5–64 KiB (log-uniform), budget 60 % of their bytes, `.periodic` durability; p50 / p99 / max",
                header: ["N", "load at end", "entries kept", "fill per entry", "fill store p99.9", "lookup", "store", "store p99.9", "refresh (304)",
                         "longest pause", "evictions per store (max in one)", "hit rate", "peak RSS (anon / file max)"],
@@ -302,7 +300,7 @@ func printScaleDiagnostics(_ results: [ScaleResult]) {
     printTable(title: "Lookups by payload band: p50 / p99 / max (count), p99 ÷ p50", header: ["N", "memory budget"] + payloadBands.map(\.name),
                rows: results.map { result in
         [String(result.n), megabytes(result.memoryBudget)] + result.lookupBands.map { band in
-            "\(formatDuration(band.median)) / \(formatDuration(band.percentile(99))) / \(formatDuration(band.nanoseconds.last ?? .nan)) "
+            "\(band.p50p99Max) "
                 + "(\(band.nanoseconds.count)), \(ratio(band.median, band.percentile(99)))"
         }
     })
@@ -316,7 +314,7 @@ func printScaleDiagnostics(_ results: [ScaleResult]) {
         let total = Double(max(result.lookup.nanoseconds.count, 1))
         return [String(result.n)] + result.lookupTiers.map { tier in
             String(format: "%.1f %%, ", Double(tier.nanoseconds.count) * 100 / total)
-                + "\(formatDuration(tier.median)) / \(formatDuration(tier.percentile(99))) / \(formatDuration(tier.nanoseconds.last ?? .nan)), "
+                + "\(tier.p50p99Max), "
                 + ratio(tier.median, tier.percentile(99))
         }
     })

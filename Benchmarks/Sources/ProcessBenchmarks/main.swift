@@ -154,10 +154,7 @@ func runBenchmarks() async throws {
     fillCache.close()
     rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted)", fillReads, fillSeconds))
 
-    func triple(_ values: [Double]) -> String {
-        let samples = Samples(name: "", nanoseconds: values)
-        return "\(formatDuration(samples.median)) / \(formatDuration(samples.percentile(99))) / \(formatDuration(samples.nanoseconds.last ?? .nan))"
-    }
+    func triple(_ values: [Double]) -> String { Samples(name: "", nanoseconds: values).p50p99Max }
     let aloneActive = Samples(name: "", nanoseconds: alone.active), aloneUncached = Samples(name: "", nanoseconds: alone.uncached)
     printTable(title: "64 concurrent 1 KiB reads (each reader alternates active and uncached, \(pace) ms between reads), p50 / p99 / max; load at the end: \(loadAverage())",
                header: ["phase", "job took", "reads", "active read", "uncached read", "p99 ÷ alone (active / uncached)"],
@@ -176,14 +173,4 @@ func runBenchmarks() async throws {
     }
 }
 
-let finished = DispatchSemaphore(value: 0)
-nonisolated(unsafe) var failure: (any Error)?
-Task.detached {
-    do { try await runBenchmarks() } catch { failure = error }
-    finished.signal()
-}
-finished.wait()
-if let failure {
-    print("ProcessBenchmarks failed: \(failure)")
-    exit(1)
-}
+try await runBenchmarks()

@@ -62,9 +62,9 @@ final class PendingWrites: Sendable {
 
     /// Hands `entry` over, unless the held bytes would go above ``byteLimit`` (a writer slower than the answers
     /// arrive): then it is shed, not held (an entry alone, and one that replaces its URL's pending entry, are always
-    /// taken). Returns whether it was taken, whether the
-    /// caller must start the writer (none runs), and the completion of an entry this one superseded (or of this one,
-    /// when a later answer is pending), to be told `false` outside the lock.
+    /// taken). Returns whether it was taken, whether the caller must start the writer (none runs), and the completion
+    /// of an entry this one superseded (or of this one, when a later answer is pending), to be told `false` outside
+    /// the lock.
     func add(_ entry: CacheEntry, for url: String, keepingNewer: Bool, completion: @escaping Completion)
         -> (taken: Bool, startWriter: Bool, superseded: Completion?) {
         state.withLock { state in
