@@ -164,12 +164,20 @@ public actor OfflineODataProvider {
     /// Opening an open store does nothing. A store whose initial download did not complete is
     /// wiped and downloaded again. On failure the store is closed and no half-store remains.
     ///
+    /// It runs on the background threads (``OfflineODataParameters/backgroundExecutor``), at their lower priority,
+    /// beside the process's other work; the caller is resumed where it runs.
+    ///
     /// - Throws: `OfflineODataError` — `.storeLocked` when the store is open elsewhere,
     ///   `.wrongKey` (nothing erased), `.encryptionMismatch`, `.serviceRootMismatch`,
     ///   `.unsupportedStoreFormat` for a store of a newer version or of the unreleased LMDB format (left as it is),
     ///   `.invalidDefiningQuery` when none is given for a new store, `.downloadFailed` or
     ///   `.invalidMetadata` when the initial download fails.
-    public func open() async throws {
+    public nonisolated func open() async throws {
+        try await parameters.backgroundExecutor.run { try await self.performOpen() }
+    }
+
+    /// ``open()``, on the actor.
+    private func performOpen() async throws {
         guard state == .closed else { return }
         setState(.opening)
         do {
@@ -238,7 +246,7 @@ public actor OfflineODataProvider {
                 previousUserSession?.endSession()
                 previousUserSession = nil
             }
-            let result = try await upload()
+            let result = try await performUpload()
             guard result.failed.isEmpty else {
                 throw OfflineODataError(.userSwitchUploadFailed,
                                         "\(result.failed.count) of the requests queued by '\(previous)' failed to upload (see the ErrorArchive); the store stays with '\(previous)'",

@@ -1,5 +1,8 @@
 import Dispatch
 import Foundation
+import ODataCore
+import ODataFixtures
+import Synchronization
 @testable import OfflineStore
 import Testing
 
@@ -16,6 +19,9 @@ import Testing
             return store.isOnWriterThread
         }
         #expect(ranOnWriter)
+        // At the background threads' priority, not the caller's.
+        #expect(try await store.write { _ in BackgroundExecutor.currentThreadPriority } == .idle)
+        #expect(BackgroundExecutor.currentThreadPriority == .nice(0))
         #expect(!store.isOnWriterThread)
         // The blocking form says so in its name and runs where it is called.
         #expect(try store.writeBlocking { _ in store.isOnWriterThread } == false)
@@ -57,5 +63,42 @@ import Testing
         }
         #expect(released.count == writers + 2)
         #expect(released.allSatisfy { $0 }, "the held write timed out: the writers blocked the pool")
+    }
+
+    /// A download's and an upload's own work (parsing pages, the queue's bookkeeping, the progress the delegate is
+    /// told) runs on the background threads, at their lower priority: the cooperative pool and the CPU stay with the
+    /// process's other tasks. The caller's thread keeps its priority.
+    @Test func downloadsAndUploadsRunOnTheBackgroundThreads() async throws {
+        let server = try await FixtureServer.start()
+        defer { Task { await server.stop() } }
+        let directory = try TemporaryDirectory()
+        let delegate = NicenessDelegate()
+        let provider = try await Northwind.provider(server, directory, pageSize: 5, delegate: delegate)
+        try await provider.open()
+        defer { Task { await provider.close() } }
+        _ = try await provider.execute(.local("PATCH", "Employees(2)", body: #"{"City":"Background City"}"#))
+        let result = try await provider.upload()
+        #expect(result.succeeded == 1)
+        try await provider.download()
+        let seen = delegate.seen.withLock { $0 }
+        #expect(seen.download.count > 10, "the initial download and the download report progress page by page")
+        #expect(!seen.upload.isEmpty)
+        #expect(Set(seen.download + seen.upload) == [.idle])
+        #expect(BackgroundExecutor.currentThreadPriority == .nice(0))
+    }
+}
+
+/// Records how the thread each progress report comes on is scheduled.
+private final class NicenessDelegate: OfflineODataDelegate {
+    let seen = Mutex<(download: [BackgroundExecutor.Priority], upload: [BackgroundExecutor.Priority])>(([], []))
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateDownloadProgress progress: OfflineODataDownloadProgress) {
+        let priority = BackgroundExecutor.currentThreadPriority
+        seen.withLock { $0.download.append(priority) }
+    }
+
+    func offlineODataProvider(_ provider: OfflineODataProvider, didUpdateUploadProgress progress: OfflineODataUploadProgress) {
+        let priority = BackgroundExecutor.currentThreadPriority
+        seen.withLock { $0.upload.append(priority) }
     }
 }

@@ -19,10 +19,18 @@ public func repositoryBinary(named name: String, environment: String) -> String?
 }
 
 /// Starts the producer over a data directory (its bundled data when `nil`) and returns the process and its service root.
-public func startProducer(binary: String, data: String?, port: Int = 0) throws -> (Process, String) {
+/// `idle` starts it under `chrt --idle 0` (every thread of it at `SCHED_IDLE`): a back end that stands in for one on
+/// another machine, so that it does not compete for the cores with the process measured.
+public func startProducer(binary: String, data: String?, port: Int = 0, idle: Bool = false) throws -> (Process, String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = ["--port", String(port), "--page-size", "1000"] + (data.map { ["--data", $0] } ?? [])
+    let arguments = ["--port", String(port), "--page-size", "1000"] + (data.map { ["--data", $0] } ?? [])
+    if idle {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/chrt")
+        process.arguments = ["--idle", "0", binary] + arguments
+    } else {
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+    }
     let output = Pipe()
     process.standardOutput = output
     try process.run()

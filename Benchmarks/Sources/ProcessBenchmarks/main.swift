@@ -4,7 +4,10 @@
 // (a) an offline initial download of `PROCESS_BENCH_N` entities (default 1,000,000) from the fixture producer;
 // (b) an upload of `PROCESS_BENCH_UPLOAD` queued updates (default 10,000) to it;
 // (c) a response-cache fill with eviction of `PROCESS_BENCH_FILL` entries (default 1,000,000) of 0.5–64 KiB, budget
-//     60 % of their bytes, through `ResponseCache.store` (a cache other than the readers').
+//     60 % of their bytes, through `ResponseCache.store` (a cache other than the readers'), run on `BackgroundExecutor`
+//     as service code's bulk work should be (`PROCESS_BENCH_FILL_ON_POOL=1`: on the cooperative pool).
+// The fixture producer runs at `SCHED_IDLE` (`PROCESS_BENCH_PRODUCER_IDLE=0`: at the default priority): it stands in for
+// a back end on another machine.
 // The readers pause `PROCESS_BENCH_PACE_MS` between reads (a service under load, not a saturating loop).
 // Each read is timed on its own: p50, p99 and max per phase, and the ratio of each phase's p99 to the alone phase's.
 // Targets (2 cores): p99 under load ≤ 1.5× alone, max ≤ 20 ms.
@@ -28,6 +31,12 @@ let readers = 64
 /// `PROCESS_BENCH_PACE_MS`: each reader's pause between two reads (default 10 ms: 6,400 reads/s in all, about a quarter of
 /// what this machine serves; 0 reads back to back, and then every job's CPU shows in the reads' times).
 let pace = Int(environment["PROCESS_BENCH_PACE_MS"] ?? "") ?? 10
+/// `PROCESS_BENCH_PRODUCER_IDLE=0`: the fixture producer runs at the default priority and competes with the process
+/// measured for the same two cores; by default it runs at `SCHED_IDLE`, standing in for a back end on another machine.
+let producerIdle = environment["PROCESS_BENCH_PRODUCER_IDLE"] != "0"
+/// `PROCESS_BENCH_FILL_ON_POOL=1`: the fill runs on a task of the cooperative pool, as any task would, instead of on
+/// `BackgroundExecutor` (where service code runs its bulk work).
+let fillOnPool = environment["PROCESS_BENCH_FILL_ON_POOL"] == "1"
 
 /// The reads of one phase: each read's time, active and uncached apart.
 struct PhaseReads: Sendable {
@@ -99,7 +108,7 @@ func runBenchmarks() async throws {
     defer { try? FileManager.default.removeItem(atPath: work) }
     print("# ProcessBenchmarks: one process, many jobs\n")
     print("Machine: \(machineDescription()); load average at the start: \(loadAverage())")
-    print("Producer: \(producerBinary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000")
+    print("Producer: \(producerBinary.contains("/release/") ? "release" : "debug") build of odata-fixture-server, page size 1000, \(producerIdle ? "at SCHED_IDLE (a back end on another machine)" : "at the default priority")")
 
     // The online side: nginx with 64 files of 1 KiB, one store with the default cache.
     var files: [String: Data] = [:]
@@ -118,7 +127,7 @@ func runBenchmarks() async throws {
 
     // The offline side's data, written before any phase (not measured).
     try writeBenchData(makeItems(count: downloadCount), to: work + "/data")
-    let (producer, serviceRoot) = try startProducer(binary: producerBinary, data: work + "/data")
+    let (producer, serviceRoot) = try startProducer(binary: producerBinary, data: work + "/data", idle: producerIdle)
     defer { producer.terminate() }
 
     var rows: [(String, PhaseReads, Double?)] = []
@@ -144,15 +153,19 @@ func runBenchmarks() async throws {
         sizeLimit: workingSet * 6 / 10, keyDerivation: .pbkdf2(rounds: 1_000), durability: .periodic(interval: .seconds(3600))))
     try fillCache.open(encryption: .key("fill key"))
     let noise = Data((0..<(64 << 10)).map { _ in UInt8.random(in: 0...255) })
-    let (fillReads, fillSeconds) = try await phase(store) {
+    let fill: @Sendable () async throws -> Void = {
         for index in 0..<fillCount {
             try await fillCache.store(CacheEntry(status: 200, headers: [.eTag: "W/\"\(index)\""], payload: noise.prefix(scalePayloadSize(index))),
                                       for: "https://services.example/odata/Items(\(index))")
         }
     }
+    // Service code's own bulk work, run as the library recommends (on `BackgroundExecutor`), unless asked otherwise.
+    let (fillReads, fillSeconds) = try await phase(store) {
+        if fillOnPool { try await fill() } else { try await BackgroundExecutor.shared.run(fill) }
+    }
     let evictions = fillCache.statistics.evictions
     fillCache.close()
-    rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted)", fillReads, fillSeconds))
+    rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")", fillReads, fillSeconds))
 
     func triple(_ values: [Double]) -> String { Samples(name: "", nanoseconds: values).p50p99Max }
     let aloneActive = Samples(name: "", nanoseconds: alone.active), aloneUncached = Samples(name: "", nanoseconds: alone.uncached)

@@ -32,7 +32,8 @@ extension EntityStore {
             secret = created
         }
         return try EntityStore(directory: directory, secret: secret, cacheBudget: parameters.pageCacheBudget,
-                               pageSize: parameters.databasePageSize, metadataReferences: parameters.metadataReferences)
+                               pageSize: parameters.databasePageSize, metadataReferences: parameters.metadataReferences,
+                               background: parameters.backgroundExecutor)
     }
 
     /// Refuses a directory that holds a store of the LMDB format (format 1: `data.mdb`, written by development

@@ -42,11 +42,10 @@ final class EntityStore: Sendable {
     /// The database key and page size, for the short-lived connection a media resource is read through (`+Media`).
     let mediaAccess: (key: [UInt8]?, pageSize: Int)
     private let writer: LockedValue<SQLCipherConnection?>
-    /// The thread ``write(_:)`` runs its transactions on: a task that writes suspends, and no thread of Swift's
-    /// cooperative pool waits for the disk, for the log's sync or for another writer's transaction.
-    private let writerQueue = DispatchQueue(label: "ODataStores.OfflineStore.writer")
-    /// Set on ``writerQueue`` (what a test proves the hop with: ``isOnWriterThread``).
-    private static let writerQueueKey = DispatchSpecificKey<Bool>()
+    /// Where ``write(_:)`` runs its transactions, one after another: a task that writes suspends, and no thread of
+    /// Swift's cooperative pool waits for the disk, for the log's sync or for another writer's transaction; the
+    /// transactions run at the background threads' lower priority (``OfflineODataParameters/backgroundExecutor``).
+    private let writerQueue: BackgroundQueue
     private let reader: ReadingConnection
     /// The tables of the entity sets, as committed.
     private let tables: LockedValue<[String: EntityTable]>
@@ -75,8 +74,9 @@ final class EntityStore: Sendable {
     /// `pageSize` bytes; an existing one keeps the size it was made with (see ``connect(path:key:budget:pageSize:)``).
     init(
         directory: String, secret: Data?, cacheBudget: Int, pageSize: Int = SQLCipherConnection.defaultPageSize,
-        metadataReferences: [Data] = []
+        metadataReferences: [Data] = [], background: BackgroundExecutor = .shared
     ) throws {
+        writerQueue = BackgroundQueue(executor: background)
         self.metadataReferences = metadataReferences
         self.directory = directory
         isEncrypted = secret != nil
@@ -90,7 +90,6 @@ final class EntityStore: Sendable {
             let readerConnection = try Self.connect(path: path, key: key, budget: cacheBudget - cacheBudget / 4,
                                                     pageSize: writerConnection.pageSize)
             writer = LockedValue(writerConnection)
-            writerQueue.setSpecific(key: Self.writerQueueKey, value: true)
             reader = ReadingConnection(readerConnection)
             tables = LockedValue(try Self.loadCatalog(readerConnection))
         } catch {
@@ -358,13 +357,11 @@ final class EntityStore: Sendable {
     /// The calling task suspends until the transaction committed or failed; its thread goes on with other tasks.
     /// Writes run one after another in the order they were called.
     func write<R: Sendable>(_ body: @escaping @Sendable (Changes) throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
-            writerQueue.async { continuation.resume(with: Result { try self.writeBlocking(body) }) }
-        }
+        try await writerQueue.run { try self.writeBlocking(body) }
     }
 
     /// Whether the calling code runs on the store's writer thread (inside a ``write(_:)``'s body).
-    var isOnWriterThread: Bool { DispatchQueue.getSpecific(key: Self.writerQueueKey) == true }
+    var isOnWriterThread: Bool { writerQueue.isCurrent }
 
     /// ``write(_:)`` on the calling thread, which it blocks for the transaction (and for a write under way on
     /// another thread): for synchronous callers — opening, tests — never from a task that others share a thread with.

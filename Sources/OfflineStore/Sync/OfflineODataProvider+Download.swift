@@ -20,12 +20,20 @@ extension OfflineODataProvider {
     /// and empties it, so a download that fails half way changes nothing (what it staged is dropped when the
     /// next download begins); local changes made while the download runs are kept.
     ///
+    /// It runs on the background threads (``OfflineODataParameters/backgroundExecutor``), at their lower priority,
+    /// beside the process's other work; the caller is resumed where it runs.
+    ///
     /// - Parameter names: The defining queries to download, by name; `nil` for all of them.
     /// - Throws: `OfflineODataError` — `.notOpen`, `.invalidRequest` while an upload or download runs,
     ///   `.invalidDefiningQuery` for an unknown name,
     ///   `.downloadFailed` when the back end cannot be read, `.invalidNextLink` naming the entity set and the page
     ///   whose next link cannot be read (nothing is applied), `.storage`.
-    public func download(definingQueries names: [String]? = nil) async throws {
+    public nonisolated func download(definingQueries names: [String]? = nil) async throws {
+        try await parameters.backgroundExecutor.run { try await self.performDownload(names) }
+    }
+
+    /// ``download(definingQueries:)``, on the actor.
+    private func performDownload(_ names: [String]?) async throws {
         let store = try openStore()
         guard var configuration else { throw OfflineODataError(.notOpen, "the offline store is not open") }
         guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }

@@ -77,11 +77,19 @@ extension OfflineODataProvider {
     /// request that may have reached the back end and must not be sent twice (not idempotent, repeatable requests
     /// off) is archived as possibly executed first.
     ///
+    /// It runs on the background threads (``OfflineODataParameters/backgroundExecutor``), at their lower priority,
+    /// beside the process's other work; the caller is resumed where it runs.
+    ///
     /// - Returns: How many requests were sent, accepted and failed.
     /// - Throws: ``OfflineODataError/backEndUnreachable`` (with ``OfflineODataError/uploadResult``: what was done,
     ///   and how many requests are still queued), `OfflineODataError.notOpen`, `.invalidRequest` when an upload
     ///   already runs, `.storage` when the store cannot be written (the request then stays queued).
-    public func upload() async throws -> OfflineODataUploadResult {
+    public nonisolated func upload() async throws -> OfflineODataUploadResult {
+        try await parameters.backgroundExecutor.run { try await self.performUpload() }
+    }
+
+    /// ``upload()``, on the actor.
+    func performUpload() async throws -> OfflineODataUploadResult {
         let store = try openStore()
         guard currentState == .open else { throw OfflineODataError(.invalidRequest, "an upload or download is already running") }
         setState(.uploading)

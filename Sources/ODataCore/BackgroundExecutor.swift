@@ -1,0 +1,201 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Threads for bulk work — a download, an upload, a store's writes, a cache fill — at a lower scheduling priority
+/// than the rest of the process.
+///
+/// Swift's cooperative pool has one thread per core, and a job that parses a million entities or commits their rows
+/// on it takes those threads, and the CPU, from every other task of the process: an online read waits behind it.
+/// Work run here leaves the pool alone, and its threads run at the ``priority`` given (on Linux a per-thread
+/// attribute), so the kernel gives the CPU to the process's other threads whenever they want it and to the bulk work
+/// the rest of the time: on an idle machine a download is as fast as on the pool, beside a busy service it yields.
+///
+/// Hand it a job with ``run(_:)`` (or use it as any task executor, `Task(executorPreference:)`): the job's
+/// non-isolated code and the code of the default actors it calls run on these threads. The offline store runs its
+/// opens, downloads and uploads so (and a ``BackgroundQueue`` is its writer); service code can do the same with its
+/// own bulk work.
+///
+/// A caller of an actor that a background job is running on at that moment may go on, after the call returns, on
+/// the background thread until its next suspension: a default actor runs the calls it is given on the thread it is
+/// on.
+///
+/// The threads live as long as the process (as the cooperative pool's do): use ``shared``, or make one executor
+/// per priority a process needs, never one per store.
+public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
+    /// How the kernel schedules the threads against the process's other threads.
+    public enum Priority: Sendable, Hashable {
+        /// Linux's `SCHED_IDLE`: the threads run when no other thread of the machine wants the core, and give it up
+        /// the moment one does. The strongest isolation; on a CPU that other work keeps busy all the time, the
+        /// bulk work (and a local write, which waits for the store's writer) nearly stops.
+        case idle
+        /// The default policy at this nice value (1–19; higher is lower): the threads get a share of a busy CPU
+        /// (about 10 % against one thread at nice 0 for nice 10), and yield less promptly than ``idle``.
+        case nice(Int32)
+    }
+
+    /// The one instance the stores use unless told otherwise: two threads per core, ``Priority/idle``.
+    public static let shared = BackgroundExecutor(threads: 2 * max(1, ProcessInfo.processInfo.activeProcessorCount), priority: .idle)
+
+    /// How the threads are scheduled.
+    public let priority: Priority
+    /// How many threads run work at once. More than the cores: a writer's transaction holds its thread while it
+    /// waits for the disk, and the other threads go on.
+    public let threadCount: Int
+
+    private let condition = NSCondition()
+    private var work: [Work] = []
+    private var started = false
+
+    private enum Work {
+        case job(UnownedJob)
+        case block(@Sendable () -> Void)
+    }
+
+    /// An executor of `threads` threads (started at its first job) at `priority`.
+    public init(threads: Int, priority: Priority) {
+        self.threadCount = max(1, threads)
+        self.priority = priority
+    }
+
+    /// Runs `operation` in a task of its own that prefers these threads, and waits for it.
+    ///
+    /// The calling task suspends (its thread goes on with other tasks) and is resumed where it runs, not on a
+    /// background thread: the caller's own work after this call keeps its priority. Cancelling the caller cancels
+    /// the operation; the operation sees the caller's task-local values and priority.
+    ///
+    /// - Parameter operation: The work; the default actors it calls run their code on these threads too.
+    /// - Returns: What `operation` returns.
+    /// - Throws: What `operation` throws.
+    public func run<R: Sendable>(_ operation: @escaping @Sendable () async throws -> R) async throws -> R {
+        let task = Task(executorPreference: self) { try await operation() }
+        return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+    }
+
+    /// Runs `job` on one of the threads (what a task that prefers this executor is run with).
+    public func enqueue(_ job: consuming ExecutorJob) {
+        submit(.job(UnownedJob(job)))
+    }
+
+    /// Runs `block` on one of the threads, soon; blocks run in no particular order (``BackgroundQueue`` orders them).
+    public func execute(_ block: @escaping @Sendable () -> Void) {
+        submit(.block(block))
+    }
+
+    private func submit(_ item: Work) {
+        condition.lock()
+        if !started {
+            started = true
+            for index in 0..<threadCount { startThread(index) }
+        }
+        work.append(item)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func startThread(_ index: Int) {
+        let thread = Thread { [self] in
+            Self.apply(priority)
+            while true {
+                condition.lock()
+                while work.isEmpty { condition.wait() }
+                let item = work.removeFirst()
+                condition.unlock()
+                switch item {
+                case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+                case .block(let block): block()
+                }
+            }
+        }
+        thread.name = "ODataStores background \(index)"
+        thread.start()
+    }
+
+    /// Linux's `SCHED_IDLE` (`<sched.h>` defines it only with `_GNU_SOURCE`).
+    private static let schedIdle: Int32 = 5
+
+    /// Gives the calling thread `priority`. On Linux the policy and the nice value are the calling thread's
+    /// (pid 0, who 0), not the process's; lowering one's own priority needs no privilege.
+    private static func apply(_ priority: Priority) {
+        #if canImport(Glibc)
+        switch priority {
+        case .idle:
+            var parameter = sched_param(sched_priority: 0)
+            _ = sched_setscheduler(0, schedIdle, &parameter)
+        case .nice(let value):
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, value)
+        }
+        #endif
+    }
+
+    /// How the calling thread is scheduled: ``Priority/idle``, else its nice value (0 for a thread nobody lowered).
+    /// What a test proves where code ran with.
+    public static var currentThreadPriority: Priority {
+        #if canImport(Glibc)
+        if sched_getscheduler(0) == schedIdle { return .idle }
+        errno = 0
+        return .nice(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+        #else
+        return .nice(0)
+        #endif
+    }
+}
+
+/// A serial queue on the ``BackgroundExecutor``'s threads: blocks run one after another, in the order they were
+/// given, each on some background thread.
+///
+/// What a store's writer is: its transactions wait for the disk on a background thread, at the background
+/// priority, and never on a thread of the cooperative pool.
+public final class BackgroundQueue: @unchecked Sendable {
+    private let executor: BackgroundExecutor
+    private let condition = NSCondition()
+    private var blocks: [@Sendable () -> Void] = []
+    private var draining = false
+    /// The thread that drains the queue now, while it does.
+    private var drainingThread: pthread_t?
+
+    /// A queue on `executor`'s threads.
+    public init(executor: BackgroundExecutor = .shared) {
+        self.executor = executor
+    }
+
+    /// Runs `block` after every block given before it.
+    public func async(_ block: @escaping @Sendable () -> Void) {
+        condition.lock()
+        blocks.append(block)
+        let start = !draining
+        draining = true
+        condition.unlock()
+        if start { executor.execute { self.drain() } }
+    }
+
+    /// Runs `body` after every block given before it; the calling task suspends meanwhile (its thread goes on).
+    public func run<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+            async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Whether the calling code runs inside one of the queue's blocks.
+    public var isCurrent: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let drainingThread else { return false }
+        return pthread_equal(drainingThread, pthread_self()) != 0
+    }
+
+    private func drain() {
+        condition.lock()
+        drainingThread = pthread_self()
+        while !blocks.isEmpty {
+            let block = blocks.removeFirst()
+            condition.unlock()
+            block()
+            condition.lock()
+        }
+        drainingThread = nil
+        draining = false
+        condition.unlock()
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import ODataCore
+import Synchronization
+import Testing
+
+/// The background threads (#45): work handed to them runs at their priority and off the cooperative pool; the caller
+/// comes back at its own; a queue on them keeps its order.
+@Suite struct BackgroundExecutorTests {
+    /// A job runs at the executor's priority, the default actors it calls too; the caller is resumed at its own.
+    @Test(arguments: [BackgroundExecutor.Priority.idle, .nice(7)])
+    func aJobRunsAtTheExecutorsPriorityAndTheCallerComesBackAtItsOwn(priority: BackgroundExecutor.Priority) async throws {
+        let executor = priority == .idle ? BackgroundExecutor.shared : BackgroundExecutor(threads: 2, priority: priority)
+        let probe = PriorityProbe()
+        let (inside, inActor) = try await executor.run { () async throws -> (BackgroundExecutor.Priority, BackgroundExecutor.Priority) in
+            let first = BackgroundExecutor.currentThreadPriority
+            try await Task.sleep(for: .milliseconds(1))  // resumed on the executor too
+            let inActor = await probe.priority()
+            #expect(BackgroundExecutor.currentThreadPriority == priority)
+            return (first, inActor)
+        }
+        #expect(inside == priority)
+        #expect(inActor == priority, "a default actor the job calls runs on the job's threads")
+        #expect(BackgroundExecutor.currentThreadPriority == .nice(0), "the caller is resumed where it runs, not on a background thread")
+    }
+
+    /// Cancelling the caller cancels the job; what the job throws reaches the caller.
+    @Test func cancellingTheCallerCancelsTheJob() async throws {
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        let caller = Task {
+            try await BackgroundExecutor.shared.run {
+                startedContinuation.yield()
+                try await Task.sleep(for: .seconds(60))
+            }
+        }
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        caller.cancel()
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        await #expect(throws: URLError.self) {
+            try await BackgroundExecutor.shared.run { throw URLError(.badURL) }
+        }
+    }
+
+    /// A queue's blocks run one at a time, in the order given, at the executor's priority; `isCurrent` holds
+    /// inside them only.
+    @Test func aQueueRunsItsBlocksInOrderOneAtATime() async throws {
+        let queue = BackgroundQueue()
+        let log = Mutex<[Int]>([])
+        let running = Atomic<Int>(0)
+        let overlaps = Atomic<Int>(0)
+        #expect(!queue.isCurrent)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                queue.async {
+                    if running.add(1, ordering: .sequentiallyConsistent).newValue > 1 { overlaps.add(1, ordering: .relaxed) }
+                    log.withLock { $0.append(index) }
+                    running.subtract(1, ordering: .sequentiallyConsistent)
+                }
+            }
+            // Given after the 200 blocks: when it has run, they have.
+            group.addTask {
+                let inside = try await queue.run { (queue.isCurrent, BackgroundExecutor.currentThreadPriority) }
+                #expect(inside.0)
+                #expect(inside.1 == .idle)
+            }
+            try await group.waitForAll()
+        }
+        #expect(log.withLock { $0 } == Array(0..<200))
+        #expect(overlaps.load(ordering: .relaxed) == 0)
+        #expect(!queue.isCurrent)
+        await #expect(throws: URLError.self) { try await queue.run { throw URLError(.badURL) } }
+    }
+}
+
+private actor PriorityProbe {
+    func priority() -> BackgroundExecutor.Priority { BackgroundExecutor.currentThreadPriority }
+}
