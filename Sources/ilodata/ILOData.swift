@@ -103,6 +103,8 @@ struct ILOData: AsyncParsableCommand {
         var parameters = OfflineODataParameters(storeName: storeName, storePath: storePath, storeEncryptionKey: key,
                                                 disableDefaultEncryptionKey: noEncryption, pageSize: pageSize)
         if let kdfRounds { parameters.keyDerivation = .pbkdf2(rounds: kdfRounds) }
+        // The store's work is this tool's main work: at the normal priority, not behind every other process's.
+        parameters.backgroundExecutor = BackgroundExecutor(threads: 2 * ProcessInfo.processInfo.activeProcessorCount, priority: .nice(0))
         if let user {
             guard let password = ProcessInfo.processInfo.environment["ILODATA_PASSWORD"] else {
                 throw ValidationError("--user needs the password in the environment variable ILODATA_PASSWORD")

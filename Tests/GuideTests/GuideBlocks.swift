@@ -596,6 +596,18 @@ for failure in result.failed {
 func OfflineStore_OfflineSync_5(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
     options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
     do {
+let busyService = BackgroundExecutor(threads: 4, priority: .nice(10))
+var parameters = OfflineODataParameters(storeName: "northwind", storePath: "/var/lib/myservice/stores")
+parameters.backgroundExecutor = busyService
+    _ = busyService
+    _ = parameters
+    }
+}
+
+// Sources/OfflineStore/OfflineStore.docc/OfflineSync.md, block 6
+func OfflineStore_OfflineSync_6(store: OnlineODataStore, provider: OfflineODataProvider, old: OfflineODataProvider,
+    options: OnlineStoreOptions, serviceRoot: String, storePath: String, passphrase: String, newPassphrase: String) async throws {
+    do {
 
 var parameters = OfflineODataParameters(storeName: "orders", storePath: storePath)
 parameters.storeEncryptionKey = passphrase

@@ -37,14 +37,19 @@ let producerIdle = environment["PROCESS_BENCH_PRODUCER_IDLE"] != "0"
 /// `PROCESS_BENCH_FILL_ON_POOL=1`: the fill runs on a task of the cooperative pool, as any task would, instead of on
 /// `BackgroundExecutor` (where service code runs its bulk work).
 let fillOnPool = environment["PROCESS_BENCH_FILL_ON_POOL"] == "1"
+/// `PROCESS_BENCH_PHASES`: the jobs to run beside the readers, of `a`, `b`, `c` (default all three).
+let phases = Set((environment["PROCESS_BENCH_PHASES"] ?? "a,b,c").split(separator: ",").map(String.init))
 
 /// The reads of one phase: each read's time, active and uncached apart.
 struct PhaseReads: Sendable {
     var active: [Double] = []
     var uncached: [Double] = []
+    /// When each read slower than 10 ms began, in seconds since the phase began (where in a job the stalls fall).
+    var slowAt: [Double] = []
     mutating func add(_ other: PhaseReads) {
         active += other.active
         uncached += other.uncached
+        slowAt += other.slowAt
     }
 }
 
@@ -58,7 +63,7 @@ final class Stop: Sendable {
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
 /// 64 readers until `stop` is set (and at least `minimum` reads each), alternating active and uncached reads.
-func read(_ store: OnlineODataStore, until stop: Stop, minimum: Int) async throws -> PhaseReads {
+func read(_ store: OnlineODataStore, until stop: Stop, minimum: Int, since phaseStart: UInt64 = now()) async throws -> PhaseReads {
     try await withThrowingTaskGroup(of: PhaseReads.self) { group in
         for index in 0..<readers {
             group.addTask {
@@ -73,6 +78,7 @@ func read(_ store: OnlineODataStore, until stop: Stop, minimum: Int) async throw
                     let elapsed = Double(now() - start)
                     precondition(response?.statusCode == 200, "a read failed: \(String(describing: response?.statusCode))")
                     if cached { reads.active.append(elapsed) } else { reads.uncached.append(elapsed) }
+                    if elapsed > 10e6 { reads.slowAt.append(Double(start - phaseStart) / 1e9) }
                     count += 1
                     if pace > 0 { try await Task.sleep(for: .milliseconds(pace)) }
                 }
@@ -94,7 +100,7 @@ func phase(_ store: OnlineODataStore, _ job: @escaping @Sendable () async throws
         try await job()
         return Double(now() - start) / 1e9
     }
-    let reads = try await read(store, until: stop, minimum: 20)
+    let reads = try await read(store, until: stop, minimum: 20, since: start)
     return (reads, try await jobTask.value)
 }
 
@@ -134,38 +140,43 @@ func runBenchmarks() async throws {
     let alone = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 200 : 400)
     rows.append(("alone", alone, nil))
 
-    let provider = try await makeBenchProvider(work: work + "/offline", serviceRoot: serviceRoot)
-    let (downloadReads, downloadSeconds) = try await phase(store) { try await provider.open() }
-    rows.append(("(a) during an initial download of \(downloadCount) entities", downloadReads, downloadSeconds))
-
-    for id in 1...uploadCount {
-        _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Items(\(id))", body: Data(#"{"Name":"Uploaded \#(id)"}"#.utf8)))
-    }
-    let (uploadReads, uploadSeconds) = try await phase(store) {
-        let result = try await provider.upload()
-        precondition(result.succeeded == uploadCount && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
-    }
-    rows.append(("(b) during an upload of \(uploadCount) updates", uploadReads, uploadSeconds))
-    await provider.close()
-
-    let workingSet = (0..<fillCount).reduce(0) { $0 + scalePayloadSize($1) + 300 }
-    let fillCache = try ResponseCache(directory: work + "/fill", configuration: CacheConfiguration(
-        sizeLimit: workingSet * 6 / 10, keyDerivation: .pbkdf2(rounds: 1_000), durability: .periodic(interval: .seconds(3600))))
-    try fillCache.open(encryption: .key("fill key"))
-    let noise = Data((0..<(64 << 10)).map { _ in UInt8.random(in: 0...255) })
-    let fill: @Sendable () async throws -> Void = {
-        for index in 0..<fillCount {
-            try await fillCache.store(CacheEntry(status: 200, headers: [.eTag: "W/\"\(index)\""], payload: noise.prefix(scalePayloadSize(index))),
-                                      for: "https://services.example/odata/Items(\(index))")
+    if phases.contains("a") || phases.contains("b") {
+        let provider = try await makeBenchProvider(work: work + "/offline", serviceRoot: serviceRoot)
+        let (downloadReads, downloadSeconds) = try await phase(store) { try await provider.open() }
+        if phases.contains("a") { rows.append(("(a) during an initial download of \(downloadCount) entities", downloadReads, downloadSeconds)) }
+        if phases.contains("b") {
+            for id in 1...uploadCount {
+                _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Items(\(id))", body: Data(#"{"Name":"Uploaded \#(id)"}"#.utf8)))
+            }
+            let (uploadReads, uploadSeconds) = try await phase(store) {
+                let result = try await provider.upload()
+                precondition(result.succeeded == uploadCount && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
+            }
+            rows.append(("(b) during an upload of \(uploadCount) updates", uploadReads, uploadSeconds))
         }
+        await provider.close()
     }
-    // Service code's own bulk work, run as the library recommends (on `BackgroundExecutor`), unless asked otherwise.
-    let (fillReads, fillSeconds) = try await phase(store) {
-        if fillOnPool { try await fill() } else { try await BackgroundExecutor.shared.run(fill) }
+
+    if phases.contains("c") {
+        let workingSet = (0..<fillCount).reduce(0) { $0 + scalePayloadSize($1) + 300 }
+        let fillCache = try ResponseCache(directory: work + "/fill", configuration: CacheConfiguration(
+            sizeLimit: workingSet * 6 / 10, keyDerivation: .pbkdf2(rounds: 1_000), durability: .periodic(interval: .seconds(3600))))
+        try fillCache.open(encryption: .key("fill key"))
+        let noise = Data((0..<(64 << 10)).map { _ in UInt8.random(in: 0...255) })
+        let fill: @Sendable () async throws -> Void = {
+            for index in 0..<fillCount {
+                try await fillCache.store(CacheEntry(status: 200, headers: [.eTag: "W/\"\(index)\""], payload: noise.prefix(scalePayloadSize(index))),
+                                          for: "https://services.example/odata/Items(\(index))")
+            }
+        }
+        // Service code's own bulk work, run as the library recommends (on `BackgroundExecutor`), unless asked otherwise.
+        let (fillReads, fillSeconds) = try await phase(store) {
+            if fillOnPool { try await fill() } else { try await BackgroundExecutor.shared.run(fill) }
+        }
+        let evictions = fillCache.statistics.evictions
+        fillCache.close()
+        rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")", fillReads, fillSeconds))
     }
-    let evictions = fillCache.statistics.evictions
-    fillCache.close()
-    rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")", fillReads, fillSeconds))
 
     func triple(_ values: [Double]) -> String { Samples(name: "", nanoseconds: values).p50p99Max }
     let aloneActive = Samples(name: "", nanoseconds: alone.active), aloneUncached = Samples(name: "", nanoseconds: alone.uncached)
@@ -183,6 +194,11 @@ func runBenchmarks() async throws {
                            Samples(name: "", nanoseconds: reads.uncached).percentile(99) / aloneUncached.percentile(99))
         let worstMax = max(reads.active.max() ?? 0, reads.uncached.max() ?? 0)
         print(String(format: "- %@: p99 %.2f× alone (target ≤ 1.5×), max %@ (target ≤ 20 ms)", name, worstP99, formatDuration(worstMax)))
+        let slow = reads.slowAt.sorted()
+        if !slow.isEmpty {
+            print("  \(slow.count) reads over 10 ms, begun at (s into the phase): " + slow.prefix(24).map { String(format: "%.1f", $0) }.joined(separator: ", ")
+                  + (slow.count > 24 ? ", …" : ""))
+        }
     }
 }
 
