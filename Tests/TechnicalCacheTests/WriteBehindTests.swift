@@ -214,6 +214,39 @@ import Testing
         #expect(try cache.entry(for: "https://h/0")?.payload == newer)
     }
 
+    /// A lookup that crosses the touch threshold hands the recency write to a thread of its own: with the commit
+    /// held (another writer, a slow disk), every lookup still returns; the uses are written once the lock is free.
+    @Test func aLookupNeverWaitsForTheRecencyWrite() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try ResponseCache(directory: dir.cachePath, configuration: testConfiguration(sizeLimit: 32 << 20))
+        try cache.open(encryption: .key("k"))
+        defer { cache.close() }
+        let count = OpenCache.touchFlushThreshold + 64
+        for index in 0..<count {
+            try await cache.storeBehind(CacheEntry(status: 200, headers: [:], payload: Data("entry \(index)".utf8)), for: "https://h/\(index)")
+        }
+        await cache.flushPendingWrites()
+        #expect(cache.statistics.writes == count)
+        let held = try HeldCommit(cache)
+        let looked = DispatchSemaphore(value: 0)
+        let found = LockedValue(0)
+        Thread {
+            for index in 0..<count where (try? cache.entry(for: "https://h/\(index)")) != nil { found.withLock { $0 += 1 } }
+            looked.signal()
+        }.start()
+        let returned = looked.wait(timeout: .now() + 30) == .success
+        let pendingUses = try cache.openCache().touches.withLock { $0.count }
+        held.end()
+        #expect(pendingUses >= OpenCache.touchFlushThreshold, "the lookups crossed the threshold: \(pendingUses) uses held")
+        #expect(returned, "a lookup waited for the held commit (the recency write ran on the lookup's thread)")
+        if !returned { looked.wait() }
+        #expect(found.withLock { $0 } == count)
+        // The uses are written by the background write (or by the next write transaction, which writes them first).
+        try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data("last".utf8)), for: "https://h/last")
+        #expect(try cache.openCache().touches.withLock { $0.isEmpty })
+    }
+
     @Test func closingWritesThePendingEntries() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
