@@ -27,8 +27,9 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// How the kernel schedules the threads against the process's other threads.
     public enum Priority: Sendable, Hashable {
         /// Linux's `SCHED_IDLE`: the threads run when no other thread of the machine wants the core, and give it up
-        /// the moment one does. The strongest isolation; on a CPU that other work keeps busy all the time, the
-        /// bulk work (and a local write, which waits for the store's writer) nearly stops.
+        /// the moment one does — the strongest isolation. Against starvation on a CPU that other work keeps busy,
+        /// work that waited ``starvationBound`` without any job finishing is taken by threads at nice 10 too, until
+        /// the queue is empty (``escalations`` counts it).
         case idle
         /// The default policy at this nice value (1–19; higher is lower): the threads get a share of a busy CPU
         /// (about 10 % against one thread at nice 0 for nice 10), and yield less promptly than ``idle``.
@@ -37,6 +38,10 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
 
     /// The one instance the stores use unless told otherwise: two threads per core, ``Priority/idle``.
     public static let shared = BackgroundExecutor(threads: 2 * max(1, ProcessInfo.processInfo.activeProcessorCount), priority: .idle)
+
+    /// How long work of an ``Priority/idle`` executor may wait, with no job finishing, before the threads at nice 10
+    /// take it too: a busy CPU slows the bulk work down, never stops it (a transfer with a low-speed limit would fail).
+    public static let starvationBound: Duration = .milliseconds(200)
 
     /// How the threads are scheduled.
     public let priority: Priority
@@ -47,6 +52,21 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     private var work: [Work] = []
     private var started = false
+    /// Jobs finished since the start, and as the watch last saw them (``Priority/idle`` only).
+    private var finished: UInt64 = 0
+    private var finishedAtLastLook: UInt64 = 0
+    /// Whether the threads at nice 10 take work now, and whether they and the watch were started.
+    private var escalated = false
+    private var escalationThreadsStarted = false
+    private var watching = false
+    private var escalationCount = 0
+
+    /// How many times waiting work was handed to the threads at nice 10 (an ``Priority/idle`` executor on a busy CPU).
+    public var escalations: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return escalationCount
+    }
 
     private enum Work {
         case job(UnownedJob)
@@ -87,29 +107,65 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
         condition.lock()
         if !started {
             started = true
-            for index in 0..<threadCount { startThread(index) }
+            for index in 0..<threadCount { startThread(index, priority: priority) }
         }
         work.append(item)
+        if priority == .idle && !watching {
+            watching = true
+            finishedAtLastLook = finished
+            watch()
+        }
         condition.signal()
         condition.unlock()
     }
 
-    private func startThread(_ index: Int) {
+    private func startThread(_ index: Int, priority: Priority, escalation: Bool = false) {
         let thread = Thread { [self] in
             Self.apply(priority)
             while true {
                 condition.lock()
-                while work.isEmpty { condition.wait() }
+                while work.isEmpty || (escalation && !escalated) { condition.wait() }
                 let item = work.removeFirst()
                 condition.unlock()
                 switch item {
                 case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
                 case .block(let block): block()
                 }
+                condition.lock()
+                finished &+= 1
+                condition.unlock()
             }
         }
-        thread.name = "ODataStores background \(index)"
+        thread.name = escalation ? "ODataStores background (escalation) \(index)" : "ODataStores background \(index)"
         thread.start()
+    }
+
+    /// Looks every ``starvationBound`` (on a thread of the default priority) at whether work waits while no job
+    /// finished: then the threads at nice 10 take work too, until the queue is empty. Stops when nothing waits.
+    private func watch() {
+        let bound = Self.starvationBound.components
+        let nanoseconds = Int(bound.seconds) * 1_000_000_000 + Int(bound.attoseconds / 1_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            guard let self else { return }
+            condition.lock()
+            defer { condition.unlock() }
+            if work.isEmpty {
+                escalated = false
+                watching = false
+                return
+            }
+            if finished == finishedAtLastLook && !escalated {
+                escalated = true
+                escalationCount += 1
+                if !escalationThreadsStarted {
+                    escalationThreadsStarted = true
+                    for index in 0..<max(1, threadCount / 2) { startThread(index, priority: .nice(10), escalation: true) }
+                }
+                condition.broadcast()
+            }
+            finishedAtLastLook = finished
+            watch()
+        }
     }
 
     /// Linux's `SCHED_IDLE` (`<sched.h>` defines it only with `_GNU_SOURCE`).
@@ -185,17 +241,24 @@ public final class BackgroundQueue: @unchecked Sendable {
         return pthread_equal(drainingThread, pthread_self()) != 0
     }
 
+    /// Runs the first block, then hands the rest to a job of its own: each block is one job of the executor, so work
+    /// that waits is taken by whichever thread the executor gives it (see ``BackgroundExecutor/starvationBound``).
     private func drain() {
         condition.lock()
-        drainingThread = pthread_self()
-        while !blocks.isEmpty {
-            let block = blocks.removeFirst()
+        guard !blocks.isEmpty else {
+            draining = false
             condition.unlock()
-            block()
-            condition.lock()
+            return
         }
-        drainingThread = nil
-        draining = false
+        let block = blocks.removeFirst()
+        drainingThread = pthread_self()
         condition.unlock()
+        block()
+        condition.lock()
+        drainingThread = nil
+        let more = !blocks.isEmpty
+        if !more { draining = false }
+        condition.unlock()
+        if more { executor.execute { self.drain() } }
     }
 }

@@ -41,6 +41,39 @@ import Testing
         }
     }
 
+    /// On a CPU that threads of the default priority keep busy, an idle executor's work is slowed, never stopped:
+    /// after ``BackgroundExecutor/starvationBound`` without a finished job, threads at nice 10 take it too. At
+    /// `SCHED_IDLE` alone, 40 jobs of 2 ms each took minutes here beside two spinning threads per core.
+    @Test func workOnABusyCPUIsTakenAtNiceTenAfterTheStarvationBound() async throws {
+        let executor = BackgroundExecutor(threads: 2, priority: .idle)
+        let spinning = Atomic<Bool>(true)
+        let spinners = 2 * ProcessInfo.processInfo.activeProcessorCount
+        for _ in 0..<spinners {
+            Thread { while spinning.load(ordering: .relaxed) {} }.start()
+        }
+        defer { spinning.store(false, ordering: .relaxed) }
+        let start = ContinuousClock.now
+        let priorities = try await withThrowingTaskGroup(of: BackgroundExecutor.Priority.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    try await executor.run {
+                        let until = ContinuousClock.now + .milliseconds(2)
+                        while ContinuousClock.now < until {}
+                        return BackgroundExecutor.currentThreadPriority
+                    }
+                }
+            }
+            var seen: [BackgroundExecutor.Priority] = []
+            for try await priority in group { seen.append(priority) }
+            return seen
+        }
+        spinning.store(false, ordering: .relaxed)
+        #expect(priorities.count == 40)
+        #expect(executor.escalations >= 1, "the work waited at SCHED_IDLE without being handed on")
+        #expect(priorities.contains(.nice(10)))
+        #expect(ContinuousClock.now - start < .seconds(30))
+    }
+
     /// A queue's blocks run one at a time, in the order given, at the executor's priority; `isCurrent` holds
     /// inside them only.
     @Test func aQueueRunsItsBlocksInOrderOneAtATime() async throws {

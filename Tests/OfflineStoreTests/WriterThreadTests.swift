@@ -9,6 +9,9 @@ import Testing
 /// The offline store's writes run on a thread of their own (#45): a task that writes suspends, and the threads of
 /// Swift's cooperative pool go on with other tasks while a transaction, its commit or the log's sync is under way.
 @Suite struct WriterThreadTests {
+    /// Where the shared background executor runs work: at `SCHED_IDLE`, or at nice 10 when a busy CPU starved it.
+    static let background: Set<BackgroundExecutor.Priority> = [.idle, .nice(10)]
+
     @Test func aWriteRunsOnTheWriterThreadNotOnTheCallingOne() async throws {
         let directory = try TemporaryDirectory()
         let store = try EntityStore(directory: directory.path, secret: Data(repeating: 5, count: 64), cacheBudget: 1 << 20)
@@ -20,7 +23,7 @@ import Testing
         }
         #expect(ranOnWriter)
         // At the background threads' priority, not the caller's.
-        #expect(try await store.write { _ in BackgroundExecutor.currentThreadPriority } == .idle)
+        #expect(Self.background.contains(try await store.write { _ in BackgroundExecutor.currentThreadPriority }))
         #expect(BackgroundExecutor.currentThreadPriority == .nice(0))
         #expect(!store.isOnWriterThread)
         // The blocking form says so in its name and runs where it is called.
@@ -83,7 +86,7 @@ import Testing
         let seen = delegate.seen.withLock { $0 }
         #expect(seen.download.count > 10, "the initial download and the download report progress page by page")
         #expect(!seen.upload.isEmpty)
-        #expect(Set(seen.download + seen.upload) == [.idle])
+        #expect(Set(seen.download + seen.upload).isSubset(of: Self.background), "\(Set(seen.download + seen.upload))")
         #expect(BackgroundExecutor.currentThreadPriority == .nice(0))
     }
 }
