@@ -28,8 +28,8 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     public enum Priority: Sendable, Hashable {
         /// Linux's `SCHED_IDLE`: the threads run when no other thread of the machine wants the core, and give it up
         /// the moment one does — the strongest isolation. Against starvation on a CPU that other work keeps busy,
-        /// work that waited ``starvationBound`` without any job finishing is taken by threads at nice 10 too, until
-        /// the queue is empty (``escalations`` counts it).
+        /// once the oldest waiting job has waited ``starvationBound``, threads at nice 10 take work too, until the
+        /// queue is empty (``escalations`` counts it).
         case idle
         /// The default policy at this nice value (1–19; higher is lower): the threads get a share of a busy CPU
         /// (about 10 % against one thread at nice 0 for nice 10), and yield less promptly than ``idle``.
@@ -39,8 +39,8 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// The one instance the stores use unless told otherwise: two threads per core, ``Priority/idle``.
     public static let shared = BackgroundExecutor(threads: 2 * max(1, ProcessInfo.processInfo.activeProcessorCount), priority: .idle)
 
-    /// How long work of an ``Priority/idle`` executor may wait, with no job finishing, before the threads at nice 10
-    /// take it too: a busy CPU slows the bulk work down, never stops it (a transfer with a low-speed limit would fail).
+    /// How long a job of an ``Priority/idle`` executor may wait for a thread before the threads at nice 10 take work
+    /// too: a busy CPU slows the bulk work down, never stops it (a transfer with a low-speed limit would fail).
     public static let starvationBound: Duration = .milliseconds(200)
 
     /// How the threads are scheduled.
@@ -50,11 +50,9 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     public let threadCount: Int
 
     private let condition = NSCondition()
-    private var work: [Work] = []
+    /// The jobs waiting for a thread, each with when it was given (uptime nanoseconds).
+    private var work: [(item: Work, since: UInt64)] = []
     private var started = false
-    /// Jobs finished since the start, and as the watch last saw them (``Priority/idle`` only).
-    private var finished: UInt64 = 0
-    private var finishedAtLastLook: UInt64 = 0
     /// Whether the threads at nice 10 take work now, and whether they and the watch were started.
     private var escalated = false
     private var escalationThreadsStarted = false
@@ -109,10 +107,9 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
             started = true
             for index in 0..<threadCount { startThread(index, priority: priority) }
         }
-        work.append(item)
+        work.append((item, DispatchTime.now().uptimeNanoseconds))
         if priority == .idle && !watching {
             watching = true
-            finishedAtLastLook = finished
             watch()
         }
         condition.signal()
@@ -125,27 +122,25 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
             while true {
                 condition.lock()
                 while work.isEmpty || (escalation && !escalated) { condition.wait() }
-                let item = work.removeFirst()
+                let item = work.removeFirst().item
                 condition.unlock()
                 switch item {
                 case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
                 case .block(let block): block()
                 }
-                condition.lock()
-                finished &+= 1
-                condition.unlock()
             }
         }
         thread.name = escalation ? "ODataStores background (escalation) \(index)" : "ODataStores background \(index)"
         thread.start()
     }
 
-    /// Looks every ``starvationBound`` (on a thread of the default priority) at whether work waits while no job
-    /// finished: then the threads at nice 10 take work too, until the queue is empty. Stops when nothing waits.
+    /// Looks every half ``starvationBound`` (on a thread of the default priority) at how long the oldest job has
+    /// waited: from the bound on, the threads at nice 10 take work too, until the queue is empty. Stops when
+    /// nothing waits.
     private func watch() {
         let bound = Self.starvationBound.components
         let nanoseconds = Int(bound.seconds) * 1_000_000_000 + Int(bound.attoseconds / 1_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds / 2)) { [weak self] in
             guard let self else { return }
             condition.lock()
             defer { condition.unlock() }
@@ -154,7 +149,7 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
                 watching = false
                 return
             }
-            if finished == finishedAtLastLook && !escalated {
+            if !escalated, let oldest = work.first?.since, DispatchTime.now().uptimeNanoseconds - oldest >= UInt64(nanoseconds) {
                 escalated = true
                 escalationCount += 1
                 if !escalationThreadsStarted {
@@ -163,7 +158,6 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
                 }
                 condition.broadcast()
             }
-            finishedAtLastLook = finished
             watch()
         }
     }

@@ -42,7 +42,7 @@ import Testing
     }
 
     /// On a CPU that threads of the default priority keep busy, an idle executor's work is slowed, never stopped:
-    /// after ``BackgroundExecutor/starvationBound`` without a finished job, threads at nice 10 take it too. At
+    /// once a job has waited ``BackgroundExecutor/starvationBound``, threads at nice 10 take work too. At
     /// `SCHED_IDLE` alone, 40 jobs of 2 ms each took minutes here beside two spinning threads per core.
     @Test func workOnABusyCPUIsTakenAtNiceTenAfterTheStarvationBound() async throws {
         let executor = BackgroundExecutor(threads: 2, priority: .idle)
@@ -94,7 +94,7 @@ import Testing
             group.addTask {
                 let inside = try await queue.run { (queue.isCurrent, BackgroundExecutor.currentThreadPriority) }
                 #expect(inside.0)
-                #expect(inside.1 == .idle)
+                #expect(inside.1 == .idle || inside.1 == .nice(10), "at SCHED_IDLE, or at nice 10 on a busy CPU")
             }
             try await group.waitForAll()
         }
