@@ -28,8 +28,9 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     public enum Priority: Sendable, Hashable {
         /// Linux's `SCHED_IDLE`: the threads run when no other thread of the machine wants the core, and give it up
         /// the moment one does — the strongest isolation. Against starvation on a CPU that other work keeps busy,
-        /// once the oldest waiting job has waited ``starvationBound``, threads at nice 10 take work too, until the
-        /// queue is empty (``escalations`` counts it).
+        /// once the oldest waiting job has waited ``starvationBound``, threads at the default priority take work
+        /// too, until the queue is empty (``escalations`` counts it): bulk work on a saturated CPU gets the share it
+        /// had on the cooperative pool, and otherwise yields.
         case idle
         /// The default policy at this nice value (1–19; higher is lower): the threads get a share of a busy CPU
         /// (about 10 % against one thread at nice 0 for nice 10), and yield less promptly than ``idle``.
@@ -39,8 +40,9 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// The one instance the stores use unless told otherwise: two threads per core, ``Priority/idle``.
     public static let shared = BackgroundExecutor(threads: 2 * max(1, ProcessInfo.processInfo.activeProcessorCount), priority: .idle)
 
-    /// How long a job of an ``Priority/idle`` executor may wait for a thread before the threads at nice 10 take work
-    /// too: a busy CPU slows the bulk work down, never stops it (a transfer with a low-speed limit would fail).
+    /// How long a job of an ``Priority/idle`` executor may wait for a thread before threads at the default priority
+    /// take work too: a saturated CPU slows the bulk work as it slows everything, never stops it (a transfer with a
+    /// low-speed limit would fail).
     public static let starvationBound: Duration = .milliseconds(200)
 
     /// How the threads are scheduled.
@@ -53,13 +55,14 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// The jobs waiting for a thread, each with when it was given (uptime nanoseconds).
     private var work: [(item: Work, since: UInt64)] = []
     private var started = false
-    /// Whether the threads at nice 10 take work now, and whether they and the watch were started.
+    /// Whether the threads at the default priority take work now, and whether they and the watch were started.
     private var escalated = false
     private var escalationThreadsStarted = false
     private var watching = false
     private var escalationCount = 0
 
-    /// How many times waiting work was handed to the threads at nice 10 (an ``Priority/idle`` executor on a busy CPU).
+    /// How many times waiting work was handed to the threads at the default priority (an ``Priority/idle`` executor
+    /// on a saturated CPU).
     public var escalations: Int {
         condition.lock()
         defer { condition.unlock() }
@@ -119,6 +122,7 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     private func startThread(_ index: Int, priority: Priority, escalation: Bool = false) {
         let thread = Thread { [self] in
             Self.apply(priority)
+            Thread.current.threadDictionary[Self.backgroundThreadKey] = true
             while true {
                 condition.lock()
                 while work.isEmpty || (escalation && !escalated) { condition.wait() }
@@ -135,7 +139,7 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Looks every half ``starvationBound`` (on a thread of the default priority) at how long the oldest job has
-    /// waited: from the bound on, the threads at nice 10 take work too, until the queue is empty. Stops when
+    /// waited: from the bound on, the threads at the default priority take work too, until the queue is empty. Stops when
     /// nothing waits.
     private func watch() {
         let bound = Self.starvationBound.components
@@ -154,13 +158,19 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
                 escalationCount += 1
                 if !escalationThreadsStarted {
                     escalationThreadsStarted = true
-                    for index in 0..<max(1, threadCount / 2) { startThread(index, priority: .nice(10), escalation: true) }
+                    for index in 0..<max(1, threadCount / 2) { startThread(index, priority: .nice(0), escalation: true) }
                 }
                 condition.broadcast()
             }
             watch()
         }
     }
+
+    /// Marks the executors' threads (``isBackgroundThread``).
+    private static let backgroundThreadKey = "ODataStores.BackgroundExecutor"
+
+    /// Whether the calling code runs on a thread of a background executor (at its priority, or escalated).
+    public static var isBackgroundThread: Bool { Thread.current.threadDictionary[backgroundThreadKey] != nil }
 
     /// Linux's `SCHED_IDLE` (`<sched.h>` defines it only with `_GNU_SOURCE`).
     private static let schedIdle: Int32 = 5
