@@ -29,8 +29,8 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
         /// Linux's `SCHED_IDLE`: the threads run when no other thread of the machine wants the core, and give it up
         /// the moment one does — the strongest isolation. Against starvation on a CPU that other work keeps busy,
         /// once the oldest waiting job has waited ``starvationBound``, threads at the default priority take work
-        /// too, until the queue is empty (``escalations`` counts it): bulk work on a saturated CPU gets the share it
-        /// had on the cooperative pool, and otherwise yields.
+        /// too, for ten bounds at a time (``escalations`` counts it): bulk work on a saturated CPU gets about the
+        /// share it had on the cooperative pool, and otherwise yields.
         case idle
         /// The default policy at this nice value (1–19; higher is lower): the threads get a share of a busy CPU
         /// (about 10 % against one thread at nice 0 for nice 10), and yield less promptly than ``idle``.
@@ -59,6 +59,11 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     private var escalated = false
     private var escalationThreadsStarted = false
     private var watching = false
+    /// When the threads were escalated; whether work was given since the watch's last look, and its looks in a row
+    /// that found none given.
+    private var escalatedAt: UInt64 = 0
+    private var submittedSinceLook = false
+    private var quietLooks = 0
     private var escalationCount = 0
 
     /// How many times waiting work was handed to the threads at the default priority (an ``Priority/idle`` executor
@@ -111,6 +116,7 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
             for index in 0..<threadCount { startThread(index, priority: priority) }
         }
         work.append((item, DispatchTime.now().uptimeNanoseconds))
+        submittedSinceLook = true
         if priority == .idle && !watching {
             watching = true
             watch()
@@ -139,28 +145,33 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Looks every half ``starvationBound`` (on a thread of the default priority) at how long the oldest job has
-    /// waited: from the bound on, the threads at the default priority take work too, until the queue is empty. Stops when
-    /// nothing waits.
+    /// waited: from the bound on, the threads at the default priority take work too — for ten bounds, then the
+    /// threads at the executor's priority are tried alone again; sooner when nothing was given for five looks.
+    /// Stops when nothing waits and nothing is escalated.
     private func watch() {
         let bound = Self.starvationBound.components
-        let nanoseconds = Int(bound.seconds) * 1_000_000_000 + Int(bound.attoseconds / 1_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds / 2)) { [weak self] in
+        let nanoseconds = UInt64(bound.seconds) * 1_000_000_000 + UInt64(bound.attoseconds / 1_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds / 2))) { [weak self] in
             guard let self else { return }
             condition.lock()
             defer { condition.unlock() }
-            if work.isEmpty {
-                escalated = false
-                watching = false
-                return
-            }
-            if !escalated, let oldest = work.first?.since, DispatchTime.now().uptimeNanoseconds - oldest >= UInt64(nanoseconds) {
+            let now = DispatchTime.now().uptimeNanoseconds
+            quietLooks = submittedSinceLook ? 0 : quietLooks + 1
+            submittedSinceLook = false
+            if escalated && (now - escalatedAt >= 10 * nanoseconds || quietLooks >= 5) { escalated = false }
+            if !escalated, let oldest = work.first?.since, now - oldest >= nanoseconds {
                 escalated = true
+                escalatedAt = now
                 escalationCount += 1
                 if !escalationThreadsStarted {
                     escalationThreadsStarted = true
                     for index in 0..<max(1, threadCount / 2) { startThread(index, priority: .nice(0), escalation: true) }
                 }
                 condition.broadcast()
+            }
+            if work.isEmpty && !escalated {
+                watching = false
+                return
             }
             watch()
         }
