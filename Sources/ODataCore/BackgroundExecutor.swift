@@ -32,8 +32,9 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
         /// too, for ten bounds at a time (``escalations`` counts it): bulk work on a saturated CPU gets about the
         /// share it had on the cooperative pool, and otherwise yields.
         case idle
-        /// The default policy at this nice value (1–19; higher is lower): the threads get a share of a busy CPU
-        /// (about 10 % against one thread at nice 0 for nice 10), and yield less promptly than ``idle``.
+        /// The default policy at this nice value (0–19; higher is lower): the threads get a share of a busy CPU
+        /// (about 10 % against one thread at nice 0 for nice 10) and yield less promptly than ``idle``; at 0 the
+        /// work is only off the cooperative pool, at the process's own priority.
         case nice(Int32)
     }
 
