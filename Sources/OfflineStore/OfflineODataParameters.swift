@@ -35,10 +35,11 @@ public struct OfflineODataParameters: Sendable {
     /// without decrypting them again. The default is 128 MiB.
     public var pageCacheBudget: Int = 128 << 20
     /// Where the store's bulk work runs: its opens, downloads and uploads, and its writer (every transaction, a local
-    /// change's too). The default, ``BackgroundExecutor/shared``, runs them at `SCHED_IDLE`, so they never take a core
-    /// from the process's other threads; give a ``BackgroundExecutor`` of ``BackgroundExecutor/Priority/nice(_:)``
-    /// where other work keeps the CPU busy all the time (a local write would wait for an idle core), or of nice 0
-    /// where the store's work is the process's main work (a command-line tool).
+    /// change's too). The default, ``BackgroundExecutor/shared``, runs them at `SCHED_IDLE`, so they yield a core to
+    /// the process's other threads at once (and take the default priority when work waited 200 ms: a saturated CPU
+    /// slows them, never stops them); give a ``BackgroundExecutor`` of ``BackgroundExecutor/Priority/nice(_:)`` 10
+    /// where other work keeps the CPU busy all the time (a local write waits for the writer), or of nice 0 where the
+    /// store's work is the process's main work (a command-line tool).
     public var backgroundExecutor: BackgroundExecutor = .shared
     /// The page size of a new store's database in bytes: a power of two from 512 to 65,536, the unit SQLCipher
     /// reads, decrypts and checks. The default is 4,096. An existing store keeps the size it was made with (found
