@@ -35,9 +35,9 @@ public struct OfflineODataParameters: Sendable {
     /// without decrypting them again. The default is 128 MiB.
     public var pageCacheBudget: Int = 128 << 20
     /// Where the store's bulk work runs: its opens, downloads and uploads, and its writer (every transaction, a local
-    /// change's too). The default, ``BackgroundExecutor/shared``, runs them at `SCHED_IDLE`, so they yield a core to
+    /// change's too). The default, `BackgroundExecutor.shared`, runs them at `SCHED_IDLE`, so they yield a core to
     /// the process's other threads at once (and take the default priority when work waited 200 ms: a saturated CPU
-    /// slows them, never stops them); give a ``BackgroundExecutor`` of ``BackgroundExecutor/Priority/nice(_:)`` 10
+    /// slows them, never stops them); give a `BackgroundExecutor` of priority `.nice(10)`
     /// where other work keeps the CPU busy all the time (a local write waits for the writer), or of nice 0 where the
     /// store's work is the process's main work (a command-line tool).
     public var backgroundExecutor: BackgroundExecutor = .shared
