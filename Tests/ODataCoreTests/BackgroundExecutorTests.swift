@@ -25,7 +25,9 @@ import Testing
         let probe = PriorityProbe()
         let (inside, inActor) = try await executor.run { () async throws -> (Place, Place) in
             let first = Place()
-            try await Task.sleep(for: .milliseconds(1))  // resumed on the executor too
+            // Not a wait for an event: a suspension whose resumption comes from the timer's thread, which must
+            // bring the job back to the executor's threads.
+            try await Task.sleep(for: .milliseconds(1))
             let inActor = await probe.priority()
             #expect(Self.runsAt(Place(), priority))
             return (first, inActor)

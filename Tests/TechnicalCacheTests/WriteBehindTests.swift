@@ -231,8 +231,15 @@ import Testing
         let held = try HeldCommit(cache)
         let looked = DispatchSemaphore(value: 0)
         let found = LockedValue(0)
+        let failures = LockedValue<[String]>([])
         Thread {
-            for index in 0..<count where (try? cache.entry(for: "https://h/\(index)")) != nil { found.withLock { $0 += 1 } }
+            for index in 0..<count {
+                do {
+                    if try cache.entry(for: "https://h/\(index)") != nil { found.withLock { $0 += 1 } }
+                } catch {
+                    failures.withLock { $0.append("\(index): \(error)") }
+                }
+            }
             looked.signal()
         }.start()
         let returned = looked.wait(timeout: .now() + 30) == .success
@@ -241,6 +248,7 @@ import Testing
         #expect(pendingUses >= OpenCache.touchFlushThreshold, "the lookups crossed the threshold: \(pendingUses) uses held")
         #expect(returned, "a lookup waited for the held commit (the recency write ran on the lookup's thread)")
         if !returned { looked.wait() }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(3) })")
         #expect(found.withLock { $0 } == count)
         // The uses are written by the background write (or by the next write transaction, which writes them first).
         try await cache.store(CacheEntry(status: 200, headers: [:], payload: Data("last".utf8)), for: "https://h/last")
