@@ -127,8 +127,11 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     private func startThread(_ index: Int, priority: Priority, escalation: Bool = false) {
+        // Linux keeps 15 bytes of a thread's name (what `top -H`, `ps -L` and `perf` show): a longer one never reaches it.
+        let name = escalation ? "odata-bg-esc-\(index)" : "odata-bg-\(index)"
         let thread = Thread { [self] in
             Self.apply(priority)
+            Self.nameForTheSystem(name)
             Thread.current.threadDictionary[Self.backgroundThreadKey] = true
             while true {
                 condition.lock()
@@ -141,7 +144,7 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
                 }
             }
         }
-        thread.name = escalation ? "ODataStores background (escalation) \(index)" : "ODataStores background \(index)"
+        thread.name = name
         thread.start()
     }
 
@@ -198,6 +201,19 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
         case .nice(let value):
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, value)
         }
+        #endif
+    }
+
+    /// Names the calling thread where the system shows it (`/proc/thread-self/comm`, at most 15 bytes; Foundation's
+    /// `Thread.name` stays in the process). A name is only a label: where the file cannot be written, the thread runs
+    /// under the name it inherited.
+    private static func nameForTheSystem(_ name: String) {
+        #if os(Linux)
+        let file = open("/proc/thread-self/comm", O_WRONLY)
+        guard file >= 0 else { return }
+        defer { close(file) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
         #endif
     }
 

@@ -16,6 +16,9 @@ import Testing
     struct Place: Sendable {
         var onBackground = BackgroundExecutor.isBackgroundThread
         var priority = BackgroundExecutor.currentThreadPriority
+        /// The thread's name as the system keeps it (what `ps -L`, `top -H` and `perf` show).
+        var systemName = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .newlines) ?? "(unreadable)"
     }
 
     /// A job runs at the executor's priority, the default actors it calls too; the caller is resumed at its own.
@@ -33,6 +36,7 @@ import Testing
             return (first, inActor)
         }
         #expect(Self.runsAt(inside, priority))
+        #expect(inside.systemName.hasPrefix("odata-bg-"), "the system shows the thread as a background one: \(inside.systemName)")
         #expect(Self.runsAt(inActor, priority), "a default actor the job calls runs on the job's threads")
         #expect(!BackgroundExecutor.isBackgroundThread && BackgroundExecutor.currentThreadPriority == .nice(0),
                 "the caller is resumed where it runs, not on a background thread")

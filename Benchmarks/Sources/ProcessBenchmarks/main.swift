@@ -11,6 +11,8 @@
 // The readers pause `PROCESS_BENCH_PACE_MS` between reads (a service under load, not a saturating loop).
 // Each read is timed on its own: p50, p99 and max per phase, and the ratio of each phase's p99 to the alone phase's.
 // Targets (2 cores): p99 under load ≤ 1.5× alone, max ≤ 20 ms.
+// Beside the readers a `HiccupMeter` thread sleeps 1 ms again and again: a moment where reads stalled and the meter woke
+// late too is the machine's (the scheduler's, the hypervisor's), not a lock or a queue of the library's.
 //
 // Needs nginx and the fixture producer (`swift build -c release --product odata-fixture-server` at the repository
 // root, else its debug build, or ODATA_FIXTURE_SERVER).
@@ -91,8 +93,8 @@ func read(_ store: OnlineODataStore, until stop: Stop, minimum: Int, since phase
     }
 }
 
-/// Runs `job` on a task of its own while the readers read; returns the reads and the job's seconds.
-func phase(_ store: OnlineODataStore, _ job: @escaping @Sendable () async throws -> Void) async throws -> (PhaseReads, Double) {
+/// Runs `job` on a task of its own while the readers read; returns the reads, the job's seconds and when the phase began.
+func phase(_ store: OnlineODataStore, _ job: @escaping @Sendable () async throws -> Void) async throws -> (PhaseReads, Double, UInt64) {
     let stop = Stop()
     let start = now()
     let jobTask = Task {
@@ -101,7 +103,7 @@ func phase(_ store: OnlineODataStore, _ job: @escaping @Sendable () async throws
         return Double(now() - start) / 1e9
     }
     let reads = try await read(store, until: stop, minimum: 20, since: start)
-    return (reads, try await jobTask.value)
+    return (reads, try await jobTask.value, start)
 }
 
 func runBenchmarks() async throws {
@@ -136,24 +138,28 @@ func runBenchmarks() async throws {
     let (producer, serviceRoot) = try startProducer(binary: producerBinary, data: work + "/data", idle: producerIdle)
     defer { producer.terminate() }
 
-    var rows: [(String, PhaseReads, Double?)] = []
+    // The machine's own stalls, seen by a thread that shares nothing with the readers but the process.
+    let meter = HiccupMeter()
+    defer { meter.stop() }
+    var rows: [(String, PhaseReads, Double?, UInt64, UInt64)] = []
     // Alone for 800 reads per reader (~9 s): a baseline long enough that the machine's own noise is in it.
-    let alone = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 800 : 1_600)
-    rows.append(("alone", alone, nil))
+    let aloneStart = now()
+    let alone = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 800 : 1_600, since: aloneStart)
+    rows.append(("alone", alone, nil, aloneStart, now()))
 
     if phases.contains("a") || phases.contains("b") {
         let provider = try await makeBenchProvider(work: work + "/offline", serviceRoot: serviceRoot)
-        let (downloadReads, downloadSeconds) = try await phase(store) { try await provider.open() }
-        if phases.contains("a") { rows.append(("(a) during an initial download of \(downloadCount) entities", downloadReads, downloadSeconds)) }
+        let (downloadReads, downloadSeconds, downloadStart) = try await phase(store) { try await provider.open() }
+        if phases.contains("a") { rows.append(("(a) during an initial download of \(downloadCount) entities", downloadReads, downloadSeconds, downloadStart, now())) }
         if phases.contains("b") {
             for id in 1...uploadCount {
                 _ = try await provider.execute(ODataRequest(method: .patch, resourcePath: "Items(\(id))", body: Data(#"{"Name":"Uploaded \#(id)"}"#.utf8)))
             }
-            let (uploadReads, uploadSeconds) = try await phase(store) {
+            let (uploadReads, uploadSeconds, uploadStart) = try await phase(store) {
                 let result = try await provider.upload()
                 precondition(result.succeeded == uploadCount && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
             }
-            rows.append(("(b) during an upload of \(uploadCount) updates", uploadReads, uploadSeconds))
+            rows.append(("(b) during an upload of \(uploadCount) updates", uploadReads, uploadSeconds, uploadStart, now()))
         }
         await provider.close()
     }
@@ -171,26 +177,26 @@ func runBenchmarks() async throws {
             }
         }
         // Service code's own bulk work, run as the library recommends (on `BackgroundExecutor`), unless asked otherwise.
-        let (fillReads, fillSeconds) = try await phase(store) {
+        let (fillReads, fillSeconds, fillStart) = try await phase(store) {
             if fillOnPool { try await fill() } else { try await BackgroundExecutor.shared.run(fill) }
         }
         let evictions = fillCache.statistics.evictions
         fillCache.close()
-        rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")", fillReads, fillSeconds))
+        rows.append(("(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")", fillReads, fillSeconds, fillStart, now()))
     }
 
     func triple(_ values: [Double]) -> String { Samples(name: "", nanoseconds: values).p50p99Max }
     let aloneActive = Samples(name: "", nanoseconds: alone.active), aloneUncached = Samples(name: "", nanoseconds: alone.uncached)
     printTable(title: "64 concurrent 1 KiB reads (each reader alternates active and uncached, \(pace) ms between reads), p50 / p99 / max; load at the end: \(loadAverage())",
                header: ["phase", "job took", "reads", "active read", "uncached read", "p99 ÷ alone (active / uncached)"],
-               rows: rows.map { name, reads, seconds in
+               rows: rows.map { name, reads, seconds, _, _ in
         let active = Samples(name: "", nanoseconds: reads.active), uncached = Samples(name: "", nanoseconds: reads.uncached)
         return [name, seconds.map { String(format: "%.1f s", $0) } ?? "—", String(reads.active.count + reads.uncached.count),
                 triple(reads.active), triple(reads.uncached),
                 String(format: "%.2f× / %.2f×", active.percentile(99) / aloneActive.percentile(99), uncached.percentile(99) / aloneUncached.percentile(99))]
     })
     print("")
-    for (name, reads, _) in rows {
+    for (name, reads, _, from, to) in rows {
         let worstP99 = name == "alone" ? 1 : max(Samples(name: "", nanoseconds: reads.active).percentile(99) / aloneActive.percentile(99),
                            Samples(name: "", nanoseconds: reads.uncached).percentile(99) / aloneUncached.percentile(99))
         let worstMax = max(reads.active.max() ?? 0, reads.uncached.max() ?? 0)
@@ -202,9 +208,20 @@ func runBenchmarks() async throws {
             for at in slow {
                 if let last = moments.last, at - last.at < 0.1 { moments[moments.count - 1].reads += 1 } else { moments.append((at, 1)) }
             }
-            print("  \(slow.count) reads over 10 ms, at (s into the phase × reads): " + moments.prefix(16).map { String(format: "%.1f ×%d", $0.at, $0.reads) }
-                .joined(separator: ", ") + (moments.count > 16 ? ", … (\(moments.count) moments)" : ""))
+            // A moment the meter's thread woke late in too (within 50 ms of it) was the machine's: marked "(machine N ms)".
+            let hiccups = meter.hiccups(from: from, to: to).map { (at: Double($0.at - from) / 1e9, late: $0.late) }
+            func machine(_ at: Double) -> String {
+                let late = hiccups.filter { abs($0.at - at) < 0.05 }.map(\.late).max()
+                return late.map { String(format: " (machine %.0f ms)", $0 / 1e6) } ?? ""
+            }
+            let shared = moments.filter { !machine($0.at).isEmpty }.count
+            print("  \(slow.count) reads over 10 ms in \(moments.count) moments, \(shared) of them while the meter's thread woke late too; at (s into the phase × reads): "
+                  + moments.prefix(16).map { String(format: "%.1f ×%d", $0.at, $0.reads) + machine($0.at) }.joined(separator: ", ")
+                  + (moments.count > 16 ? ", …" : ""))
         }
+        let hiccups = meter.hiccups(from: from, to: to)
+        print(String(format: "  the machine: the meter's thread woke more than 2 ms late %d times, at most %@ late", hiccups.count,
+                     formatDuration(hiccups.map(\.late).max() ?? 0)))
     }
 }
 
