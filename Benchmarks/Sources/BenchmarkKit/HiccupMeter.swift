@@ -42,3 +42,23 @@ public final class HiccupMeter: Sendable {
     /// Stops the thread at its next wake-up.
     public func stop() { state.withLock { $0.stopped = true } }
 }
+
+/// The machine's CPU time so far by kind, from `/proc/stat`'s first line, in clock ticks of all CPUs together.
+public struct MachineCPU: Sendable {
+    /// Everything the CPUs did or waited in (user, nice, system, idle, iowait, irq, softirq, steal).
+    public let total: Int
+    /// The time the hypervisor ran something else while this machine's virtual CPUs wanted to run.
+    public let steal: Int
+
+    /// Now; zeros where `/proc/stat` cannot be read.
+    public static func now() -> MachineCPU {
+        let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first ?? ""
+        let fields = line.split(separator: " ").dropFirst().prefix(8).map { Int($0) ?? 0 }
+        return MachineCPU(total: fields.reduce(0, +), steal: fields.count == 8 ? fields[7] : 0)
+    }
+
+    /// The share of the CPUs' time from `earlier` to this one that the hypervisor took (steal), in percent.
+    public func stealPercent(since earlier: MachineCPU) -> Double {
+        total > earlier.total ? Double(steal - earlier.steal) * 100 / Double(total - earlier.total) : 0
+    }
+}

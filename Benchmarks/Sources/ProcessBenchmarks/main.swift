@@ -42,6 +42,9 @@ let producerIdle = environment["PROCESS_BENCH_PRODUCER_IDLE"] != "0"
 /// `PROCESS_BENCH_FILL_ON_POOL=1`: the fill runs on a task of the cooperative pool, as any task would, instead of on
 /// `BackgroundExecutor` (where service code runs its bulk work).
 let fillOnPool = environment["PROCESS_BENCH_FILL_ON_POOL"] == "1"
+/// `PROCESS_BENCH_FILL_DIR`: where the fill's cache lives (default: the run's temporary directory, on disk; `/dev/shm`
+/// puts it on tmpfs, where no writeback follows the fill: what the disk's part of its cost is).
+let fillDirectory = environment["PROCESS_BENCH_FILL_DIR"]
 /// `PROCESS_BENCH_PHASES`: the jobs to run beside the readers, of `a`, `b`, `c` (default all three).
 let phases = Set((environment["PROCESS_BENCH_PHASES"] ?? "a,b,c").split(separator: ",").map(String.init))
 
@@ -136,6 +139,8 @@ struct Row {
     let from: UInt64
     let to: UInt64
     let baseline: PhaseReads
+    /// The hypervisor's share of the CPUs during the phase (steal, `/proc/stat`).
+    var steal = 0.0
 }
 
 func runBenchmarks() async throws {
@@ -175,15 +180,26 @@ func runBenchmarks() async throws {
     defer { meter.stop() }
     var rows: [Row] = []
     var settled: [Double] = []
+    var cpuAtStart = MachineCPU.now()
+    /// Appends `row` with the steal since the last mark, and marks now.
+    func append(_ row: Row) {
+        var row = row
+        let cpu = MachineCPU.now()
+        row.steal = cpu.stealPercent(since: cpuAtStart)
+        rows.append(row)
+    }
     // Alone for 800 reads per reader (~9 s): a baseline long enough that the machine's own noise is in it.
     settled.append(try await settle())
+    cpuAtStart = MachineCPU.now()
     let aloneStart = now()
     let alone = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 800 : 1_600, since: aloneStart)
-    rows.append(Row(name: "alone", reads: alone, seconds: nil, from: aloneStart, to: now(), baseline: alone))
+    append(Row(name: "alone", reads: alone, seconds: nil, from: aloneStart, to: now(), baseline: alone))
     /// The alone window before a job: 300 reads per reader (~3.4 s), once the disk has settled.
     func baseline() async throws -> PhaseReads {
         settled.append(try await settle())
-        return try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 300 : 600)
+        let reads = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 300 : 600)
+        cpuAtStart = MachineCPU.now()
+        return reads
     }
 
     if phases.contains("a") || phases.contains("b") {
@@ -191,7 +207,7 @@ func runBenchmarks() async throws {
         let downloadBaseline = try await baseline()
         let (downloadReads, downloadSeconds, downloadStart) = try await phase(store) { try await provider.open() }
         if phases.contains("a") {
-            rows.append(Row(name: "(a) during an initial download of \(downloadCount) entities", reads: downloadReads, seconds: downloadSeconds,
+            append(Row(name: "(a) during an initial download of \(downloadCount) entities", reads: downloadReads, seconds: downloadSeconds,
                             from: downloadStart, to: now(), baseline: downloadBaseline))
         }
         if phases.contains("b") {
@@ -203,7 +219,7 @@ func runBenchmarks() async throws {
                 let result = try await provider.upload()
                 precondition(result.succeeded == uploadCount && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
             }
-            rows.append(Row(name: "(b) during an upload of \(uploadCount) updates", reads: uploadReads, seconds: uploadSeconds,
+            append(Row(name: "(b) during an upload of \(uploadCount) updates", reads: uploadReads, seconds: uploadSeconds,
                             from: uploadStart, to: now(), baseline: uploadBaseline))
         }
         await provider.close()
@@ -211,7 +227,13 @@ func runBenchmarks() async throws {
 
     if phases.contains("c") {
         let workingSet = (0..<fillCount).reduce(0) { $0 + scalePayloadSize($1) + 300 }
-        let fillCache = try ResponseCache(directory: work + "/fill", configuration: CacheConfiguration(
+        let fillPath = fillDirectory.map { $0 + "/process-bench-fill-\(UUID().uuidString)" } ?? work + "/fill"
+        defer {
+            if fillDirectory != nil {
+                do { try FileManager.default.removeItem(atPath: fillPath) } catch { print("ProcessBenchmarks: \(fillPath) is left behind: \(error)") }
+            }
+        }
+        let fillCache = try ResponseCache(directory: fillPath, configuration: CacheConfiguration(
             sizeLimit: workingSet * 6 / 10, keyDerivation: .pbkdf2(rounds: 1_000), durability: .periodic(interval: .seconds(3600))))
         try fillCache.open(encryption: .key("fill key"))
         let noise = Data((0..<(64 << 10)).map { _ in UInt8.random(in: 0...255) })
@@ -228,7 +250,7 @@ func runBenchmarks() async throws {
         }
         let evictions = fillCache.statistics.evictions
         fillCache.close()
-        rows.append(Row(name: "(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")",
+        append(Row(name: "(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")\(fillDirectory.map { ", in \($0)" } ?? "")",
                         reads: fillReads, seconds: fillSeconds, from: fillStart, to: now(), baseline: fillBaseline))
     }
 
@@ -279,8 +301,8 @@ func runBenchmarks() async throws {
                   + (moments.count > 16 ? ", …" : ""))
         }
         let hiccups = meter.hiccups(from: from, to: to)
-        print(String(format: "  the machine: the meter's thread woke more than 2 ms late %d times, at most %@ late", hiccups.count,
-                     formatDuration(hiccups.map(\.late).max() ?? 0)))
+        print(String(format: "  the machine: the meter's thread woke more than 2 ms late %d times, at most %@ late; the hypervisor took %.1f %% of the CPUs (steal)",
+                     hiccups.count, formatDuration(hiccups.map(\.late).max() ?? 0), row.steal))
     }
 }
 
