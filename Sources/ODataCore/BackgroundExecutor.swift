@@ -22,12 +22,14 @@ import Glibc
 /// on.
 ///
 /// The threads live as long as the process (as the cooperative pool's do): use ``shared``, or make one executor
-/// per priority a process needs, never one per store.
+/// per priority a process needs, never one per store. The system shows them as `odata-bg-N` (`ps -L`, `top -H`,
+/// `perf`), and those that took work against starvation as `odata-bg-esc-N`.
 public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// How the kernel schedules the threads against the process's other threads.
     public enum Priority: Sendable, Hashable {
         /// Linux's `SCHED_IDLE`: the threads run when no other thread of the machine wants the core, and give it up
-        /// the moment one does — the strongest isolation. Against starvation on a CPU that other work keeps busy,
+        /// the moment one does — the strongest isolation (inside a system call, on a kernel built without preemption
+        /// as `PREEMPT_NONE`, only when the call returns: a bulk write's copy into the page cache runs to its end). Against starvation on a CPU that other work keeps busy,
         /// once the oldest waiting job has waited ``starvationBound``, threads at the default priority take work
         /// too, for ten bounds at a time (``escalations`` counts it): bulk work on a saturated CPU gets about the
         /// share it had on the cooperative pool, and otherwise yields.

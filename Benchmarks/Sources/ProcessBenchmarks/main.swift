@@ -181,7 +181,7 @@ func runBenchmarks() async throws {
     var rows: [Row] = []
     var settled: [Double] = []
     var cpuAtStart = MachineCPU.now()
-    /// Appends `row` with the steal since the last mark, and marks now.
+    /// Appends `row` with the steal since `cpuAtStart` (marked when the alone window before its phase ended).
     func append(_ row: Row) {
         var row = row
         let cpu = MachineCPU.now()
@@ -208,7 +208,7 @@ func runBenchmarks() async throws {
         let (downloadReads, downloadSeconds, downloadStart) = try await phase(store) { try await provider.open() }
         if phases.contains("a") {
             append(Row(name: "(a) during an initial download of \(downloadCount) entities", reads: downloadReads, seconds: downloadSeconds,
-                            from: downloadStart, to: now(), baseline: downloadBaseline))
+                       from: downloadStart, to: now(), baseline: downloadBaseline))
         }
         if phases.contains("b") {
             for id in 1...uploadCount {
@@ -220,7 +220,7 @@ func runBenchmarks() async throws {
                 precondition(result.succeeded == uploadCount && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
             }
             append(Row(name: "(b) during an upload of \(uploadCount) updates", reads: uploadReads, seconds: uploadSeconds,
-                            from: uploadStart, to: now(), baseline: uploadBaseline))
+                       from: uploadStart, to: now(), baseline: uploadBaseline))
         }
         await provider.close()
     }
@@ -251,7 +251,7 @@ func runBenchmarks() async throws {
         let evictions = fillCache.statistics.evictions
         fillCache.close()
         append(Row(name: "(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")\(fillDirectory.map { ", in \($0)" } ?? "")",
-                        reads: fillReads, seconds: fillSeconds, from: fillStart, to: now(), baseline: fillBaseline))
+                   reads: fillReads, seconds: fillSeconds, from: fillStart, to: now(), baseline: fillBaseline))
     }
 
     func triple(_ values: [Double]) -> String { Samples(name: "", nanoseconds: values).p50p99Max }
