@@ -58,9 +58,8 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// The jobs waiting for a thread, each with when it was given (uptime nanoseconds).
     private var work: [(item: Work, since: UInt64)] = []
     private var started = false
-    /// Whether the threads at the default priority take work now, and whether they and the watch were started.
+    /// Whether the threads at the default priority take work now, and whether the watch runs.
     private var escalated = false
-    private var escalationThreadsStarted = false
     private var watching = false
     /// When the threads were escalated; whether work was given since the watch's last look, and its looks in a row
     /// that found none given.
@@ -82,7 +81,8 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
         case block(@Sendable () -> Void)
     }
 
-    /// An executor of `threads` threads (started at its first job) at `priority`.
+    /// An executor of `threads` threads at `priority`, started at its first job (for ``Priority/idle`` with half as
+    /// many at the default priority, which take work only against starvation).
     public init(threads: Int, priority: Priority) {
         self.threadCount = max(1, threads)
         self.priority = priority
@@ -117,6 +117,12 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
         if !started {
             started = true
             for index in 0..<threadCount { startThread(index, priority: priority) }
+            // The threads that take work against starvation start with the others, not at the first escalation: the
+            // process's threads are then fixed from the first job on, and an escalation on a starved CPU need not
+            // create threads first.
+            if priority == .idle {
+                for index in 0..<max(1, threadCount / 2) { startThread(index, priority: .nice(0), escalation: true) }
+            }
         }
         work.append((item, DispatchTime.now().uptimeNanoseconds))
         submittedSinceLook = true
@@ -169,10 +175,6 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
                 escalated = true
                 escalatedAt = now
                 escalationCount += 1
-                if !escalationThreadsStarted {
-                    escalationThreadsStarted = true
-                    for index in 0..<max(1, threadCount / 2) { startThread(index, priority: .nice(0), escalation: true) }
-                }
                 condition.broadcast()
             }
             if work.isEmpty && !escalated {
