@@ -29,10 +29,11 @@ public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     public enum Priority: Sendable, Hashable {
         /// Linux's `SCHED_IDLE`: the threads run when no other thread of the machine wants the core, and give it up
         /// the moment one does — the strongest isolation (inside a system call, on a kernel built without preemption
-        /// as `PREEMPT_NONE`, only when the call returns: a bulk write's copy into the page cache runs to its end). Against starvation on a CPU that other work keeps busy,
-        /// once the oldest waiting job has waited ``starvationBound``, threads at the default priority take work
-        /// too, for ten bounds at a time (``escalations`` counts it): bulk work on a saturated CPU gets about the
-        /// share it had on the cooperative pool, and otherwise yields.
+        /// as `PREEMPT_NONE`, only when the call returns: a bulk write's copy into the page cache runs to its end).
+        /// Against starvation on a CPU that other work keeps busy, once the oldest waiting job has waited
+        /// ``starvationBound``, threads at the default priority take work too, for ten bounds at a time
+        /// (``escalations`` counts it): bulk work on a saturated CPU gets about the share it had on the cooperative
+        /// pool, and otherwise yields.
         case idle
         /// The default policy at this nice value (0–19; higher is lower): the threads get a share of a busy CPU
         /// (about 10 % against one thread at nice 0 for nice 10) and yield less promptly than ``idle``; at 0 the
