@@ -43,6 +43,31 @@ public final class HiccupMeter: Sendable {
     public func stop() { state.withLock { $0.stopped = true } }
 }
 
+/// A file of `/proc` that could not be read or did not say what a benchmark reads from it.
+public struct ProcFileError: Error, CustomStringConvertible {
+    public let path: String
+    public var description: String { "\(path) could not be read or has no figure the benchmark reads" }
+}
+
+/// Reads a file of `/proc` whole.
+func readProcFile(_ path: String) throws -> String {
+    do { return try String(contentsOfFile: path, encoding: .utf8) } catch { throw ProcFileError(path: path) }
+}
+
+/// The whole machine's pages that are dirty and under writeback (`nr_dirty`, `nr_writeback` of `/proc/vmstat`, 4 KiB
+/// pages): what the kernel still has to write.
+public func dirtyPages() throws -> (dirty: Int, writeback: Int) {
+    var dirty: Int?, writeback: Int?
+    for line in try readProcFile("/proc/vmstat").split(separator: "\n") {
+        let parts = line.split(separator: " ")
+        guard parts.count == 2 else { continue }
+        if parts[0] == "nr_dirty" { dirty = Int(parts[1]) }
+        if parts[0] == "nr_writeback" { writeback = Int(parts[1]) }
+    }
+    guard let dirty, let writeback else { throw ProcFileError(path: "/proc/vmstat") }
+    return (dirty, writeback)
+}
+
 /// The machine's CPU time so far by kind, from `/proc/stat`'s first line, in clock ticks of all CPUs together.
 public struct MachineCPU: Sendable {
     /// Everything the CPUs did or waited in (user, nice, system, idle, iowait, irq, softirq, steal).
@@ -50,11 +75,12 @@ public struct MachineCPU: Sendable {
     /// The time the hypervisor ran something else while this machine's virtual CPUs wanted to run.
     public let steal: Int
 
-    /// Now; zeros where `/proc/stat` cannot be read.
-    public static func now() -> MachineCPU {
-        let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first ?? ""
-        let fields = line.split(separator: " ").dropFirst().prefix(8).map { Int($0) ?? 0 }
-        return MachineCPU(total: fields.reduce(0, +), steal: fields.count == 8 ? fields[7] : 0)
+    /// Now.
+    public static func now() throws -> MachineCPU {
+        let line = try readProcFile("/proc/stat").split(separator: "\n").first ?? ""
+        let fields = line.split(separator: " ").dropFirst().prefix(8).compactMap { Int($0) }
+        guard line.hasPrefix("cpu "), fields.count == 8 else { throw ProcFileError(path: "/proc/stat") }
+        return MachineCPU(total: fields.reduce(0, +), steal: fields[7])
     }
 
     /// The share of the CPUs' time from `earlier` to this one that the hypervisor took (steal), in percent.

@@ -39,19 +39,6 @@ struct SlowStore {
     var writebackPages: Int
 }
 
-/// `nr_dirty` and `nr_writeback` of /proc/vmstat (4 KiB pages, the whole machine's).
-func dirtyPages() -> (dirty: Int, writeback: Int) {
-    let text = (try? String(contentsOfFile: "/proc/vmstat", encoding: .utf8)) ?? ""
-    var dirty = 0, writeback = 0
-    for line in text.split(separator: "\n") {
-        let parts = line.split(separator: " ")
-        guard parts.count == 2 else { continue }
-        if parts[0] == "nr_dirty" { dirty = Int(parts[1]) ?? 0 }
-        if parts[0] == "nr_writeback" { writeback = Int(parts[1]) ?? 0 }
-    }
-    return (dirty, writeback)
-}
-
 func fileBytes(_ path: String) -> Int {
     ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
 }
@@ -157,13 +144,13 @@ func runScale(n: Int, operations: Int, root: String, headers: HTTPFields) async 
         let elapsed = try await timedStore(index, version: 0)
         fillTimes.append(elapsed)
         if UInt64(elapsed) > slowStoreNanoseconds {
-            let pages = dirtyPages()
+            let pages = try dirtyPages()
             slowStores.append(SlowStore(index: index, atSeconds: Double(now() - fillStart) / 1e9, nanoseconds: elapsed, evictions: lastEvictions,
                                         fileBytes: fileBytes(dataFile), dirtyPages: pages.dirty, writebackPages: pages.writeback))
         }
         if index % 10_000 == 0 {
             sample()
-            maxDirty = max(maxDirty, dirtyPages().dirty)
+            maxDirty = max(maxDirty, try dirtyPages().dirty)
         }
     }
     let fillPerEntry = Double(now() - fillStart) / Double(n)

@@ -112,21 +112,13 @@ func phase(_ store: OnlineODataStore, _ job: @escaping @Sendable () async throws
     return (reads, try await jobTask.value, start)
 }
 
-/// The bytes the kernel still has to write (`Dirty` + `Writeback` of `/proc/meminfo`).
-func unwrittenBytes() -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8) else { return 0 }
-    return text.split(separator: "\n").reduce(0) { sum, line in
-        guard line.hasPrefix("Dirty:") || line.hasPrefix("Writeback:") else { return sum }
-        return sum + (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
-    }
-}
-
 /// Waits (at most 120 s) until the kernel has written all but 64 MiB of what earlier work left dirty — an earlier
 /// phase's or an earlier run's writeback and file removal would otherwise land in the next alone window; returns the
 /// seconds waited.
 func settle() async throws -> Double {
     let start = now()
-    while unwrittenBytes() > 64 << 20, now() - start < 120_000_000_000 { try await Task.sleep(for: .milliseconds(200)) }
+    func unwritten() throws -> Int { let pages = try dirtyPages(); return (pages.dirty + pages.writeback) * 4096 }
+    while try unwritten() > 64 << 20, now() - start < 120_000_000_000 { try await Task.sleep(for: .milliseconds(200)) }
     return Double(now() - start) / 1e9
 }
 
@@ -180,25 +172,25 @@ func runBenchmarks() async throws {
     defer { meter.stop() }
     var rows: [Row] = []
     var settled: [Double] = []
-    var cpuAtStart = MachineCPU.now()
+    var cpuAtStart = try MachineCPU.now()
     /// Appends `row` with the steal since `cpuAtStart` (marked when the alone window before its phase ended).
-    func append(_ row: Row) {
+    func append(_ row: Row) throws {
         var row = row
-        let cpu = MachineCPU.now()
+        let cpu = try MachineCPU.now()
         row.steal = cpu.stealPercent(since: cpuAtStart)
         rows.append(row)
     }
     // Alone for 800 reads per reader (~9 s): a baseline long enough that the machine's own noise is in it.
     settled.append(try await settle())
-    cpuAtStart = MachineCPU.now()
+    cpuAtStart = try MachineCPU.now()
     let aloneStart = now()
     let alone = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 800 : 1_600, since: aloneStart)
-    append(Row(name: "alone", reads: alone, seconds: nil, from: aloneStart, to: now(), baseline: alone))
+    try append(Row(name: "alone", reads: alone, seconds: nil, from: aloneStart, to: now(), baseline: alone))
     /// The alone window before a job: 300 reads per reader (~3.4 s), once the disk has settled.
     func baseline() async throws -> PhaseReads {
         settled.append(try await settle())
         let reads = try await read(store, until: { let stop = Stop(); stop.set(); return stop }(), minimum: pace > 0 ? 300 : 600)
-        cpuAtStart = MachineCPU.now()
+        cpuAtStart = try MachineCPU.now()
         return reads
     }
 
@@ -207,7 +199,7 @@ func runBenchmarks() async throws {
         let downloadBaseline = try await baseline()
         let (downloadReads, downloadSeconds, downloadStart) = try await phase(store) { try await provider.open() }
         if phases.contains("a") {
-            append(Row(name: "(a) during an initial download of \(downloadCount) entities", reads: downloadReads, seconds: downloadSeconds,
+            try append(Row(name: "(a) during an initial download of \(downloadCount) entities", reads: downloadReads, seconds: downloadSeconds,
                        from: downloadStart, to: now(), baseline: downloadBaseline))
         }
         if phases.contains("b") {
@@ -219,7 +211,7 @@ func runBenchmarks() async throws {
                 let result = try await provider.upload()
                 precondition(result.succeeded == uploadCount && result.failed.isEmpty, "upload: \(result.failed.prefix(2).map(\.message))")
             }
-            append(Row(name: "(b) during an upload of \(uploadCount) updates", reads: uploadReads, seconds: uploadSeconds,
+            try append(Row(name: "(b) during an upload of \(uploadCount) updates", reads: uploadReads, seconds: uploadSeconds,
                        from: uploadStart, to: now(), baseline: uploadBaseline))
         }
         await provider.close()
@@ -250,7 +242,7 @@ func runBenchmarks() async throws {
         }
         let evictions = fillCache.statistics.evictions
         fillCache.close()
-        append(Row(name: "(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")\(fillDirectory.map { ", in \($0)" } ?? "")",
+        try append(Row(name: "(c) during a cache fill of \(fillCount) entries (\(evictions) evicted) \(fillOnPool ? "on the cooperative pool" : "on BackgroundExecutor")\(fillDirectory.map { ", in \($0)" } ?? "")",
                    reads: fillReads, seconds: fillSeconds, from: fillStart, to: now(), baseline: fillBaseline))
     }
 
