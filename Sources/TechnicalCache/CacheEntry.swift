@@ -14,17 +14,40 @@ public struct CacheEntry: Sendable, Equatable {
     public var status: Int
     /// The response headers, without credentials.
     public var headers: HTTPFields {
-        get { storedHeaders }
+        get { parts.headers }
         set {
-            storedHeaders = Self.withoutCredentials(newValue)
-            lines = Lines(of: storedHeaders)
+            let headers = Self.withoutCredentials(newValue)
+            let parts = uniqueParts()
+            parts.lines = Lines(of: headers)
+            parts.headers = headers
         }
     }
-    private var storedHeaders: HTTPFields
-    /// Where the lines an active read uses are in ``headers``, found once when the lines are set (see ``Lines``).
-    private var lines: Lines
     /// The response body (may be empty).
-    public var payload: Data
+    public var payload: Data {
+        get { parts.payload }
+        _modify {
+            let parts = uniqueParts()
+            yield &parts.payload
+        }
+    }
+    /// The header lines as stored (credentials already dropped).
+    private var storedHeaders: HTTPFields {
+        get { parts.headers }
+        _modify {
+            let parts = uniqueParts()
+            yield &parts.headers
+        }
+    }
+    /// Where the lines an active read uses are in ``headers``, found once when the lines are set (see ``Lines``).
+    private var lines: Lines {
+        get { parts.lines }
+        _modify {
+            let parts = uniqueParts()
+            yield &parts.lines
+        }
+    }
+    /// The headers, their line positions and the payload: the entry's parts that hold references, behind one.
+    private var parts: Parts
     /// When the response was stored or last refreshed by a 304; a writer that orders its writes
     /// (`keepingNewer`) sets it to the time its request was sent. `maxAge` measures age from it.
     public var storedAt: Date
@@ -79,13 +102,38 @@ public struct CacheEntry: Sendable, Equatable {
         }
     }
 
+    /// The headers, their line positions and the payload, behind one reference: a copy of the entry (a lookup's answer from
+    /// the entries held in memory) retains one object instead of the headers' storage and the payload's — with many URLs,
+    /// each a line seldom in the CPU's cache. Copied on write: changed only while one entry refers to it
+    /// (``uniqueParts()``), which is what makes it safe to send (as an array's storage is).
+    private final class Parts: @unchecked Sendable {
+        var headers: HTTPFields
+        var lines: Lines
+        var payload: Data
+
+        init(headers: HTTPFields, lines: Lines, payload: Data) {
+            self.headers = headers
+            self.lines = lines
+            self.payload = payload
+        }
+    }
+
+    /// The parts, copied first when another entry refers to them too.
+    private mutating func uniqueParts() -> Parts {
+        if !isKnownUniquelyReferenced(&parts) {
+            parts = Parts(headers: parts.headers, lines: parts.lines, payload: parts.payload)
+        }
+        return parts
+    }
+
     /// Where a lookup read an entry (see ``readAt``).
     struct ReadAt: Sendable {
         var cache: UInt64
         var transaction: UInt64
         var url: String
         var generation: UInt64
-        var key: [UInt8]
+        /// The LMDB key, as words: kept without a reference (a held entry's key array, seldom in the CPU's cache, is not retained).
+        var key: TouchKey
     }
 
     /// An AES-GCM tag (16 bytes) as two words.
@@ -117,9 +165,8 @@ public struct CacheEntry: Sendable, Equatable {
     ///   - storedAt: When the response was received. The default is now.
     public init(status: Int, headers: HTTPFields, payload: Data, storedAt: Date = Date()) {
         self.status = status
-        self.storedHeaders = Self.withoutCredentials(headers)
-        self.lines = Lines(of: storedHeaders)
-        self.payload = payload
+        let headers = Self.withoutCredentials(headers)
+        self.parts = Parts(headers: headers, lines: Lines(of: headers), payload: payload)
         self.storedAt = storedAt
         self.lastUsedAt = storedAt
         self.size = 0
@@ -128,9 +175,7 @@ public struct CacheEntry: Sendable, Equatable {
     /// An entry decoded from the cache: its headers were filtered when it was stored.
     init(status: Int, trustedHeaders: HTTPFields, payload: Data, storedAt: Date) {
         self.status = status
-        self.storedHeaders = trustedHeaders
-        self.lines = Lines(of: trustedHeaders)
-        self.payload = payload
+        self.parts = Parts(headers: trustedHeaders, lines: Lines(of: trustedHeaders), payload: payload)
         self.storedAt = storedAt
         self.lastUsedAt = storedAt
         self.size = 0
@@ -348,8 +393,10 @@ public struct CacheEntry: Sendable, Equatable {
             put(newHeaders[line.index])
         }
         if count < merged.count { merged.removeSubrange(count...) }
-        storedHeaders = merged
-        lines = Lines(of: merged)
-        lines.mergedTail = UInt16(replaced.count)
+        var mergedLines = Lines(of: merged)
+        mergedLines.mergedTail = UInt16(replaced.count)
+        let parts = uniqueParts()
+        parts.headers = merged
+        parts.lines = mergedLines
     }
 }

@@ -26,7 +26,7 @@ extension ResponseCache {
         // The keys' generation only (not a copy of the keys) for an entry held in memory.
         let generation = cache.crypto.withLock { $0.generation }
         if let hot = heldEntry(for: url, generation: generation, cache: cache),
-           let entry = deliver(hot.held.entry, url: url, key: hot.held.key, generation: generation, transaction: hot.transaction, cache: cache,
+           let entry = deliver(hot.held.entry, url: url, key: hot.held.touchKey, generation: generation, transaction: hot.transaction, cache: cache,
                                fromMemory: true) {
             return entry
         }
@@ -51,7 +51,7 @@ extension ResponseCache {
                 if let tag = entry.sealedTag {
                     cache.hot.hold(entry, url: url, key: key, generation: generation, tag: tag, at: transaction)
                 }
-                guard let delivered = deliver(entry, url: url, key: key, generation: generation, transaction: transaction,
+                guard let delivered = deliver(entry, url: url, key: TouchKey(key), generation: generation, transaction: transaction,
                                               cache: cache, retrying: redelivered < 7)
                 else {
                     redelivered += 1
@@ -109,10 +109,9 @@ extension ResponseCache {
     /// A refresh stops being held once the transaction that wrote it commits, so an entry read before that
     /// commit and checked for a held refresh after it would miss the refresh: when none is held and a commit
     /// came after `transaction` (noted before the read), this returns `nil` while `retrying`: read again.
-    private func deliver(_ found: CacheEntry, url: String, key: [UInt8], generation: UInt64, transaction: UInt64, cache: OpenCache,
+    private func deliver(_ found: CacheEntry, url: String, key touchKey: TouchKey, generation: UInt64, transaction: UInt64, cache: OpenCache,
                          fromMemory: Bool = false, retrying: Bool = true) -> CacheEntry? {
         let now = Date()
-        let touchKey = TouchKey(key)
         var entry: CacheEntry
         if let refreshed = cache.pendingRefresh(of: found, key: touchKey) {
             entry = refreshed  // `found` is not copied
@@ -122,7 +121,7 @@ extension ResponseCache {
             entry = found
         }
         entry.lastUsedAt = now
-        entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: key)
+        entry.readAt = CacheEntry.ReadAt(cache: cache.identity, transaction: transaction, url: url, generation: generation, key: touchKey)
         cache.recordUse(of: touchKey, at: Int64(now.timeIntervalSince1970 * 1000))
         counters.withLock {
             $0.requests += 1

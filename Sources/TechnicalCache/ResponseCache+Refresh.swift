@@ -116,14 +116,14 @@ extension ResponseCache {
         let cache = try openCache()
         let key: [UInt8]
         if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.generation == cache.crypto.withLock({ $0.generation }), readAt.url == url {
-            key = readAt.key  // the key the lookup hashed this URL to: no second HMAC (nor a copy of the keys)
+            key = readAt.key.bytes  // the key the lookup hashed this URL to: no second HMAC (nor a copy of the keys)
         } else {
             key = cache.crypto.withLock { $0 }.entryKey(for: url, partition: configuration.partition)
         }
         let knownTag = entry.sealedTag
         let stillStored: Bool
         let transaction = cache.environment.lastTransactionID
-        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == key, readAt.transaction == transaction {
+        if let readAt = entry.readAt, readAt.cache == cache.identity, readAt.key == TouchKey(key), readAt.transaction == transaction {
             stillStored = true  // nothing was committed (by any process) since the lookup that read it: no read needed
         } else if let held = cache.hot.current(for: url, key: key, at: transaction) {
             // Every commit since is known (`HotEntries`: this process's own, which left the URL's value alone, or checked

@@ -53,6 +53,38 @@ import Testing
         #expect(lines(duplicated.headers) == ["Content-Type: application/json", "Date: D2", "ETag: \"a\""])
     }
 
+    /// An entry's headers and payload sit behind one shared reference (a held entry's copy retains one object): a copy
+    /// changed in any way — payload, headers, a 304's whole merge, its in-place write of a changed value — leaves the
+    /// entry it was copied from as it was: lines, their positions and payload.
+    @Test func aChangedCopyLeavesItsOriginalAlone() throws {
+        func lines(_ headers: HTTPFields) -> [String] { headers.map { "\($0.name.rawName): \($0.value)" } }
+        let stored: HTTPFields = [.server: "nginx", .date: "D1", .contentType: "application/json", .eTag: "\"a\"", .lastModified: "L"]
+        var original = CacheEntry(status: 200, headers: stored, payload: Data("body".utf8), storedAt: Date(timeIntervalSince1970: 1))
+        original.refresh(with: [.server: "nginx", .date: "D2", .eTag: "\"a\"", .lastModified: "L"], at: Date(timeIntervalSince1970: 2))
+        let expected = lines(original.headers)
+        func unchanged(_ step: String) {
+            #expect(lines(original.headers) == expected, "\(step)")
+            #expect(original.payload == Data("body".utf8) && original.etag == "\"a\"" && original.lastModified == "L", "\(step)")
+            #expect(original.storedAt == Date(timeIntervalSince1970: 2) && !original.hasDirective("no-store"), "\(step)")
+        }
+        var payload = original
+        payload.payload.append(contentsOf: [1, 2])
+        #expect(payload.payload.count == 6)
+        unchanged("payload")
+        var headers = original
+        headers.headers = [.cacheControl: "no-store"]
+        #expect(headers.hasDirective("no-store") && headers.etag == nil)
+        unchanged("headers")
+        var changedValue = original  // the last merge's names, a new value: written in place
+        changedValue.refresh(with: [.server: "nginx", .date: "D3", .eTag: "\"a\"", .lastModified: "L"], at: Date(timeIntervalSince1970: 3))
+        #expect(changedValue.headerValue(named: "Date") == "D3")
+        unchanged("a value written in place")
+        var merged = original  // other names: the whole merge
+        merged.refresh(with: [.date: "D4", .eTag: "\"b\""], at: Date(timeIntervalSince1970: 4))
+        #expect(merged.etag == "\"b\"" && merged.headerValue(named: "Date") == "D4")
+        unchanged("a whole merge")
+    }
+
     /// An entry finds its validator and `Cache-Control` lines, and the last 304's merged lines, once when its lines are set:
     /// after every 304 of a run (the same again, a changed value, other names, fewer, more, duplicates, a `no-store`
     /// arriving) its lines are those the whole merge gives an entry that knows nothing of the last one, and its validators,

@@ -24,6 +24,8 @@ final class HotEntries: Sendable {
         /// The entry as the lookup decoded it (before deferred refreshes, which are applied on top).
         let entry: CacheEntry
         let key: [UInt8]
+        /// `key` as words, in this object: a lookup's use of the entry reads no other memory for it.
+        let touchKey: TouchKey
         let generation: UInt64
         let tag: CacheEntry.SealedTag
         let bytes: Int
@@ -31,6 +33,7 @@ final class HotEntries: Sendable {
         init(entry: CacheEntry, key: [UInt8], generation: UInt64, tag: CacheEntry.SealedTag, bytes: Int) {
             self.entry = entry
             self.key = key
+            touchKey = TouchKey(key)
             self.generation = generation
             self.tag = tag
             self.bytes = bytes
@@ -72,7 +75,7 @@ final class HotEntries: Sendable {
         mutating func remove(_ url: String) {
             guard let old = held.removeValue(forKey: url) else { return }
             bytes -= old.held.bytes
-            urls[TouchKey(old.held.key)] = nil
+            urls[old.held.touchKey] = nil
         }
     }
 
@@ -175,7 +178,7 @@ final class HotEntries: Sendable {
             if let old = state.held.updateValue(slot, forKey: url) {
                 state.bytes -= old.held.bytes
             }
-            state.urls[TouchKey(key)] = url
+            state.urls[held.touchKey] = url
             state.bytes += bytes
             guard state.bytes > budget else { return }
             // Down to three quarters of the budget, least recently used first: one sort per many inserts.
