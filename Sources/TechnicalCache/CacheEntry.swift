@@ -132,7 +132,8 @@ public struct CacheEntry: Sendable, Equatable {
         var transaction: UInt64
         var url: String
         var generation: UInt64
-        /// The LMDB key, as words: kept without a reference (a held entry's key array, seldom in the CPU's cache, is not retained).
+        /// The LMDB key, as words (an entry key is an HMAC-SHA256, 32 bytes: `CacheCrypto.entryKey`): kept without a reference,
+        /// so that a held entry's key array, seldom in the CPU's cache, is not retained.
         var key: TouchKey
     }
 
