@@ -34,6 +34,10 @@ struct MemorySample: Sendable {
     var lmdbMapped = 0
     /// The producer's resident set (its own process), for information only.
     var producer = 0
+    /// This process's threads (`/proc/self/status`), for information: a thread's stack is resident memory outside the
+    /// heap, and glibc keeps ended threads' stacks for the next ones, so more threads at a peak can raise the resident
+    /// set for good without a byte more of heap.
+    var threads = 0
 
     /// The page caches together (SQLite's and LMDB's mapped pages).
     var pageCaches: Int { sqlitePageCache + lmdbMapped }
@@ -42,7 +46,7 @@ struct MemorySample: Sendable {
     static func combining(_ a: MemorySample, _ b: MemorySample, _ pick: (Int, Int) -> Int) -> MemorySample {
         MemorySample(resident: pick(a.resident, b.resident), residentFiles: pick(a.residentFiles, b.residentFiles), heap: pick(a.heap, b.heap),
                      sqlitePageCache: pick(a.sqlitePageCache, b.sqlitePageCache), lmdbMapped: pick(a.lmdbMapped, b.lmdbMapped),
-                     producer: pick(a.producer, b.producer))
+                     producer: pick(a.producer, b.producer), threads: pick(a.threads, b.threads))
     }
 
     /// Samples this process, and the producer when given.
@@ -58,6 +62,7 @@ struct MemorySample: Sendable {
         if sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &current, &highest, 0) == SQLITE_OK { sample.sqlitePageCache = Int(current) }
         sample.lmdbMapped = residentBytesOfMappings { $0.hasSuffix("/data.mdb") || $0.hasSuffix("/lock.mdb") }
         sample.producer = producer?.residentBytes ?? 0
+        sample.threads = ResidentMemory.threads()
         return sample
     }
 
@@ -175,6 +180,8 @@ struct MemoryReport {
         lines.append(row("  of it SQLite (page caches, statements)", \.sqlitePageCache))
         lines.append(row("  LMDB mapped pages (resident)", \.lmdbMapped))
         lines.append(row("producer: resident set (its process)", \.producer))
+        lines.append("  \("library: threads, most in the tenth".padding(toLength: 42, withPad: " ", startingAt: 0)) \(start.threads) | "
+                     + windows.map { String($0.peak.threads) }.joined(separator: " "))
         if let warm = warmTenth, let baseline = baselineTenth {
             lines.append("  page caches warm at tenth \(warm) (\(seconds * warm / 10) s); growth measured after tenth \(baseline), from the level reached by then")
         }

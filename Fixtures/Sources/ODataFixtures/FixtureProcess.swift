@@ -185,6 +185,17 @@ public enum ResidentMemory {
         statm(field: 2, ofProcess: pid)
     }
 
+    /// The number of threads of a process (`Threads:` in `/proc/<pid>/status`); 0 when it does not exist. Each thread
+    /// holds a stack, and glibc keeps the stacks of ended threads for new ones: resident memory the heap does not show.
+    /// - Parameter pid: the process ID; `nil` for this process.
+    public static func threads(ofProcess pid: Int32? = nil) -> Int {
+        let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") })
+        else { return 0 }
+        return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+    }
+
     private static func statm(field: Int, ofProcess pid: Int32?) -> Int {
         let path = pid.map { "/proc/\($0)/statm" } ?? "/proc/self/statm"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
