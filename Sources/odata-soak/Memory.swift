@@ -32,6 +32,10 @@ struct MemorySample: Sendable {
     /// Resident pages of mapped LMDB files (`data.mdb`, `lock.mdb`; `/proc/self/smaps`): the technical cache's
     /// page cache. Part of `resident`, not of `heap`.
     var lmdbMapped = 0
+    /// Resident pages of malloc's arenas (`/proc/self/smaps`): the main one (`[heap]`) and the thread arenas glibc maps
+    /// for threads that allocate at once (up to 8 per core, each an anonymous mapping at a 64 MiB boundary). Part of
+    /// `resident`; above `heap` by the arenas' pages that hold free chunks among used ones, for information.
+    var mallocArenas = 0
     /// The producer's resident set (its own process), for information only.
     var producer = 0
     /// This process's threads (`/proc/self/status`), for information: a thread's stack is resident memory outside the
@@ -46,7 +50,8 @@ struct MemorySample: Sendable {
     static func combining(_ a: MemorySample, _ b: MemorySample, _ pick: (Int, Int) -> Int) -> MemorySample {
         MemorySample(resident: pick(a.resident, b.resident), residentFiles: pick(a.residentFiles, b.residentFiles), heap: pick(a.heap, b.heap),
                      sqlitePageCache: pick(a.sqlitePageCache, b.sqlitePageCache), lmdbMapped: pick(a.lmdbMapped, b.lmdbMapped),
-                     producer: pick(a.producer, b.producer), threads: pick(a.threads, b.threads))
+                     mallocArenas: pick(a.mallocArenas, b.mallocArenas), producer: pick(a.producer, b.producer),
+                     threads: pick(a.threads, b.threads))
     }
 
     /// Samples this process, and the producer when given.
@@ -61,9 +66,21 @@ struct MemorySample: Sendable {
         var highest: sqlite3_int64 = 0
         if sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &current, &highest, 0) == SQLITE_OK { sample.sqlitePageCache = Int(current) }
         sample.lmdbMapped = residentBytesOfMappings { $0.hasSuffix("/data.mdb") || $0.hasSuffix("/lock.mdb") }
+        sample.mallocArenas = residentBytesOfMappings(isMallocArena)
         sample.producer = producer?.residentBytes ?? 0
         sample.threads = ResidentMemory.threads()
         return sample
+    }
+
+    /// Whether a mapping's header line is one of malloc's arenas: `[heap]`, or an anonymous read-write mapping that starts
+    /// at a multiple of glibc's `HEAP_MAX_SIZE` (64 MiB on 64-bit systems), where a thread arena begins.
+    static func isMallocArena(_ header: Substring) -> Bool {
+        let fields = header.split(separator: " ", omittingEmptySubsequences: true)
+        if fields.count >= 6 { return fields[5] == "[heap]" }
+        guard fields.count == 5, fields[1] == "rw-p", fields[4] == "0",
+              let start = fields[0].split(separator: "-").first.flatMap({ UInt64($0, radix: 16) })
+        else { return false }
+        return start % (64 << 20) == 0
     }
 
     /// The resident bytes of this process's mappings whose header line (`start-end perms offset dev inode path`)
@@ -179,6 +196,7 @@ struct MemoryReport {
         lines.append(peaks("  highest in the tenth", \.heap))
         lines.append(row("  of it SQLite (page caches, statements)", \.sqlitePageCache))
         lines.append(row("  LMDB mapped pages (resident)", \.lmdbMapped))
+        lines.append(row("  of it malloc's arenas (resident pages)", \.mallocArenas))
         lines.append(row("producer: resident set (its process)", \.producer))
         lines.append("  \("library: threads, most in the tenth".padding(toLength: 42, withPad: " ", startingAt: 0)) \(start.threads) | "
                      + windows.map { String($0.peak.threads) }.joined(separator: " "))
