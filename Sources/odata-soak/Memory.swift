@@ -34,7 +34,8 @@ struct MemorySample: Sendable {
     var lmdbMapped = 0
     /// Resident pages of malloc's arenas (`/proc/self/smaps`): the main one (`[heap]`) and the thread arenas glibc maps
     /// for threads that allocate at once (up to 8 per core, each an anonymous mapping at a 64 MiB boundary). Part of
-    /// `resident`; above `heap` by the arenas' pages that hold free chunks among used ones, for information.
+    /// `resident`, for information: the arenas' bytes in use (the part of `heap` not in `mmap`ped chunks) and the pages
+    /// of free chunks among used ones, which `malloc_trim(0)` cannot give back.
     var mallocArenas = 0
     /// The producer's resident set (its own process), for information only.
     var producer = 0
@@ -196,7 +197,7 @@ struct MemoryReport {
         lines.append(peaks("  highest in the tenth", \.heap))
         lines.append(row("  of it SQLite (page caches, statements)", \.sqlitePageCache))
         lines.append(row("  LMDB mapped pages (resident)", \.lmdbMapped))
-        lines.append(row("  of it malloc's arenas (resident pages)", \.mallocArenas))
+        lines.append(row("  malloc's arenas (resident pages)", \.mallocArenas))
         lines.append(row("producer: resident set (its process)", \.producer))
         lines.append("  \("library: threads, most in the tenth".padding(toLength: 42, withPad: " ", startingAt: 0)) \(start.threads) | "
                      + windows.map { String($0.peak.threads) }.joined(separator: " "))
