@@ -2,7 +2,7 @@
 // 127.0.0.1 only.
 //
 //   odata-soak [--seconds N] [--short] [--max-requests N] [--seed N] [--offline-child-batch] [--cluster]
-//              [--retain-kib-per-second N]
+//              [--retain-kib-per-second N] [--map-kib-per-second N]
 //
 // Profiles: the default shares one redis-server as the tier; `--cluster` puts the tier on a Redis Cluster
 // (3 masters + 3 replicas) and SIGKILLs a master mid-run (SoakTier.swift).
@@ -40,6 +40,9 @@ struct Options {
     /// A control of the memory judgement: the soak itself keeps this many KiB more every second
     /// (`--retain-kib-per-second`), a leak of a known rate the judgement must catch.
     var retainedKiBPerSecond = 0
+    /// The other control: this many KiB more every second mapped (`mmap`, anonymous) and written, outside `malloc`
+    /// (`--map-kib-per-second`): a leak the heap does not show, which the resident set outside the arenas must.
+    var mappedKiBPerSecond = 0
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -52,6 +55,7 @@ struct Options {
             case "--offline-child-batch": childBatch = true
             case "--cluster": cluster = true
             case "--retain-kib-per-second": retainedKiBPerSecond = iterator.next().flatMap { Int($0) } ?? 0
+            case "--map-kib-per-second": mappedKiBPerSecond = iterator.next().flatMap { Int($0) } ?? 0
             default: FileHandle.standardError.write(Data("odata-soak: unknown argument \(argument)\n".utf8)); exit(64)
             }
         }
@@ -250,6 +254,22 @@ func soak(_ options: Options) async -> Int32 {
                     try? await Task.sleep(for: .seconds(1))
                 }
                 print("odata-soak: kept \(retained.count * options.retainedKiBPerSecond) KiB on purpose (--retain-kib-per-second)")
+            }
+        }
+        if options.mappedKiBPerSecond > 0 {
+            group.addTask {
+                let bytes = options.mappedKiBPerSecond * 1024
+                var mapped = 0
+                while ContinuousClock.now < deadline {
+                    // Never unmapped: the process's end takes it.
+                    let region = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                    if let region, region != MAP_FAILED {
+                        memset(region, 1, bytes)
+                        mapped += options.mappedKiBPerSecond
+                    }
+                    try? await Task.sleep(for: .seconds(1))
+                }
+                print("odata-soak: mapped \(mapped) KiB on purpose (--map-kib-per-second)")
             }
         }
         // Memory samples: every second (at least ten per tenth), each tenth's floor and peak kept (`MemoryTenth`).
