@@ -82,7 +82,10 @@ struct MemorySample: Sendable {
     }
 
     /// Whether a mapping's header line is one of malloc's arenas: `[heap]`, or an anonymous read-write mapping that starts
-    /// at a multiple of glibc's `HEAP_MAX_SIZE` (64 MiB on 64-bit systems), where a thread arena begins.
+    /// at a multiple of glibc's `HEAP_MAX_SIZE` (64 MiB on 64-bit systems), where a thread arena begins. An arena whose
+    /// mapping the kernel merged with an anonymous one just below it is not found, and counts outside the arenas: the
+    /// error is on the judged side (as strict as judging the whole set). Another anonymous mapping passes for an arena
+    /// only if it starts at a 64 MiB boundary itself: one page-aligned address in 16,384.
     static func isMallocArena(_ header: Substring) -> Bool {
         let fields = header.split(separator: " ", omittingEmptySubsequences: true)
         if fields.count >= 6 { return fields[5] == "[heap]" }
