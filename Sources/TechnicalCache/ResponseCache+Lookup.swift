@@ -26,7 +26,7 @@ extension ResponseCache {
         // The keys' generation only (not a copy of the keys) for an entry held in memory.
         let generation = cache.crypto.withLock { $0.generation }
         if let hot = heldEntry(for: url, generation: generation, cache: cache),
-           let entry = deliver(hot.held.entry, url: url, key: hot.held.touchKey, generation: generation, transaction: hot.transaction, cache: cache,
+           let entry = deliver(hot.held.entry, url: url, key: hot.held.key, generation: generation, transaction: hot.transaction, cache: cache,
                                fromMemory: true) {
             return entry
         }
@@ -93,7 +93,7 @@ extension ResponseCache {
         guard let (held, current) = cache.hot.held(for: url, generation: generation, transaction: transaction) else { return nil }
         if !current {
             // A read that fails is "not known to be stored": the lookup reads the disk, which reports it.
-            let stored = try? cache.environment.read { txn in try cache.storedTag(forKey: held.key, txn) }
+            let stored = try? cache.environment.read { txn in try cache.storedTag(forKey: held.key.bytes, txn) }
             guard stored == held.tag else {
                 cache.hot.forget(url)
                 return nil

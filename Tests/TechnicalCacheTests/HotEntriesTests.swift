@@ -120,7 +120,7 @@ import Testing
             let (held, current) = try #require(open.hot.held(for: url, generation: generation, transaction: open.environment.lastTransactionID))
             #expect(current, "held as of the flush's commit: no read of the disk")
             #expect(held.entry.headerValue(named: "Date") == "D2" && held.entry.payload == Data(body(url).utf8))
-            let storedTag = try open.environment.read { txn in try open.storedTag(forKey: held.key, txn) }
+            let storedTag = try open.environment.read { txn in try open.storedTag(forKey: held.key.bytes, txn) }
             #expect(storedTag == held.tag)
         }
         #expect(try cache.chunkAudit().heads == (padding > open.chunkBytes ? 2 : 0))

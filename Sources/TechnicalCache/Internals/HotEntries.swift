@@ -23,17 +23,15 @@ final class HotEntries: Sendable {
     final class Held: Sendable {
         /// The entry as the lookup decoded it (before deferred refreshes, which are applied on top).
         let entry: CacheEntry
-        let key: [UInt8]
-        /// `key` as words, in this object: a lookup's use of the entry reads no other memory for it.
-        let touchKey: TouchKey
+        /// The LMDB key, as words in this object: a lookup's use of the entry reads no other memory for it.
+        let key: TouchKey
         let generation: UInt64
         let tag: CacheEntry.SealedTag
         let bytes: Int
 
-        init(entry: CacheEntry, key: [UInt8], generation: UInt64, tag: CacheEntry.SealedTag, bytes: Int) {
+        init(entry: CacheEntry, key: TouchKey, generation: UInt64, tag: CacheEntry.SealedTag, bytes: Int) {
             self.entry = entry
             self.key = key
-            touchKey = TouchKey(key)
             self.generation = generation
             self.tag = tag
             self.bytes = bytes
@@ -75,7 +73,7 @@ final class HotEntries: Sendable {
         mutating func remove(_ url: String) {
             guard let old = held.removeValue(forKey: url) else { return }
             bytes -= old.held.bytes
-            urls[old.held.touchKey] = nil
+            urls[old.held.key] = nil
         }
     }
 
@@ -127,7 +125,7 @@ final class HotEntries: Sendable {
     func current(for url: String, key: [UInt8], at transaction: UInt64) -> Held? {
         guard budget > 0 else { return nil }
         return state.withLock { state in
-            guard let slot = state.held[url], slot.held.key == key, state.isCurrent(slot, at: transaction) else { return nil }
+            guard let slot = state.held[url], slot.held.key == TouchKey(key), state.isCurrent(slot, at: transaction) else { return nil }
             return slot.held
         }
     }
@@ -171,14 +169,14 @@ final class HotEntries: Sendable {
         var bare = entry
         bare.readAt = nil
         bare.sealedTag = tag
-        let held = Held(entry: bare, key: key, generation: generation, tag: tag, bytes: bytes)
+        let held = Held(entry: bare, key: TouchKey(key), generation: generation, tag: tag, bytes: bytes)
         state.withLock { state in
             state.clock &+= 1
             let slot = Slot(held: held, checkedAt: transaction, followed: transaction >= state.trusted, lastUse: state.clock)
             if let old = state.held.updateValue(slot, forKey: url) {
                 state.bytes -= old.held.bytes
             }
-            state.urls[held.touchKey] = url
+            state.urls[held.key] = url
             state.bytes += bytes
             guard state.bytes > budget else { return }
             // Down to three quarters of the budget, least recently used first: one sort per many inserts.
