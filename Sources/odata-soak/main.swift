@@ -251,7 +251,7 @@ func soak(_ options: Options) async -> Int32 {
                 var retained: [[UInt8]] = []
                 while ContinuousClock.now < deadline {
                     retained.append([UInt8](repeating: 1, count: options.retainedKiBPerSecond * 1024))
-                    try? await Task.sleep(for: .seconds(1))
+                    do { try await Task.sleep(for: .seconds(1)) } catch { break }  // cancelled: stop leaking, not leak at full speed
                 }
                 print("odata-soak: kept \(retained.count * options.retainedKiBPerSecond) KiB on purpose (--retain-kib-per-second)")
             }
@@ -267,7 +267,7 @@ func soak(_ options: Options) async -> Int32 {
                         memset(region, 1, bytes)
                         mapped += options.mappedKiBPerSecond
                     }
-                    try? await Task.sleep(for: .seconds(1))
+                    do { try await Task.sleep(for: .seconds(1)) } catch { break }  // cancelled: stop mapping, not map at full speed
                 }
                 print("odata-soak: mapped \(mapped) KiB on purpose (--map-kib-per-second)")
             }
