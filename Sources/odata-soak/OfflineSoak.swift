@@ -284,7 +284,18 @@ func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figu
 }
 
 /// Write faults on the offline stores' requests: latency, 5xx, dropped connections, lost acknowledgements.
+///
+/// The rotating rules live 400 ms each, and a short run under a sanitizer uploads three or four times: all of them
+/// may meet no rule (CI, stop 54). So one standing rule per write route (a store's first change is a create; the
+/// child's batches are `$batch`) drops the connection after executing the first write it meets — a lost
+/// acknowledgement, the hardest of the four — and every run that uploads meets a write fault.
 func offlineFaults(producer: FixtureProcess, seed: UInt64, deadline: ContinuousClock.Instant, figures: Figures) async {
+    for path in ["Shippers", "$batch"] {
+        do { _ = try await producer.addFault(FaultRule(.executeThenDropConnection, method: "POST", path: path, times: 1)) } catch {
+            print("odata-soak: \(error)")
+            figures.add("producer control failures")
+        }
+    }
     await rotateFaults(producer: producer, seed: seed, every: .milliseconds(100), keep: 4, deadline: deadline, figures: figures) { random in
         let action: FaultAction = switch Int.random(in: 0..<4, using: &random) {
         case 0: .latency(.milliseconds(Int.random(in: 5...60, using: &random)))
