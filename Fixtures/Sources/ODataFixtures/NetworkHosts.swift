@@ -30,6 +30,8 @@ public final class NetworkHosts: Sendable {
     public let bridgeAddress: String
     private let bridge: String
     private let removed = LockedValue(false)
+    /// Taken while this process chooses a subnet: the lock file's setup lock is one per process.
+    private static let choosing = LockedValue(())
 
     private init(hosts: [Host], bridgeAddress: String, bridge: String) {
         self.hosts = hosts
@@ -60,15 +62,36 @@ public final class NetworkHosts: Sendable {
     public static func create(count: Int) throws(FixtureError) -> NetworkHosts {
         guard (1...200).contains(count) else { throw FixtureError(.serverFailure, "between 1 and 200 hosts, not \(count)") }
         let tag = String(UInt32(truncatingIfNeeded: getpid()) &* 2_654_435_761 &+ UInt32.random(in: 0..<1 << 20), radix: 36).suffix(6)
-        let used = (try? ip(["-o", "-4", "addr", "show"])) ?? ""
-        var subnet = "10.213.\(Int.random(in: 1...254))"
-        for _ in 0..<50 where used.contains(" \(subnet).") { subnet = "10.\(Int.random(in: 100...250)).\(Int.random(in: 1...254))" }
         let bridge = "odsbr\(tag)"
+        // The subnet is chosen and given to the bridge under a lock that other processes take too (CI runs test
+        // processes side by side), so that each sees the others' bridges among the addresses in use.
+        let subnet = try choosing.withLock { _ throws(FixtureError) in
+            let lock: StorageLock
+            do { lock = try StorageLock.acquire(URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("odata-network-hosts.lock").path, exclusive: false) } catch {
+                throw FixtureError(.serverFailure, "cannot take the lock for choosing a subnet: \(error)")
+            }
+            defer { lock.release() }
+            do {
+                return try lock.duringSetup {
+                    let used = try ip(["-o", "-4", "addr", "show"])
+                    var subnet = "10.213.\(Int.random(in: 1...254))"
+                    for _ in 0..<50 where used.contains(" \(subnet).") { subnet = "10.\(Int.random(in: 100...250)).\(Int.random(in: 1...254))" }
+                    try ip(["link", "add", bridge, "type", "bridge"])
+                    do { try ip(["addr", "add", "\(subnet).1/24", "dev", bridge]) } catch {
+                        _ = try? ip(["link", "delete", bridge])  // the error that says why is the one thrown
+                        throw error
+                    }
+                    return subnet
+                }
+            } catch let error as FixtureError {
+                throw error
+            } catch {
+                throw FixtureError(.serverFailure, "cannot take the lock for choosing a subnet: \(error)")
+            }
+        }
         let hosts = (0..<count).map { Host(namespace: "ods\(tag)h\($0)", address: "\(subnet).\($0 + 10)") }
         let made = NetworkHosts(hosts: hosts, bridgeAddress: "\(subnet).1", bridge: bridge)
         do {
-            try ip(["link", "add", bridge, "type", "bridge"])
-            try ip(["addr", "add", "\(subnet).1/24", "dev", bridge])
             try ip(["link", "set", bridge, "up"])
             for (index, host) in hosts.enumerated() {
                 let veth = "odsv\(tag)\(index)"
