@@ -27,12 +27,10 @@ import Glibc
 /// not killed, so they follow the machine's speed. The seed is printed; `KILL_SEED` replays the delays (where they
 /// land depends on the machine). Under a sanitizer fewer kills (`KILL_COUNT` sets the kills per kind).
 @Suite(.serialized) struct CrashConsistencyTests {
-    static let sanitized = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
-        || ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
     /// Kills per kind: download, merge, index build (≥ 20 in all in a plain run).
     static let killsPerKind: (download: Int, merge: Int, index: Int) = {
         if let count = ProcessInfo.processInfo.environment["KILL_COUNT"].flatMap(Int.init) { return (count, count, count) }
-        return sanitized ? (3, 3, 3) : (8, 7, 7)
+        return Sanitizers.active ? (3, 3, 3) : (8, 7, 7)
     }()
 
     static let queries = ["customers=Customers", "events=Events", "orders=Orders"]
@@ -243,7 +241,7 @@ struct KillRun {
         self.random = random
         customerIDs = try server.read { try $0.entities(in: "Customers") }.compactMap { $0["CustomerID"]?.stringValue }
         // A few thousand events on the producer: the initial download has dozens of pages.
-        let count = CrashConsistencyTests.sanitized ? 1_000 : 2_000
+        let count = Sanitizers.rounds(plain: 2_000, sanitized: 1_000)
         try insertEvents(count)
         let events = try server.read { try $0.entities(in: "Events") }
         for event in events.prefix(4) {

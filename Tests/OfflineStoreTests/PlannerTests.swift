@@ -71,7 +71,7 @@ import Testing
     static let queriesPerSet: Int = {
         let environment = ProcessInfo.processInfo.environment
         if let count = environment["PLANNER_QUERIES"].flatMap(Int.init) { return count }
-        return environment["TSAN_OPTIONS"] != nil || environment["ASAN_OPTIONS"] != nil ? 20 : 60
+        return Sanitizers.rounds(plain: 60, sanitized: 20)
     }()
 
     @Test func plannedAnswersEqualTheEvaluatorsOverRandomQueries() async throws {

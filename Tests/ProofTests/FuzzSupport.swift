@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ODataCore
+import ODataFixtures
 
 /// Helpers over ODataCore's seeded generator.
 extension SeededRandom {
@@ -197,8 +198,7 @@ struct InputFactory {
 func fuzzLoop(_ name: String, seed: UInt64, iterations requested: Int, _ body: (inout InputFactory, Int) throws -> Void) rethrows -> Double {
     // Under a sanitizer (CI's second and third runs of the suite) half the inputs: the sanitizer looks for memory
     // errors and races in the same code paths, and the plain run covers every input.
-    let environment = ProcessInfo.processInfo.environment
-    let iterations = environment["TSAN_OPTIONS"] != nil || environment["ASAN_OPTIONS"] != nil ? (requested + 1) / 2 : requested
+    let iterations = Sanitizers.rounds(plain: requested, sanitized: (requested + 1) / 2)
     print("fuzz \(name): seed \(seed), \(iterations) inputs")
     var factory = InputFactory(seed: seed)
     let start = ContinuousClock.now

@@ -2,15 +2,16 @@ import Foundation
 import HTTPTypes
 import ODataCore
 import Synchronization
+import ODataFixtures
 import Testing
 @testable import TechnicalCache
 
 /// A lookup never misses an entry its own task wrote just before, whatever runs meanwhile in another task:
 /// a rekey, a reset of another partition, an eviction (issue 29). Each test runs its case
-/// `CACHE_STRESS_ROUNDS` times (50 by default; `CACHE_STRESS_ROUNDS=1000` for the long proof), each round
-/// on a fresh cache.
+/// `CACHE_STRESS_ROUNDS` times (50 by default, 15 under a sanitizer: see ``Sanitizers``; `CACHE_STRESS_ROUNDS=1000`
+/// for the long proof), each round on a fresh cache.
 @Suite struct ReadYourOwnWriteStressTests {
-    static let rounds = Int(ProcessInfo.processInfo.environment["CACHE_STRESS_ROUNDS"] ?? "") ?? 50
+    static let rounds = Int(ProcessInfo.processInfo.environment["CACHE_STRESS_ROUNDS"] ?? "") ?? Sanitizers.rounds(plain: 50, sanitized: 15)
 
     /// Counts the stores and lookups of all tasks, so that a miss can tell how much ran since its store.
     final class Operations: Sendable {
