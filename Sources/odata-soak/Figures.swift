@@ -80,7 +80,7 @@ final class ReadsInFlight: Sendable {
 }
 
 /// Installs the rule `next` makes every `interval` until the deadline, keeping the last `keep` of them
-/// installed (each fires as its rule says, counted by the producer); removes every fault at the end.
+/// installed (each fires as its rule says, counted by the producer); removes the ones it installed at the end.
 /// A control call the producer does not answer is counted in `producer control failures`.
 func rotateFaults(producer: FixtureProcess, seed: UInt64, every interval: Duration, keep: Int, deadline: ContinuousClock.Instant,
                   figures: Figures, _ next: (inout SeededRandom) -> FaultRule) async {
@@ -96,8 +96,10 @@ func rotateFaults(producer: FixtureProcess, seed: UInt64, every interval: Durati
         }
         try? await Task.sleep(for: interval)
     }
-    do { try await producer.removeAllFaults() } catch {
-        print("odata-soak: \(error)")
-        figures.add("producer control failures")
+    for id in installed {
+        do { try await producer.removeFault(id) } catch {
+            print("odata-soak: \(error)")
+            figures.add("producer control failures")
+        }
     }
 }

@@ -285,10 +285,11 @@ func synchronize(_ provider: OfflineODataProvider, download: Bool, figures: Figu
 
 /// Write faults on the offline stores' requests: latency, 5xx, dropped connections, lost acknowledgements.
 ///
-/// The rotating rules live 400 ms each, and a short run under a sanitizer uploads three or four times: all of them
-/// may meet no rule (CI, stop 54). So one standing rule per write route (a store's first change is a create; the
-/// child's batches are `$batch`) drops the connection after executing the first write it meets — a lost
-/// acknowledgement, the hardest of the four — and every run that uploads meets a write fault.
+/// The rotating rules live 400 ms each, and a short run under a sanitizer uploads three or four times, some of them
+/// only in the drain after the deadline: all of them may meet no rule (CI, stop 54; a rehearsal of session 31). So one
+/// standing rule per write route (a store's first change is a create; the child's batches are `$batch`) drops the
+/// connection after executing the first write it meets — a lost acknowledgement, the hardest of the four — and stays
+/// until it fires, through the drain (removed after it: see `main`), so every run that uploads a create meets one.
 func offlineFaults(producer: FixtureProcess, seed: UInt64, deadline: ContinuousClock.Instant, figures: Figures) async {
     for path in ["Shippers", "$batch"] {
         do { _ = try await producer.addFault(FaultRule(.executeThenDropConnection, method: "POST", path: path, times: 1)) } catch {

@@ -322,11 +322,9 @@ func soak(_ options: Options) async -> Int32 {
     sharedCacheChild?.finish(figures: figures)
     tier.checkHealth(figures: figures)
 
-    // Faults are off: every queue must empty; then the ledger is compared with the producer.
-    do { try await producer.removeAllFaults() } catch {
-        print("odata-soak: \(error)")
-        figures.add("producer control failures")
-    }
+    // The rotating faults are off (each rotation removed its rules): every queue must empty, meeting only what is left of
+    // the standing write faults (`offlineFaults`: one lost acknowledgement per write route, which the drain's re-sends
+    // absorb); then the ledger is compared with the producer, every fault removed.
     var childStore: OfflineODataProvider?
     do {
         let store = try OfflineODataProvider(serviceRoot: offlineRoot, parameters: offlineParameters(directory: offlineDirectory, name: "child", batch: false))
@@ -347,6 +345,10 @@ func soak(_ options: Options) async -> Int32 {
             figures.add("offline ErrorArchives unreadable")
         }
         await provider.close()
+    }
+    do { try await producer.removeAllFaults() } catch {
+        print("odata-soak: \(error)")
+        figures.add("producer control failures")
     }
     let state: ProducerState
     let intents: [Intent]
