@@ -157,7 +157,7 @@ fuzz-short:
 # Each build and run is a target of its own, so that CI (.ci/run) can build one beside another's tests.
 # The sanitizer builds carry line tables, not full debug info: a report needs each frame's function, file and line,
 # not variables or types, and the smaller objects build and link faster (a clean ThreadSanitizer build 296 → 264 s,
-# 1.7 → 1.4 GB; docs/notes/proof.md). The tests run with the same flags, so that `--skip-build` finds the same build.
+# 1.7 → 1.4 GB; docs/RELIABILITY.md, "Sanitizers"). The tests run with the same flags, so that `--skip-build` finds the same build.
 # PART=first runs the tests that FIRST_PART matches, PART=rest the others (CI runs the halves side by side, each
 # test still one at a time in its process, `--ignore-lock` so that the second does not wait for SwiftPM's lock of
 # the build directory); no PART runs the whole suite. The halves are near even under ThreadSanitizer (CI, session 31).
