@@ -77,8 +77,11 @@ public final class NetworkHosts: Sendable {
                     var subnet = "10.213.\(Int.random(in: 1...254))"
                     for _ in 0..<50 where used.contains(" \(subnet).") { subnet = "10.\(Int.random(in: 100...250)).\(Int.random(in: 1...254))" }
                     try ip(["link", "add", bridge, "type", "bridge"])
-                    do { try ip(["addr", "add", "\(subnet).1/24", "dev", bridge]) } catch {
-                        _ = try? ip(["link", "delete", bridge])  // the error that says why is the one thrown
+                    do throws(FixtureError) { try ip(["addr", "add", "\(subnet).1/24", "dev", bridge]) } catch {
+                        // The error that says why is the one thrown; a bridge that could not be removed is named in it.
+                        do throws(FixtureError) { _ = try ip(["link", "delete", bridge]) } catch let left {
+                            throw FixtureError(error, "\(error.message); the bridge \(bridge) stays: \(left.message)")
+                        }
                         throw error
                     }
                     return subnet
